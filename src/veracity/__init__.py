@@ -1,0 +1,3 @@
+"""veracity: evidence-grounded, explainable fact-checking with language models."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,167 @@
+"""The `veracity` command line.
+
+    veracity check "claim"                 check a claim (default: QACheck on the embedded model)
+    veracity index build|search|info ...   build and query retrieval indexes
+    veracity pipelines                     list the pipelines and ablations by name
+
+User errors print one line and exit 2; backend failures exit 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import __version__
+from .errors import BackendError, UserError
+
+EXAMPLE_CLAIM = "Lars Onsager won the Nobel prize when he was 30 years old."
+
+
+def _model_options() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    g = p.add_argument_group("model and configuration")
+    g.add_argument("--config", help="TOML configuration file (default: ./veracity.toml or $VERACITY_CONFIG)")
+    g.add_argument("--model", help="embedded | gguf:PATH | openai:NAME | scripted:FILE | NAME with --base-url")
+    g.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1")
+    g.add_argument("--timeout", type=float, help="seconds per HTTP request")
+    g.add_argument("--n-ctx", type=int, help="context window of the embedded model")
+    g.add_argument("--threads", type=int, dest="n_threads", help="CPU threads for the embedded model")
+    g.add_argument("--cache-path", help="SQLite response cache file")
+    g.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
+    return p
+
+
+def _config_from(args: argparse.Namespace):
+    from .config import load_config
+
+    overrides = {k: getattr(args, k, None) for k in ("model", "base_url", "timeout", "n_ctx", "n_threads",
+                                                       "cache_path", "index", "max_claim_chars")}
+    overrides["retrieval_mode"] = getattr(args, "mode", None)
+    overrides["qacheck.qa"] = getattr(args, "qa", None)
+    overrides["qacheck.max_iterations"] = getattr(args, "max_iterations", None)
+    overrides["qacheck.top_k"] = getattr(args, "top_k", None)
+    if getattr(args, "no_validator", False):
+        overrides["qacheck.validator"] = False
+    if getattr(args, "no_cache", False):
+        overrides["cache"] = False
+    return load_config(args.config, overrides)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from .check import clean_claim_text, open_retriever, run_check
+    from .llm import make_model
+    from .pipelines.base import get_pipeline
+    from .report import format_step, to_markdown, usage_line
+    from .types import Claim
+
+    config = _config_from(args)
+    if args.claim_file:
+        data = sys.stdin.buffer.read() if args.claim_file == "-" else _read_bytes(args.claim_file)
+        raw: str | bytes = data
+    elif args.claim is not None:
+        raw = args.claim
+    else:
+        raise UserError("give a claim: veracity check \"CLAIM\" (or --claim-file FILE)")
+    text = clean_claim_text(raw, config.max_claim_chars)
+    pipeline = get_pipeline(args.pipeline, config)
+    retriever = open_retriever(config)
+    model = make_model(config)
+    listeners = []
+    if not args.json:
+        print(f"Claim: {text}\nPipeline: {args.pipeline}   Model: {model.model_id}", flush=True)
+
+        def show(step) -> None:
+            line = format_step(step.to_dict())
+            if line:
+                print(line, flush=True)
+
+        listeners.append(show)
+    result = run_check(Claim(text=text), pipeline, model, config, retriever=retriever, listeners=listeners)
+    if args.report:
+        Path(args.report).write_text(to_markdown(result), encoding="utf-8")
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        v = result.verdict
+        conf = f" (confidence {v.confidence:.2f})" if v.confidence is not None else ""
+        print(f"\nVerdict: {v.label}{conf}")
+        if v.rationale:
+            print("Rationale: " + v.rationale.replace("\n", " "))
+        print("Usage: " + usage_line(result))
+        if args.report:
+            print(f"Report written to {args.report}")
+    return 0
+
+
+def _read_bytes(path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise UserError(f"cannot read {path}: {e.strerror}") from None
+
+
+def cmd_pipelines(args: argparse.Namespace) -> int:
+    from .pipelines.base import available_pipelines
+
+    for name, desc in available_pipelines().items():
+        print(f"{name:28s} {desc}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="veracity", description="Evidence-grounded, explainable fact-checking.")
+    parser.add_argument("--version", action="version", version=f"veracity {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("check", parents=[_model_options()], help="check a claim",
+                       description="Check a claim and show each reasoning step.")
+    p.add_argument("claim", nargs="?", help="the claim to check")
+    p.add_argument("--claim-file", help="read the claim from a file ('-' for standard input)")
+    p.add_argument("--pipeline", default="qacheck", help="pipeline name (see `veracity pipelines`)")
+    p.add_argument("--qa", choices=["retriever-reader", "closed-book", "reciter-reader"],
+                   help="QACheck question-answering module")
+    p.add_argument("--index", help="index directory for retrieval (see `veracity index build`)")
+    p.add_argument("--mode", choices=["bm25", "dense", "hybrid"], help="retrieval mode")
+    p.add_argument("--top-k", type=int, help="passages the retriever-reader reads per question")
+    p.add_argument("--max-iterations", type=int, help="QACheck question rounds (default 5)")
+    p.add_argument("--no-validator", action="store_true", help="keep every QA pair (ablation)")
+    p.add_argument("--max-claim-chars", type=int, help="longest claim accepted (default 2000)")
+    p.add_argument("--json", action="store_true", help="print the whole result as one JSON document")
+    p.add_argument("--report", help="write a Markdown report to this file")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("pipelines", help="list pipelines and ablations")
+    p.set_defaults(func=cmd_pipelines)
+
+    from .retrieval.commands import register as register_index
+
+    register_index(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except UserError as e:
+        print(f"veracity: error: {e}", file=sys.stderr)
+        return 2
+    except BackendError as e:
+        print(f"veracity: model backend error: {e}", file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        print("veracity: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

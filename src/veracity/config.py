@@ -1,0 +1,183 @@
+"""Configuration: one TOML file, then environment variables, then command-line flags.
+
+Validated once, in `load_config`, with one-line errors that name the offending key. Nothing is
+read at import time, and keys are never prompted for.
+
+    # veracity.toml
+    model = "embedded"            # embedded | gguf:PATH | openai:NAME | scripted:PATH | NAME (with base_url)
+    base_url = "http://127.0.0.1:8080/v1"
+    cache_path = "~/.cache/veracity/cache.sqlite"
+    [qacheck]
+    qa = "reciter-reader"         # retriever-reader | closed-book | reciter-reader
+    max_iterations = 5
+    validator = true
+
+Environment: VERACITY_CONFIG (file), VERACITY_MODEL, VERACITY_BASE_URL, VERACITY_API_KEY (or
+OPENAI_API_KEY), VERACITY_CACHE_PATH, VERACITY_INDEX, VERACITY_N_THREADS, VERACITY_MAX_CLAIM_CHARS.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+QA_MODES = ("retriever-reader", "closed-book", "reciter-reader")
+
+
+def default_cache_path() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "veracity", "cache.sqlite")
+
+
+@dataclass
+class QACheckConfig:
+    qa: str = "reciter-reader"
+    max_iterations: int = 5
+    verifier: bool = True
+    validator: bool = True
+    top_k: int = 3  # passages the retriever-reader reads
+
+    def validate(self) -> None:
+        if self.qa not in QA_MODES:
+            raise ConfigError(f"qacheck.qa must be one of {', '.join(QA_MODES)}, not {self.qa!r}")
+        if not 1 <= self.max_iterations <= 20:
+            raise ConfigError(f"qacheck.max_iterations must be between 1 and 20, not {self.max_iterations}")
+        if not 1 <= self.top_k <= 20:
+            raise ConfigError(f"qacheck.top_k must be between 1 and 20, not {self.top_k}")
+
+
+@dataclass
+class Config:
+    model: str = "embedded"
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    timeout: float = 120.0
+    max_retries: int = 3
+    n_ctx: int = 8192
+    n_threads: int | None = None
+    seed: int = 0
+    cache: bool = True
+    cache_path: str = field(default_factory=default_cache_path)
+    max_claim_chars: int = 2000
+    prompts_dir: str | None = None
+    index: str | None = None
+    retrieval_mode: str | None = None  # bm25 | dense | hybrid; default: hybrid when the index has vectors
+    qacheck: QACheckConfig = field(default_factory=QACheckConfig)
+
+    def validate(self) -> None:
+        if not self.model.strip():
+            raise ConfigError("model must not be empty")
+        if self.max_claim_chars < 1:
+            raise ConfigError(f"max_claim_chars must be positive, not {self.max_claim_chars}")
+        if self.timeout <= 0:
+            raise ConfigError(f"timeout must be positive, not {self.timeout}")
+        if not 0 <= self.max_retries <= 10:
+            raise ConfigError(f"max_retries must be between 0 and 10, not {self.max_retries}")
+        if self.n_ctx < 512:
+            raise ConfigError(f"n_ctx must be at least 512, not {self.n_ctx}")
+        if self.retrieval_mode not in (None, "bm25", "dense", "hybrid"):
+            raise ConfigError(f"retrieval_mode must be bm25, dense or hybrid, not {self.retrieval_mode!r}")
+        self.qacheck.validate()
+
+
+def _check_type(value: Any, annotation: Any, where: str) -> Any:
+    """Coerce/validate one value against a (simple) annotation."""
+    hint = annotation
+    args = typing.get_args(hint)
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        if value is None and type(None) in args:
+            return None
+        hint = next(a for a in args if a is not type(None))
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+            return value.lower() in ("1", "true", "yes", "on")
+    elif hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            return int(value)
+    elif hint is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+    elif hint is str:
+        if isinstance(value, str):
+            return value
+    else:  # pragma: no cover
+        return value
+    raise ConfigError(f"{where} must be {getattr(hint, '__name__', hint)}, not {value!r}")
+
+
+def _apply(obj: Any, values: dict[str, Any], prefix: str = "") -> None:
+    fields = {f.name: f for f in dataclasses.fields(obj)}
+    hints = typing.get_type_hints(type(obj))
+    for key, value in values.items():
+        name = key.replace("-", "_")
+        where = f"{prefix}{key}"
+        if name not in fields:
+            raise ConfigError(f"unknown configuration key {where!r} (known: {', '.join(sorted(fields))})")
+        current = getattr(obj, name)
+        if dataclasses.is_dataclass(current):
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where} must be a table")
+            _apply(current, value, prefix=f"{where}.")
+        else:
+            setattr(obj, name, _check_type(value, hints[name], where))
+
+
+ENV_KEYS = ("model", "base_url", "api_key", "cache_path", "index", "n_threads", "max_claim_chars",
+            "timeout", "max_retries", "prompts_dir")
+
+
+def load_config(path: str | os.PathLike | None = None, overrides: dict[str, Any] | None = None,
+                env: dict[str, str] | None = None) -> Config:
+    """Build the configuration: defaults < file < environment < overrides (flags; None = not given)."""
+    env = dict(os.environ if env is None else env)
+    cfg = Config()
+    file = path or env.get("VERACITY_CONFIG")
+    if file is None and Path("veracity.toml").is_file():
+        file = "veracity.toml"
+    if file is not None:
+        p = Path(file).expanduser()
+        try:
+            data = tomllib.loads(p.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"configuration file not found: {p}") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            raise ConfigError(f"configuration file {p} is not valid TOML: {e}") from None
+        _apply(cfg, data)
+    for k in ENV_KEYS:
+        if value := env.get(f"VERACITY_{k.upper()}"):
+            try:
+                _apply(cfg, {k: value})
+            except ConfigError as e:
+                raise ConfigError(f"environment variable VERACITY_{k.upper()}: {e}") from None
+    if cfg.api_key is None and env.get("OPENAI_API_KEY"):
+        cfg.api_key = env["OPENAI_API_KEY"]
+    flat: dict[str, Any] = {}
+    for k, v in (overrides or {}).items():
+        if v is None:
+            continue
+        if "." in k:
+            section, sub = k.split(".", 1)
+            flat.setdefault(section, {})[sub] = v
+        else:
+            flat[k] = v
+    _apply(cfg, flat, prefix="--")
+    cfg.cache_path = os.path.expanduser(cfg.cache_path)
+    cfg.validate()
+    return cfg

@@ -1,0 +1,1 @@
+"""Evaluation: metrics (and, in time, dataset loaders and the resumable runner)."""

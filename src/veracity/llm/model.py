@@ -1,0 +1,82 @@
+"""`Model`: a backend plus the persistent cache; `RunModel`: a model bound to one run's meter and tracer."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from .base import Backend, Choice, Completion, CompletionRequest
+from .cache import ResponseCache, stable_key
+from .usage import UsageMeter
+
+if TYPE_CHECKING:
+    from ..trace import Tracer
+
+
+class Model:
+    def __init__(self, backend: Backend, cache: ResponseCache | None = None) -> None:
+        self.backend = backend
+        self.cache = cache
+
+    @property
+    def model_id(self) -> str:
+        return self.backend.model_id
+
+    def _key(self, kind: str, request: CompletionRequest, extra: dict | None = None) -> str:
+        return stable_key({"model": self.backend.model_id, "kind": kind, "request": request.key_dict(),
+                           **(extra or {})})
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        key = self._key("complete", request)
+        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+            return replace(Completion.from_dict(hit), cached=True)
+        out = self.backend.complete(request)
+        if self.cache is not None:
+            self.cache.put(key, out.to_dict(), kind="complete", model=self.backend.model_id)
+        return out
+
+    def choose(self, request: CompletionRequest, options: list[str]) -> Choice:
+        key = self._key("choose", request, {"options": list(options)})
+        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+            ch = Choice.from_dict(hit)
+            ch.usage.cached = True
+            return ch
+        out = self.backend.choose(request, list(options))
+        if self.cache is not None:
+            self.cache.put(key, out.to_dict(), kind="choose", model=self.backend.model_id)
+        return out
+
+    def bind(self, meter: UsageMeter, tracer: "Tracer | None" = None) -> "RunModel":
+        return RunModel(self, meter, tracer)
+
+
+class RunModel:
+    """What a pipeline holds: every call is metered under its stage and traced as a model_call."""
+
+    def __init__(self, model: Model, meter: UsageMeter, tracer: "Tracer | None") -> None:
+        self.model = model
+        self.meter = meter
+        self.tracer = tracer
+
+    @property
+    def model_id(self) -> str:
+        return self.model.model_id
+
+    def _record(self, stage: str, c: Completion) -> None:
+        self.meter.record(stage, prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens,
+                          seconds=c.latency_s, cost=c.cost, cached=c.cached,
+                          reused_prompt_tokens=c.reused_prompt_tokens)
+        if self.tracer is not None:
+            self.tracer.emit("model_call", for_stage=stage, prompt_tokens=c.prompt_tokens,
+                             completion_tokens=c.completion_tokens, reused=c.reused_prompt_tokens,
+                             seconds=round(c.latency_s, 4), cached=c.cached)
+
+    def complete(self, request: CompletionRequest, *, stage: str) -> Completion:
+        out = self.model.complete(request)
+        self._record(stage, out)
+        return out
+
+    def choose(self, request: CompletionRequest, options: list[str], *, stage: str) -> Choice:
+        out = self.model.choose(request, options)
+        self._record(stage, out.usage)
+        return out

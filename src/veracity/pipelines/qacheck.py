@@ -1,0 +1,158 @@
+"""QACheck: question-guided multi-hop verification.
+
+The loop of the paper: the claim verifier D(c, C) decides whether the context C of validated
+question-answer pairs is enough; if not, the question generator Q(c, C) asks the next question,
+the QA module A(q) answers it with evidence, and the validator V(c, (q, a), C) keeps the pair only
+when it adds useful knowledge. When D says yes, or after `max_iterations` rounds, the reasoner
+R(c, C) gives the label and its rationale.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from ..llm.base import fewshot
+from ..prompts import load_prompt
+from ..prompts.parsers import parse_question
+from ..types import Claim, QAStep, Verdict
+from .base import Context, Pipeline, register
+from .qa import QA_MODULES, QAModule
+from .reasoning import reason_then_label
+
+if TYPE_CHECKING:
+    from ..config import Config, QACheckConfig
+
+YES_NO = ["Yes", "No"]
+NOTHING_YET = "(nothing yet)"
+
+
+def _norm(q: str) -> str:
+    return re.sub(r"\W+", " ", q.lower()).strip()
+
+
+class QACheck(Pipeline):
+    description = "Question-guided multi-hop verification (QACheck)"
+
+    def __init__(self, config: "Config", *, qa: str | None = None, validator: bool | None = None,
+                 verifier: bool | None = None, max_iterations: int | None = None) -> None:
+        c: QACheckConfig = config.qacheck
+        self.qa_name = qa or c.qa
+        self.use_validator = c.validator if validator is None else validator
+        self.use_verifier = c.verifier if verifier is None else verifier
+        self.max_iterations = max_iterations or c.max_iterations
+        self.qa: QAModule = QA_MODULES[self.qa_name](config.prompts_dir, c.top_k)
+        pd = config.prompts_dir
+        self.p_verifier = load_prompt("verifier", pd)
+        self.p_first = load_prompt("question_first", pd)
+        self.p_followup = load_prompt("question_followup", pd)
+        self.p_validator = load_prompt("validator", pd)
+        self.p_reasoner = load_prompt("reasoner", pd)
+
+    def needs_retriever(self, config: "Config") -> bool:
+        return self.qa_name == "retriever-reader"
+
+    # -- the five modules -------------------------------------------------------------------------
+
+    @staticmethod
+    def _numbered(context: list[QAStep]) -> str:
+        return "\n".join(f"Question {i} = {s.question}\nAnswer {i} = {s.answer}"
+                         for i, s in enumerate(context, 1)) or NOTHING_YET
+
+    def claim_verifier(self, claim: Claim, context: list[QAStep], ctx: Context) -> bool:
+        prompt = self.p_verifier.render(CLAIM=claim.text, QA_CONTEXTS=self._numbered(context))
+        ch = ctx.model.choose(fewshot(prompt, max_tokens=8), YES_NO, stage="verifier")
+        if ch.option is None:
+            ctx.tracer.emit("parse_failure", for_stage="verifier", raw=ch.raw,
+                            fallback="treated as 'No': keep gathering evidence")
+        enough = ch.option == "Yes"
+        ctx.tracer.emit("verifier", depth=len(context), enough=enough, confidence=ch.confidence)
+        return enough
+
+    def question_generator(self, claim: Claim, context: list[QAStep], ctx: Context, attempt: int,
+                           resample: bool) -> str | None:
+        if context:
+            prompt = self.p_followup.render(CLAIM=claim.text, QA_CONTEXTS=self._numbered(context),
+                                            Q_INDEX=len(context) + 1)
+        else:
+            prompt = self.p_first.render(CLAIM=claim.text)
+        # Greedy decoding would repeat a question the validator just rejected: sample instead.
+        req = fewshot(prompt, max_tokens=48, stop=["\n"],
+                                   temperature=0.7 if resample else 0.0, seed=attempt if resample else None)
+        out = ctx.model.complete(req, stage="question")
+        q = parse_question(out.text)
+        if q is None:
+            ctx.tracer.emit("parse_failure", for_stage="question", raw=out.text,
+                            fallback="stop asking; the reasoner decides from what is known")
+        return q
+
+    def validator(self, claim: Claim, step: QAStep, context: list[QAStep], ctx: Context) -> bool:
+        known = "\n".join(f"Question = {s.question}\nAnswer = {s.answer}" for s in context) or NOTHING_YET
+        prompt = self.p_validator.render(CLAIM=claim.text, QA_CONTEXTS=known,
+                                         NEW_QA_PAIR=f"Question = {step.question}\nAnswer = {step.answer}")
+        ch = ctx.model.choose(fewshot(prompt, max_tokens=8), YES_NO, stage="validator")
+        if ch.option is None:
+            ctx.tracer.emit("parse_failure", for_stage="validator", raw=ch.raw,
+                            fallback="treated as 'Yes': keep the pair")
+        useful = ch.option != "No"
+        ctx.tracer.emit("validator", depth=step.depth, question=step.question, useful=useful,
+                        confidence=ch.confidence)
+        return useful
+
+    def reasoner(self, claim: Claim, context: list[QAStep], ctx: Context) -> Verdict:
+        contexts = "\n".join(f"Q{i}: {s.question}\nA{i}: {s.answer}" for i, s in enumerate(context, 1))
+        prompt = self.p_reasoner.render(CONTEXTS=contexts or NOTHING_YET, CLAIM=claim.text)
+        return reason_then_label(ctx, prompt, stage="reasoner")
+
+    # -- the loop ---------------------------------------------------------------------------------
+
+    def check(self, claim: Claim, ctx: Context) -> Verdict:
+        context: list[QAStep] = []
+        asked: set[str] = set()
+        rejected_last = False
+        stop_reason = "max_iterations"
+        for attempt in range(self.max_iterations):
+            # With an empty context there is nothing to judge yet: the first question is always asked.
+            if context and self.use_verifier and self.claim_verifier(claim, context, ctx):
+                stop_reason = "verifier"
+                break
+            question = self.question_generator(claim, context, ctx, attempt, resample=rejected_last)
+            if question is None:
+                stop_reason = "no_question"
+                break
+            depth = len(context) + 1
+            if _norm(question) in asked:
+                ctx.tracer.emit("question", depth=depth, question=question, duplicate=True)
+                rejected_last = True
+                continue
+            asked.add(_norm(question))
+            ctx.tracer.emit("question", depth=depth, question=question)
+            answer, evidence = self.qa.answer(question, ctx)
+            step = QAStep(depth=depth, question=question, answer=answer, evidence=evidence)
+            ctx.tracer.emit("answer", depth=depth, question=question, answer=answer, qa=self.qa_name,
+                            evidence=[e.to_dict() for e in evidence])
+            if self.use_validator:
+                step.useful = self.validator(claim, step, context, ctx)
+            rejected_last = step.useful is False
+            if not rejected_last:
+                context.append(step)
+        ctx.tracer.emit("context_done", depth=len(context), reason=stop_reason)
+        verdict = self.reasoner(claim, context, ctx)
+        verdict.steps = context
+        verdict.parse_failures = [f"{s.data.get('for_stage')}: {str(s.data.get('raw', ''))[:120]!r}"
+                                  for s in ctx.tracer.steps if s.stage == "parse_failure"]
+        return verdict
+
+
+def _variant(**kw):
+    return lambda config: QACheck(config, **kw)
+
+
+register("qacheck", "QACheck with the configured QA module (default reciter-reader)")(lambda c: QACheck(c))
+register("qacheck-retriever-reader", "QACheck, retriever-reader QA over an index")(_variant(qa="retriever-reader"))
+register("qacheck-closed-book", "QACheck, closed-book QA (the paper's FLAN-T5 mode)")(_variant(qa="closed-book"))
+register("qacheck-reciter-reader", "QACheck, reciter-reader QA")(_variant(qa="reciter-reader"))
+register("qacheck-no-validator", "QACheck ablation: every QA pair is kept")(_variant(validator=False))
+register("qacheck-no-verifier", "QACheck ablation: always run max iterations")(_variant(verifier=False))
+register("qacheck-1-iter", "QACheck ablation: at most 1 question")(_variant(max_iterations=1))
+register("qacheck-3-iter", "QACheck ablation: at most 3 questions")(_variant(max_iterations=3))

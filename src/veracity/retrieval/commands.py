@@ -1,0 +1,120 @@
+"""The `veracity index` command: build, search and describe retrieval indexes.
+
+`register(subparsers)` adds the command to the main argparse CLI. Each handler takes the
+parsed `args` and returns an exit code; a `UserError` propagates to the main CLI, which
+prints it as one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from veracity.retrieval.documents import Passage
+from veracity.retrieval.index import MODES, Index
+
+SNIPPET_CHARS = 200
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `index build|search|info` to the main CLI's subparsers."""
+    parser = subparsers.add_parser("index", help="build, search and inspect retrieval indexes",
+                                   description="Build, search and inspect retrieval indexes.")
+    commands = parser.add_subparsers(dest="index_command", metavar="{build,search,info}", required=True)
+
+    build = commands.add_parser("build", help="index a corpus (JSONL, JSON, a file, or a folder of "
+                                "txt/md/html/pdf files)")
+    build.add_argument("path", help="the corpus: a .jsonl/.json file, a text/HTML/PDF file, or a folder")
+    build.add_argument("--out", required=True, metavar="DIR", help="folder to write the index to")
+    build.add_argument("--dense", action="store_true",
+                       help="also compute MiniLM embeddings (enables dense and hybrid search; slow on CPU)")
+    build.add_argument("--model", metavar="DIR",
+                       help="a local sentence-transformers model folder to use instead of MiniLM")
+    build.add_argument("--max-words", type=_positive_int, default=120, metavar="N",
+                       help="maximum words per passage (default: 120)")
+    build.add_argument("--overlap", type=_non_negative_int, default=20, metavar="N",
+                       help="words shared by consecutive passages (default: 20)")
+    build.set_defaults(func=_build)
+
+    search = commands.add_parser("search", help="search an index")
+    search.add_argument("dir", help="the index folder")
+    search.add_argument("query", help="what to search for")
+    search.add_argument("-k", type=_positive_int, default=5, metavar="N", help="number of results (default: 5)")
+    search.add_argument("--mode", choices=MODES,
+                        help="retrieval mode (default: hybrid when the index has dense embeddings, else bm25)")
+    search.add_argument("--model", metavar="DIR", help="embedding model folder (default: the one used to build)")
+    search.add_argument("--json", action="store_true", help="print the results as JSON")
+    search.set_defaults(func=_search)
+
+    info = commands.add_parser("info", help="describe an index")
+    info.add_argument("dir", help="the index folder")
+    info.add_argument("--json", action="store_true", help="print as JSON")
+    info.set_defaults(func=_info)
+
+
+def _build(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    index = Index.build(args.path, args.out, dense=args.dense, max_words=args.max_words,
+                        overlap_words=args.overlap, model=args.model, progress=sys.stderr.isatty())
+    info = index.info()
+    kind = "BM25 + dense" if index.has_dense else "BM25"
+    print(f"Indexed {info['documents']} documents as {info['passages']} passages ({kind}) "
+          f"in {time.perf_counter() - start:.1f} s -> {index.path}")
+    return 0
+
+
+def _search(args: argparse.Namespace) -> int:
+    index = Index.load(args.dir, model=args.model)
+    hits = index.search_passages(args.query, k=args.k, mode=args.mode)
+    if args.json:
+        print(json.dumps([_hit_dict(rank, p, s) for rank, (p, s) in enumerate(hits, start=1)],
+                         ensure_ascii=False, indent=2))
+        return 0
+    if not hits:
+        print("No matching passages.")
+    for rank, (passage, score) in enumerate(hits, start=1):
+        print(f"{rank:>2}. {score:8.4f}  {passage.title or passage.doc_id}  [{passage.id}]")
+        print(f"    {_snippet(passage.text)}")
+    return 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    info = Index.load(args.dir).info()
+    if args.json:
+        print(json.dumps(info, ensure_ascii=False, indent=2))
+    else:
+        width = max(map(len, info))
+        for key, value in info.items():
+            print(f"{key:<{width}}  {value if value is not None else '-'}")
+    return 0
+
+
+def _hit_dict(rank: int, passage: Passage, score: float) -> dict[str, Any]:
+    fields = passage.to_dict()
+    return {"rank": rank, "score": score, "passage_id": fields.pop("id"), **fields}
+
+
+def _snippet(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1].rsplit(" ", 1)[0] + " …"
+
+
+def _positive_int(value: str) -> int:
+    return _int_at_least(value, 1)
+
+
+def _non_negative_int(value: str) -> int:
+    return _int_at_least(value, 0)
+
+
+def _int_at_least(value: str, minimum: int) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
+    if number < minimum:
+        raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {number}")
+    return number

@@ -1,0 +1,338 @@
+"""Documents and passages: loading a corpus from disk and chunking it into passages.
+
+A corpus is a JSONL file, a JSON list, a single text/Markdown/HTML/PDF file, or a folder
+(searched recursively) of such files. Each document is split into passages of at most
+`max_words` words on sentence and paragraph boundaries; passages are what gets indexed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+from veracity.errors import UserError
+
+log = logging.getLogger(__name__)
+
+TEXT_SUFFIXES = (".txt", ".md")
+HTML_SUFFIXES = (".html", ".htm")
+PDF_SUFFIXES = (".pdf",)
+FILE_SUFFIXES = TEXT_SUFFIXES + HTML_SUFFIXES + PDF_SUFFIXES
+TEXT_FIELDS = ("text", "contents", "content")  # first one present wins
+RECORD_FIELDS = ("id", "title", "url", "date", *TEXT_FIELDS)
+
+
+@dataclass
+class Document:
+    """One source document as loaded, before chunking."""
+
+    id: str
+    title: str
+    text: str
+    url: str | None = None
+    date: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Passage:
+    """A chunk of a document: the unit that is indexed and retrieved."""
+
+    id: str  # "<doc_id>#<n>"
+    doc_id: str
+    title: str
+    text: str
+    url: str | None = None
+    date: str | None = None
+
+    @property
+    def search_text(self) -> str:
+        """The text that retrievers index: the title gives context to every chunk."""
+        return f"{self.title}\n{self.text}" if self.title else self.text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "doc_id": self.doc_id, "title": self.title, "text": self.text,
+                "url": self.url, "date": self.date}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Passage:
+        return cls(
+            id=d["id"],
+            doc_id=d["doc_id"],
+            title=d.get("title") or "",
+            text=d["text"],
+            url=d.get("url"),
+            date=d.get("date"),
+        )
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_documents(path: str | Path) -> Iterator[Document]:
+    """Yield the documents stored at `path` (JSONL, JSON list, folder, or single file).
+
+    Raises UserError for a missing path, an unsupported file type or a malformed record.
+    Files inside a folder that fail to parse are skipped with a logged warning.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"no such file or folder: {path}")
+    if path.is_dir():
+        yield from _load_folder(path)
+    elif path.suffix.lower() == ".jsonl":
+        yield from _load_jsonl(path)
+    elif path.suffix.lower() == ".json":
+        yield from _load_json(path)
+    elif path.suffix.lower() in FILE_SUFFIXES:
+        try:
+            doc = _load_file(path, doc_id=path.name)
+        except Exception as e:
+            raise UserError(" ".join(f"cannot read {path}: {e}".split())) from e
+        yield doc
+    else:
+        supported = ", ".join((".jsonl", ".json") + FILE_SUFFIXES)
+        raise UserError(f"unsupported corpus file {path}: expected a folder or one of {supported}")
+
+
+def _load_jsonl(path: Path) -> Iterator[Document]:
+    with path.open(encoding="utf-8-sig", errors="replace") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise UserError(f"{path}: line {lineno} is not valid JSON ({e.msg})") from None
+            yield _record_to_document(record, default_id=str(lineno), where=f"{path}: line {lineno}")
+
+
+def _load_json(path: Path) -> Iterator[Document]:
+    try:
+        records = json.loads(path.read_text(encoding="utf-8-sig", errors="replace"))
+    except json.JSONDecodeError as e:
+        raise UserError(f"{path} is not valid JSON (line {e.lineno}: {e.msg})") from None
+    if not isinstance(records, list):
+        raise UserError(f"{path} must hold a JSON list of documents")
+    for n, record in enumerate(records, start=1):
+        yield _record_to_document(record, default_id=str(n), where=f"{path}: item {n}")
+
+
+def _record_to_document(record: Any, *, default_id: str, where: str) -> Document:
+    """Turn one JSON object into a Document; `where` locates it in error messages."""
+    if not isinstance(record, dict):
+        raise UserError(f"{where} is not a JSON object")
+    text_field = next((name for name in TEXT_FIELDS if name in record), None)
+    if text_field is None:
+        raise UserError(f"{where} has no text (expected one of the fields: {', '.join(TEXT_FIELDS)})")
+    doc_id = record.get("id")
+    return Document(
+        id=str(doc_id) if doc_id not in (None, "") else default_id,
+        title=str(record.get("title") or ""),
+        text=str(record[text_field] or ""),
+        url=record.get("url"),
+        date=None if record.get("date") is None else str(record["date"]),
+        metadata={k: v for k, v in record.items() if k not in RECORD_FIELDS},
+    )
+
+
+def _load_folder(folder: Path) -> Iterator[Document]:
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder)
+        if any(part.startswith(".") for part in relative.parts):
+            continue  # hidden files and folders (.git, editor swap files)
+        if not path.is_file() or path.suffix.lower() not in FILE_SUFFIXES:
+            continue
+        try:
+            doc = _load_file(path, doc_id=relative.as_posix())
+        except Exception as e:  # a corrupt file must not stop a whole corpus
+            log.warning("skipping %s: %s", path, e)
+            continue
+        if not doc.text.strip():
+            log.warning("skipping %s: no text found", path)
+            continue
+        yield doc
+
+
+def _load_file(path: Path, *, doc_id: str) -> Document:
+    suffix = path.suffix.lower()
+    if suffix in HTML_SUFFIXES:
+        title, text = _html_title_and_text(_read_text(path))
+    elif suffix in PDF_SUFFIXES:
+        title, text = _pdf_title_and_text(path)
+    else:
+        title, text = "", _read_text(path)
+    return Document(id=doc_id, title=title or path.stem, text=text, metadata={"path": str(path)})
+
+
+def _read_text(path: Path) -> str:
+    return path.read_bytes().decode("utf-8", errors="replace")
+
+
+class _PlainHTML(HTMLParser):
+    """Collects the <title> and the visible text of an HTML page (the fallback extractor)."""
+
+    _SKIP = {"script", "style", "noscript", "template", "head"}
+    _BLOCKS = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.title = ""
+        self.parts: list[str] = []
+        self._stack: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: Any) -> None:
+        if tag == "body":
+            self._stack.clear()  # tolerate a <head> that is never closed
+        if tag in self._BLOCKS:
+            self.parts.append("\n\n")
+        if tag in self._SKIP or tag == "title":
+            self._stack.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if self._stack and self._stack[-1] == tag:
+            self._stack.pop()
+        if tag in self._BLOCKS:
+            self.parts.append("\n\n")
+
+    def handle_data(self, data: str) -> None:
+        if self._stack and self._stack[-1] == "title":
+            self.title += data
+        elif not self._stack:
+            self.parts.append(data)
+
+    @property
+    def text(self) -> str:
+        paragraphs = (" ".join(p.split()) for p in "".join(self.parts).split("\n\n"))
+        return "\n\n".join(p for p in paragraphs if p)
+
+
+def _html_title_and_text(html: str) -> tuple[str, str]:
+    """Main text via trafilatura, falling back to all visible text when it finds none."""
+    import trafilatura
+
+    plain = _PlainHTML()
+    plain.feed(html)
+    plain.close()
+    text = trafilatura.extract(html, include_comments=False, include_tables=True) or ""
+    return " ".join(plain.title.split()), text.strip() or plain.text
+
+
+def _pdf_title_and_text(path: Path) -> tuple[str, str]:
+    from pypdf import PdfReader
+
+    reader = PdfReader(path)
+    pages = (page.extract_text() or "" for page in reader.pages)
+    text = "\n\n".join(p.strip() for p in pages if p.strip())
+    title = (reader.metadata.title if reader.metadata else None) or ""
+    return str(title).strip(), text
+
+
+# --------------------------------------------------------------------------- chunking
+
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"')\]])\s+")
+
+
+@dataclass
+class _Unit:
+    """A sentence (or a window of an over-long sentence) with its word count."""
+
+    text: str
+    words: int
+    starts_paragraph: bool
+
+
+def chunk_document(doc: Document, max_words: int = 120, overlap_words: int = 20) -> list[Passage]:
+    """Split `doc` into passages of at most `max_words` words.
+
+    Passages end on sentence boundaries (paragraph breaks are kept); consecutive passages
+    share up to `overlap_words` words of whole trailing sentences. A sentence longer than
+    `max_words` is split at line ends, and what is still too long into overlapping word
+    windows. A document without text gives no passages.
+    """
+    if max_words < 1:
+        raise UserError(f"max words per passage must be at least 1, got {max_words}")
+    if not 0 <= overlap_words < max_words:
+        raise UserError(f"overlap must be between 0 and max words - 1 ({max_words - 1}), got {overlap_words}")
+    chunks = _pack(_units(doc.text, max_words, overlap_words), max_words, overlap_words)
+    return [
+        Passage(
+            id=f"{doc.id}#{n}",
+            doc_id=doc.id,
+            title=doc.title,
+            text=_join(chunk),
+            url=doc.url,
+            date=doc.date,
+        )
+        for n, chunk in enumerate(chunks)
+    ]
+
+
+def _units(text: str, max_words: int, overlap_words: int) -> Iterator[_Unit]:
+    for paragraph in _PARAGRAPH_BREAK.split(text):
+        first = True
+        for sentence in _SENTENCE_END.split(paragraph.strip()):
+            # an over-long "sentence" (a list, a table, unpunctuated text) is cut at line ends first
+            pieces = sentence.splitlines() if len(sentence.split()) > max_words else [sentence]
+            for piece in pieces:
+                for window in _windows(piece.split(), max_words, max_words - overlap_words):
+                    yield _Unit(" ".join(window), len(window), first)
+                    first = False
+
+
+def _windows(words: list[str], size: int, step: int) -> Iterator[list[str]]:
+    """Windows of `size` words, `step` apart, covering all of `words` (none if empty)."""
+    start = 0
+    while start < len(words):
+        yield words[start : start + size]
+        if start + size >= len(words):
+            return
+        start += step
+
+
+def _pack(units: Iterator[_Unit], max_words: int, overlap_words: int) -> list[list[_Unit]]:
+    """Greedily fill chunks with whole units, starting each new chunk with the overlap."""
+    chunks: list[list[_Unit]] = []
+    current: list[_Unit] = []
+    words = 0  # in `current`
+    for unit in units:
+        if current and words + unit.words > max_words:
+            chunks.append(current)
+            current = _tail(current, overlap_words)
+            words = _count(current)
+            while current and words + unit.words > max_words:
+                words -= current.pop(0).words
+        current.append(unit)
+        words += unit.words
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _tail(units: list[_Unit], max_words: int) -> list[_Unit]:
+    """The longest run of trailing units with at most `max_words` words in total."""
+    start, words = len(units), 0
+    while start > 0 and words + units[start - 1].words <= max_words:
+        start -= 1
+        words += units[start].words
+    return units[start:]
+
+
+def _count(units: list[_Unit]) -> int:
+    return sum(u.words for u in units)
+
+
+def _join(units: list[_Unit]) -> str:
+    out = ""
+    for n, unit in enumerate(units):
+        if n:
+            out += "\n\n" if unit.starts_paragraph else " "
+        out += unit.text
+    return out

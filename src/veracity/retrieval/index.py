@@ -1,0 +1,313 @@
+"""The on-disk retrieval index: passages plus a BM25 index and, optionally, dense embeddings.
+
+Layout of an index folder:
+
+    manifest.json     format version, counts, build settings, creation time, dense or not
+    passages.jsonl    one passage per line, in row order
+    bm25/             the bm25s index
+    dense.npy         float32 passage embeddings, one row per passage (only with dense)
+
+`Index.build` writes a folder (atomically: into a temporary sibling that replaces the target
+at the end); `Index.load` checks it and raises `IndexError_` when it is missing or damaged;
+`Index.from_documents` builds in memory only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from veracity import __version__
+from veracity.errors import IndexError_, UserError
+from veracity.retrieval.base import Ranker
+from veracity.retrieval.bm25 import STEMMER_LANGUAGE, STOPWORDS, TOKEN_PATTERN, BM25Ranker
+from veracity.retrieval.dense import DenseRanker, Encoder, resolve_model_path
+from veracity.retrieval.documents import Document, Passage, chunk_document, load_documents
+from veracity.retrieval.hybrid import HybridRanker
+from veracity.types import Evidence
+
+FORMAT = "veracity-index"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+PASSAGES = "passages.jsonl"
+BM25_DIR = "bm25"
+DENSE_FILE = "dense.npy"
+MODES = ("bm25", "dense", "hybrid")
+
+
+class Index:
+    """Passages with their BM25 (and optionally dense) index; searchable by query.
+
+    An `Index` is itself a `Retriever`; `retriever(mode)` gives one fixed to a search mode.
+    """
+
+    def __init__(self, passages: list[Passage], bm25: BM25Ranker, dense: DenseRanker | None,
+                 manifest: dict[str, Any], path: Path | None = None) -> None:
+        self._rows = passages
+        self.passages: dict[str, Passage] = {p.id: p for p in passages}  # by passage id
+        self._bm25 = bm25
+        self._dense = dense
+        self.manifest = manifest
+        self.path = path
+
+    # ------------------------------------------------------------------ building
+
+    @classmethod
+    def from_documents(cls, documents: Iterable[Document], dense: bool = False, *, max_words: int = 120,
+                       overlap_words: int = 20, model: str | Path | None = None, progress: bool = False,
+                       source: str = "the given documents") -> Index:
+        """Chunk and index `documents` in memory. Quiet unless `progress` is set."""
+        start = time.perf_counter()
+        encoder = Encoder(model) if dense else None
+        if encoder:
+            resolve_model_path(encoder.name)  # a bad model folder fails now, not after the BM25 build
+        n_documents, passages = _chunk_all(documents, max_words, overlap_words, source)
+        texts = [p.search_text for p in passages]
+        bm25 = BM25Ranker.build(texts, progress=progress)
+        dense_ranker = DenseRanker.build(texts, encoder, progress=progress) if encoder else None
+        manifest = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "veracity_version": __version__,
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "documents": n_documents,
+            "passages": len(passages),
+            "dense": dense_ranker is not None,
+            "settings": {
+                "source": source,
+                "max_words": max_words,
+                "overlap_words": overlap_words,
+                "token_pattern": TOKEN_PATTERN,
+                "stemmer": STEMMER_LANGUAGE,
+                "stopwords": STOPWORDS,
+                "dense_model": encoder.name if encoder else None,
+                "dense_dim": dense_ranker.dim if dense_ranker else None,
+            },
+            "build_seconds": round(time.perf_counter() - start, 3),
+        }
+        return cls(passages, bm25, dense_ranker, manifest)
+
+    @classmethod
+    def build(cls, documents_or_path: Iterable[Document] | str | Path, out_dir: str | Path, *,
+              dense: bool = False, max_words: int = 120, overlap_words: int = 20,
+              model: str | Path | None = None, progress: bool = False) -> Index:
+        """Index a corpus (a path `load_documents` reads, or documents) and save it to `out_dir`."""
+        out_dir = Path(out_dir)
+        _check_can_write(out_dir)  # fail before the (possibly long) build, not after
+        if isinstance(documents_or_path, (str, Path)):
+            documents, source = load_documents(documents_or_path), str(documents_or_path)
+        else:
+            documents, source = documents_or_path, "the given documents"
+        index = cls.from_documents(documents, dense, max_words=max_words, overlap_words=overlap_words,
+                                   model=model, progress=progress, source=source)
+        index.save(out_dir)
+        return index
+
+    def save(self, out_dir: str | Path) -> None:
+        """Write the index to `out_dir`, replacing an index already there."""
+        out_dir = Path(out_dir).resolve()
+        _check_can_write(out_dir)
+        tmp = out_dir.with_name(f".{out_dir.name}.building-{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        try:
+            with (tmp / PASSAGES).open("w", encoding="utf-8") as f:
+                for passage in self._rows:
+                    f.write(json.dumps(passage.to_dict(), ensure_ascii=False) + "\n")
+            self._bm25.save(tmp / BM25_DIR)
+            if self._dense is not None:
+                self._dense.save(tmp / DENSE_FILE)
+            (tmp / MANIFEST).write_text(json.dumps(self.manifest, indent=2) + "\n", encoding="utf-8")
+            if out_dir.exists():
+                shutil.rmtree(out_dir)
+            tmp.rename(out_dir)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        self.path = out_dir
+
+    # ------------------------------------------------------------------ loading
+
+    @classmethod
+    def load(cls, path: str | Path, *, model: str | Path | None = None) -> Index:
+        """Open a saved index; `model` overrides the embedding model recorded at build time.
+
+        Raises IndexError_ (one line) when the folder is missing, not an index, or damaged.
+        """
+        path = Path(path)
+        if not path.exists():
+            raise IndexError_(f"no index at {path}: build one with `veracity index build CORPUS --out {path}`")
+        if not (path / MANIFEST).is_file():
+            raise IndexError_(f"{path} is not a veracity index (no {MANIFEST})")
+        manifest = _read_manifest(path)
+        passages = _read_passages(path, manifest["passages"])
+        try:
+            bm25 = BM25Ranker.load(path / BM25_DIR)
+        except (OSError, ValueError, KeyError) as e:
+            raise _corrupt(path, f"its BM25 index is unreadable ({e})") from e
+        if len(bm25) != len(passages):
+            raise _corrupt(path, f"its BM25 index covers {len(bm25)} passages, not {len(passages)}")
+        dense = None
+        if manifest["dense"]:
+            encoder = Encoder(model or manifest["settings"].get("dense_model"))
+            if not (path / DENSE_FILE).is_file():
+                raise _corrupt(path, f"its manifest lists dense embeddings but {DENSE_FILE} is missing")
+            try:
+                dense = DenseRanker.load(path / DENSE_FILE, encoder)
+            except (OSError, ValueError) as e:
+                raise _corrupt(path, f"its {DENSE_FILE} is unreadable ({e})") from e
+            if len(dense) != len(passages):
+                raise _corrupt(path, f"{DENSE_FILE} has {len(dense)} rows for {len(passages)} passages")
+        return cls(passages, bm25, dense, manifest, path)
+
+    # ------------------------------------------------------------------ searching
+
+    @property
+    def has_dense(self) -> bool:
+        return self._dense is not None
+
+    @property
+    def default_mode(self) -> str:
+        return "hybrid" if self.has_dense else "bm25"
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def search(self, query: str, k: int = 5, mode: str | None = None) -> list[Evidence]:
+        """The `k` best passages for `query` as evidence, best first (fewer if fewer match)."""
+        return [_evidence(passage, score) for passage, score in self.search_passages(query, k, mode)]
+
+    def search_passages(self, query: str, k: int = 5, mode: str | None = None) -> list[tuple[Passage, float]]:
+        """Like `search`, but returns the passages themselves with their scores."""
+        if not query or not query.strip():
+            raise UserError("the search query is empty")
+        if k < 1:
+            raise UserError(f"the number of results must be at least 1, got {k}")
+        return [(self._rows[row], score) for row, score in self._ranker(mode).rank(query, k)]
+
+    def retriever(self, mode: str | None = None) -> ModeRetriever:
+        """A `Retriever` that always searches this index in `mode` (checked now)."""
+        self._ranker(mode)
+        return ModeRetriever(self, mode)
+
+    def _ranker(self, mode: str | None) -> Ranker:
+        mode = mode or self.default_mode
+        if mode not in MODES:
+            raise UserError(f"unknown search mode {mode!r}: choose one of {', '.join(MODES)}")
+        if mode == "bm25":
+            return self._bm25
+        if self._dense is None:
+            where = f"the index {self.path}" if self.path else "this index"
+            raise UserError(f"{mode} search needs dense embeddings, but {where} was built without them: "
+                            "rebuild it with --dense")
+        return self._dense if mode == "dense" else HybridRanker([self._bm25, self._dense])
+
+    # ------------------------------------------------------------------ describing
+
+    def info(self) -> dict[str, Any]:
+        """What the index holds and how it was built (the manifest, flattened), plus its size."""
+        manifest = dict(self.manifest)
+        settings = manifest.pop("settings", {})
+        info: dict[str, Any] = {"path": str(self.path) if self.path else None, **manifest, **settings,
+                                "default_mode": self.default_mode}
+        if self.path:
+            info["size_bytes"] = sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file())
+        return info
+
+
+@dataclass(frozen=True)
+class ModeRetriever:
+    """An index bound to one search mode (None: the index's default)."""
+
+    index: Index
+    mode: str | None = None
+
+    def search(self, query: str, k: int = 5) -> list[Evidence]:
+        return self.index.search(query, k, self.mode)
+
+
+def _evidence(passage: Passage, score: float) -> Evidence:
+    """Evidence from a passage; an untitled passage names its document id as the source."""
+    return Evidence(text=passage.text, source=passage.title or passage.doc_id, doc_id=passage.doc_id,
+                    url=passage.url, score=score, date=passage.date)
+
+
+def _chunk_all(documents: Iterable[Document], max_words: int, overlap_words: int,
+               source: str) -> tuple[int, list[Passage]]:
+    """Chunk every document; returns the document count and all passages."""
+    seen: set[str] = set()
+    passages: list[Passage] = []
+    for doc in documents:
+        if doc.id in seen:
+            raise UserError(f"duplicate document id {doc.id!r} in {source}")
+        seen.add(doc.id)
+        passages.extend(chunk_document(doc, max_words, overlap_words))
+    if not seen:
+        raise UserError(f"no documents found in {source}")
+    if not passages:
+        raise UserError(f"no text to index: every document in {source} is empty")
+    return len(seen), passages
+
+
+def _is_index(path: Path) -> bool:
+    try:
+        return json.loads((path / MANIFEST).read_text(encoding="utf-8")).get("format") == FORMAT
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _check_can_write(out_dir: Path) -> None:
+    """Refuse to replace anything but an empty folder or an existing index."""
+    if not out_dir.exists():
+        return
+    if not out_dir.is_dir():
+        raise UserError(f"cannot write the index to {out_dir}: it is a file")
+    if any(out_dir.iterdir()) and not _is_index(out_dir):
+        raise UserError(f"refusing to overwrite {out_dir}: it is not empty and not a veracity index")
+
+
+def _corrupt(path: Path, problem: str) -> IndexError_:
+    message = f"corrupt index {path}: {problem}; rebuild it with `veracity index build`"
+    return IndexError_(" ".join(message.split()))
+
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    try:
+        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise _corrupt(path, f"{MANIFEST} is unreadable ({e})") from e
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise IndexError_(f"{path} is not a veracity index ({MANIFEST} is not an index manifest)")
+    version = manifest.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise IndexError_(f"index {path} has format version {version!r}; this veracity reads up to "
+                          f"{FORMAT_VERSION}: rebuild it or upgrade veracity")
+    if not isinstance(manifest.get("passages"), int) or not isinstance(manifest.get("settings"), dict):
+        raise _corrupt(path, f"{MANIFEST} lacks the passage count or the build settings")
+    manifest["dense"] = bool(manifest.get("dense"))
+    return manifest
+
+
+def _read_passages(path: Path, expected: int) -> list[Passage]:
+    if not (path / PASSAGES).is_file():
+        raise _corrupt(path, f"{PASSAGES} is missing")
+    passages: list[Passage] = []
+    try:
+        with (path / PASSAGES).open(encoding="utf-8") as f:
+            for lineno, line in enumerate(f, start=1):
+                try:
+                    passages.append(Passage.from_dict(json.loads(line)))
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    raise _corrupt(path, f"{PASSAGES} line {lineno} is unreadable") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise _corrupt(path, f"{PASSAGES} is unreadable ({e})") from e
+    if len(passages) != expected:
+        raise _corrupt(path, f"{MANIFEST} says {expected} passages but {PASSAGES} has {len(passages)}")
+    return passages

@@ -1,0 +1,68 @@
+"""The data that flows through every pipeline: claims, evidence, reasoning steps and verdicts."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# Label sets. Pipelines declare which one they predict; datasets map their gold labels onto it.
+SUPPORTED = "Supported"
+REFUTED = "Refuted"
+BINARY_LABELS: tuple[str, ...] = (SUPPORTED, REFUTED)
+
+
+@dataclass
+class Claim:
+    text: str
+    images: list[str] = field(default_factory=list)  # paths or URLs
+    date: str | None = None  # ISO date the claim was made, when known
+    id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Evidence:
+    text: str
+    source: str = ""  # human-readable origin: document title, "model recitation", URL
+    doc_id: str | None = None
+    url: str | None = None
+    score: float | None = None
+    date: str | None = None  # publication date, when known
+    images: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class QAStep:
+    """One question-answer step of QACheck's context C."""
+
+    depth: int
+    question: str
+    answer: str
+    evidence: list[Evidence] = field(default_factory=list)
+    useful: bool | None = None  # the validator's decision; None when the validator is off
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["evidence"] = [e.to_dict() for e in self.evidence]
+        return d
+
+
+@dataclass
+class Verdict:
+    label: str
+    rationale: str = ""
+    confidence: float | None = None  # probability of `label` among the allowed labels, when known
+    steps: list[QAStep] = field(default_factory=list)
+    parse_failures: list[str] = field(default_factory=list)  # what the model got wrong, if anything
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "rationale": self.rationale,
+            "confidence": self.confidence,
+            "steps": [s.to_dict() for s in self.steps],
+            "parse_failures": list(self.parse_failures),
+        }

@@ -1,0 +1,114 @@
+"""The `veracity` command as a user runs it: real subprocesses, real output, real exit codes."""
+
+import json
+import socket
+import subprocess
+
+import pytest
+
+from conftest import veracity_cmd
+
+RULES = {"rules": [
+    {"match": "first ask a simple question:\\nQuestion =$", "reply": " Where is the Orrin Bridge?"},
+    {"match": "Relevant passage =$", "reply": " The Orrin Bridge is a stone bridge in Tallinn, Estonia."},
+    {"match": "Answer =$", "reply": " Tallinn"},
+    {"match": "The answer:$", "reply": " Yes"},
+    {"match": "Prediction =$", "reply": " Yes, we can know."},
+    {"match": "true or false\\?\\nAnswer:$", "reply": "\nThe Orrin Bridge is in Tallinn.\n"},
+    {"match": "final answer is:$", "reply": " True"},
+]}
+
+
+@pytest.fixture
+def scripted(tmp_path):
+    f = tmp_path / "rules.json"
+    f.write_text(json.dumps(RULES))
+    return f"scripted:{f}"
+
+
+def veracity(*args, env, stdin=None, timeout=120):
+    return subprocess.run(veracity_cmd() + list(args), capture_output=True, env=env, input=stdin, timeout=timeout)
+
+
+def test_check_prints_each_step_verdict_and_usage(scripted, cli_env):
+    r = veracity("check", "--model", scripted, "The Orrin Bridge stands in Tallinn.", env=cli_env)
+    out = r.stdout.decode()
+    assert r.returncode == 0, r.stderr.decode()
+    assert "[1] Q: Where is the Orrin Bridge?" in out
+    assert "A: Tallinn" in out
+    assert "evidence: The Orrin Bridge is a stone bridge in Tallinn, Estonia. — *recited by the model*" in out
+    assert "Verdict: Supported" in out
+    assert "Rationale: The Orrin Bridge is in Tallinn." in out
+    assert "Usage: 7 model calls" in out and "prompt +" in out
+
+
+def test_check_json_and_markdown_report(scripted, cli_env, tmp_path):
+    report = tmp_path / "r.md"
+    r = veracity("check", "--model", scripted, "--json", "--report", str(report),
+                 "The Orrin Bridge stands in Tallinn.", env=cli_env)
+    assert r.returncode == 0, r.stderr.decode()
+    doc = json.loads(r.stdout)
+    assert doc["verdict"]["label"] == "Supported"
+    assert doc["verdict"]["steps"][0]["question"] == "Where is the Orrin Bridge?"
+    assert doc["usage"]["total"]["calls"] == 7
+    assert {s["stage"] for s in doc["trace"]} >= {"claim", "question", "answer", "verifier", "reasoner", "verdict"}
+    md = report.read_text()
+    assert md.startswith("# Fact-check: The Orrin Bridge stands in Tallinn.")
+    assert "### Step 1: Where is the Orrin Bridge?" in md and "**Supported**" in md
+
+
+def test_second_run_is_served_from_the_cache(scripted, cli_env):
+    args = ("check", "--model", scripted, "--json", "The Orrin Bridge stands in Tallinn.")
+    first = json.loads(veracity(*args, env=cli_env).stdout)
+    second = json.loads(veracity(*args, env=cli_env).stdout)
+    assert first["usage"]["total"]["cached_calls"] == 0
+    assert second["usage"]["total"]["cached_calls"] == second["usage"]["total"]["calls"] == 7
+    assert second["verdict"] == first["verdict"]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["check", "   "], "the claim is empty"),
+    (["check", "x" * 2001], "the claim has 2001 characters; the limit is 2000"),
+    (["check", "--max-claim-chars", "10", "a claim that is long"], "limit is 10"),
+    (["check", "--index", "/nonexistent/idx", "A claim."], "/nonexistent/idx"),
+    (["check", "--pipeline", "nope", "A claim."], "unknown pipeline 'nope'"),
+    (["check", "--qa", "retriever-reader", "A claim."], "needs an index"),
+    (["check", "--model", "gguf:/nonexistent/m.gguf", "A claim."], "GGUF model file not found"),
+    (["check", "--model", "openai:gpt-4o-mini", "A claim."], "OPENAI_API_KEY is not set"),
+    (["check", "--model", "mystery-model", "A claim."], "unknown model 'mystery-model'"),
+    (["check", "--config", "/nonexistent.toml", "A claim."], "configuration file not found"),
+    (["check"], "give a claim"),
+])
+def test_user_errors_are_one_line_without_traceback(args, message, scripted, cli_env):
+    r = veracity(*args, env=cli_env)
+    err = r.stderr.decode()
+    assert r.returncode == 2, err
+    assert message in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_non_utf8_claim_file_is_rejected(tmp_path, scripted, cli_env):
+    f = tmp_path / "claim.txt"
+    f.write_bytes(b"The caf\xe9 opened in 1901.")
+    r = veracity("check", "--model", scripted, "--claim-file", str(f), env=cli_env)
+    assert r.returncode == 2 and "not valid UTF-8" in r.stderr.decode()
+    r = veracity("check", "--model", scripted, "--claim-file", "-", env=cli_env,
+                 stdin="The Orrin Bridge stands in Tallinn.".encode())
+    assert r.returncode == 0 and "Verdict: Supported" in r.stdout.decode()
+
+
+def test_unreachable_server_is_a_clear_error(cli_env):
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cli_env["VERACITY_MAX_RETRIES"] = "1"
+    r = veracity("check", "--model", "some-model", "--base-url", f"http://127.0.0.1:{port}/v1", "--no-cache",
+                 "A claim.", env=cli_env)
+    err = r.stderr.decode()
+    assert r.returncode == 2, err
+    assert f"cannot reach http://127.0.0.1:{port}/v1" in err and "Traceback" not in err
+
+
+def test_pipelines_lists_ablations(cli_env):
+    r = veracity("pipelines", env=cli_env)
+    assert r.returncode == 0 and "qacheck-no-validator" in r.stdout.decode()

@@ -1,0 +1,177 @@
+"""The OpenAI-compatible backend against real HTTP servers on 127.0.0.1.
+
+A stub server plays rate limits, server errors and slow answers; llama-cpp-python's own
+OpenAI-compatible server serves the embedded model for the end-to-end check.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import pytest
+
+from veracity.errors import BackendError
+from veracity.llm import CompletionRequest
+from veracity.llm.openai_http import OpenAIBackend
+
+from conftest import veracity_cmd
+
+
+def _chat_response(text):
+    return {"id": "x", "object": "chat.completion", "created": 0, "model": "stub",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 2, "total_tokens": 13}}
+
+
+class Stub:
+    """Answers POST /v1/chat/completions from a list of (status, body, delay) in turn."""
+
+    def __init__(self, script):
+        self.script = list(script)
+        self.requests = []
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                stub.requests.append(body)
+                status, payload, delay = stub.script[min(len(stub.requests), len(stub.script)) - 1]
+                time.sleep(delay)
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("retry-after-ms", "10")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def log_message(self, *a):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+ERR = {"error": {"message": "slow down", "type": "rate_limit"}}
+
+
+def test_rate_limits_are_retried_with_backoff_then_succeed():
+    stub = Stub([(429, ERR, 0), (429, ERR, 0), (200, _chat_response("Yes"), 0)])
+    try:
+        b = OpenAIBackend("stub", base_url=stub.url, max_retries=3)
+        out = b.complete(CompletionRequest.of("Is it?", max_tokens=4, stop=["\n"]))
+        assert out.text == "Yes" and out.prompt_tokens == 11 and out.completion_tokens == 2
+        assert len(stub.requests) == 3
+        assert stub.requests[0]["stop"] == ["\n"] and stub.requests[0]["max_tokens"] == 4
+    finally:
+        stub.close()
+
+
+def test_server_errors_give_up_after_bounded_retries():
+    stub = Stub([(503, {"error": {"message": "overloaded"}}, 0)])
+    try:
+        b = OpenAIBackend("stub", base_url=stub.url, max_retries=2)
+        with pytest.raises(BackendError, match="HTTP 503: overloaded"):
+            b.complete(CompletionRequest.of("Is it?"))
+        assert len(stub.requests) == 3  # the first try and two retries, no more
+    finally:
+        stub.close()
+
+
+def test_timeouts_are_reported():
+    stub = Stub([(200, _chat_response("late"), 2.0)])
+    try:
+        b = OpenAIBackend("stub", base_url=stub.url, timeout=0.3, max_retries=0)
+        with pytest.raises(BackendError, match="timed out"):
+            b.complete(CompletionRequest.of("Is it?"))
+    finally:
+        stub.close()
+
+
+def test_choose_parses_free_text_and_retries_with_reminder():
+    stub = Stub([(200, _chat_response("Well, it depends."), 0), (200, _chat_response("False."), 0)])
+    try:
+        b = OpenAIBackend("stub", base_url=stub.url, max_retries=0)
+        ch = b.choose(CompletionRequest.of("Is the claim true?"), ["True", "False"])
+        assert ch.option == "False" and ch.method == "parse-retry"
+        assert "Answer with exactly one of: True, False" in stub.requests[1]["messages"][-1]["content"]
+        assert ch.usage.prompt_tokens == 22
+    finally:
+        stub.close()
+
+
+def test_unknown_model_is_a_user_error():
+    stub = Stub([(404, {"error": {"message": "model 'nope' not found"}}, 0)])
+    try:
+        from veracity.errors import UserError
+
+        b = OpenAIBackend("nope", base_url=stub.url, max_retries=0)
+        with pytest.raises(UserError, match="does not know model 'nope'"):
+            b.complete(CompletionRequest.of("hi"))
+    finally:
+        stub.close()
+
+
+# -- llama-cpp-python's real OpenAI-compatible server --------------------------------------------
+
+@pytest.fixture(scope="module")
+def llama_server():
+    from veracity.llm.embedded import default_model_path
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(default_model_path()),
+                             "--model_alias", "smollm2", "--host", "127.0.0.1", "--port", str(port),
+                             "--n_ctx", "8192", "--n_threads", "2", "--cache", "true"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            if httpx.get(url + "/models", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.3)
+    else:
+        proc.kill()
+        pytest.fail("llama_cpp.server did not start")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+@pytest.mark.embedded
+def test_real_server_completion_and_decision(llama_server):
+    b = OpenAIBackend("smollm2", base_url=llama_server, max_retries=1)
+    out = b.complete(CompletionRequest.of("What is the capital of France? Answer in one word.", max_tokens=8))
+    assert out.text.strip() and out.prompt_tokens > 5 and out.completion_tokens >= 1
+    ch = b.choose(CompletionRequest.of("Is Paris in France? Answer Yes or No."), ["Yes", "No"])
+    assert ch.method in ("parse", "parse-retry")
+
+
+@pytest.mark.embedded
+def test_cli_check_against_real_server(llama_server, cli_env):
+    r = subprocess.run(veracity_cmd() + ["check", "--model", "smollm2", "--base-url", llama_server, "--json",
+                                         "--max-iterations", "1", "The Eiffel Tower is in Paris."],
+                       capture_output=True, env=cli_env, timeout=600)
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    doc = json.loads(r.stdout)
+    assert doc["model"] == f"openai:smollm2@{llama_server}"
+    assert doc["verdict"]["label"] in ("Supported", "Refuted", "Unverified")
+    assert doc["usage"]["total"]["calls"] >= 4
+    assert any(s["stage"] == "question" for s in doc["trace"])

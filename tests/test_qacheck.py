@@ -1,0 +1,188 @@
+"""QACheck's loop, module by module, driven by the scripted backend (real prompts, real parsing)."""
+
+import re
+
+import pytest
+
+from veracity.check import run_check
+from veracity.config import load_config
+from veracity.errors import UserError
+from veracity.llm import Model
+from veracity.llm.scripted import ScriptedBackend
+from veracity.pipelines.base import available_pipelines, get_pipeline
+from veracity.retrieval import Document, Index
+from veracity.types import Claim
+
+CLAIM = "The author of the novel Kestrel Bay was born in the same city where the Orrin Bridge stands."
+
+# Each rule is anchored at the end of the prompt, where the final query asks its question.
+VERIFIER = r"Yes or no\?\nPrediction =$"
+FIRST_Q = r"first ask a simple question:\nQuestion =$"
+FOLLOW_Q = r"Question (\d+) =$"
+RECITE = r"Relevant passage =$"
+READER = r"Passages:\n(?:(?!-{8}).)*Answer =$"
+CLOSED = r"-{8}\nQuestion = [^\n]*\nAnswer =$"
+VALIDATOR = r"useful for verifying the claim\?\nThe answer:$"
+REASONER = r"Is this claim true or false\?\nAnswer:$"
+LABEL = r"final answer is:$"
+
+
+def config(**over):
+    return load_config(overrides=over, env={})
+
+
+def run(rules, pipeline="qacheck", retriever=None, **over):
+    cfg = config(**over)
+    backend = ScriptedBackend(rules)
+    result = run_check(Claim(CLAIM), get_pipeline(pipeline, cfg), Model(backend), cfg, retriever=retriever)
+    return result, backend
+
+
+def stages(result):
+    return [s["stage"] for s in result.trace if s["stage"] != "model_call"]
+
+
+BASE_RULES = [
+    (VERIFIER, ["No, we cannot know.", "Yes, we can know."]),
+    (FIRST_Q, " Who wrote the novel Kestrel Bay?"),
+    (FOLLOW_Q, " Where was Mara Lind born?"),
+    (RECITE, [" Kestrel Bay is a 1998 novel by the writer Mara Lind.",
+              " Mara Lind was born in Tallinn, the city of the Orrin Bridge."]),
+    (READER, [" Mara Lind", " Tallinn."]),
+    (VALIDATOR, " Yes"),
+    (REASONER, "\nKestrel Bay was written by Mara Lind.\nMara Lind was born in Tallinn, where the bridge is.\n"),
+    (LABEL, " True."),
+]
+
+
+def test_full_loop_reciter_reader_default():
+    result, backend = run(BASE_RULES)
+    v = result.verdict
+    assert v.label == "Supported"
+    assert [(s.depth, s.question, s.answer) for s in v.steps] == [
+        (1, "Who wrote the novel Kestrel Bay?", "Mara Lind"),
+        (2, "Where was Mara Lind born?", "Tallinn"),
+    ]
+    assert v.steps[0].evidence[0].source == "recited by the model"
+    assert "1998 novel" in v.steps[0].evidence[0].text
+    assert "Mara Lind was born in Tallinn" in v.rationale
+    assert stages(result) == ["claim", "question", "answer", "validator", "verifier", "question", "answer",
+                              "validator", "verifier", "context_done", "reasoner", "verdict"]
+    # the follow-up question saw the first QA pair and asked for question 2
+    followup = [c for c in backend.calls if re.search(FOLLOW_Q, c.messages[-1][1])][0].messages[-1][1]
+    assert followup.endswith("Question 1 = Who wrote the novel Kestrel Bay?\nAnswer 1 = Mara Lind\n"
+                             "To verify the claim, what is the next question we need to know the answer to?\n"
+                             "Question 2 =")
+    # the reasoner saw both pairs in the Q1/A1 format
+    reasoner = [c for c in backend.calls if re.search(REASONER, c.messages[-1][1])][0].messages[-1][1]
+    assert "Q2: Where was Mara Lind born?\nA2: Tallinn\nClaim = " + CLAIM in reasoner
+    u = result.usage["by_stage"]
+    assert u["question"]["calls"] == 2 and u["recite"]["calls"] == 2 and u["verifier"]["calls"] == 2
+    assert result.usage["total"]["calls"] == 2 + 2 + 2 + 2 + 2 + 2  # q, recite, read, validate, verify, reason+label
+
+
+def test_validator_discards_and_question_is_resampled():
+    rules = [(VALIDATOR, [" No", " Yes"])] + [r for r in BASE_RULES if r[0] != VALIDATOR]
+    rules = [(VERIFIER, "Yes, we can know.") if r[0] == VERIFIER else r for r in rules]
+    rules = [(FIRST_Q, [" What colour is the sky?", " Who wrote the novel Kestrel Bay?"]) if r[0] == FIRST_Q else r
+             for r in rules]
+    result, backend = run(rules)
+    steps = result.verdict.steps
+    assert [s.question for s in steps] == ["Who wrote the novel Kestrel Bay?"]
+    validator = [s for s in result.trace if s["stage"] == "validator"]
+    assert [s["useful"] for s in validator] == [False, True]
+    q_calls = [c for c in backend.calls if re.search(FIRST_Q, c.messages[-1][1])]
+    assert q_calls[0].temperature == 0.0 and q_calls[1].temperature > 0  # greedy would repeat the rejected question
+
+
+def test_no_validator_ablation_keeps_every_pair_and_iteration_limit_holds():
+    rules = [(VERIFIER, "No, we cannot know."), (FIRST_Q, " Who wrote Kestrel Bay?"),
+             (FOLLOW_Q, lambda req: f" Question number {req.messages[-1][1].count('Answer ')} about it?"),
+             (RECITE, " Some passage about the book and its author."), (READER, " Mara Lind"),
+             (REASONER, "\nNot enough is known.\n"), (LABEL, " False")]
+    result, backend = run(rules, pipeline="qacheck-no-validator", **{"qacheck.max_iterations": 3})
+    assert len(result.verdict.steps) == 3
+    assert all(s.useful is None for s in result.verdict.steps)
+    assert not any(re.search(VALIDATOR, c.messages[-1][1]) for c in backend.calls)
+    assert result.verdict.label == "Refuted"
+    assert [s for s in result.trace if s["stage"] == "context_done"][0]["reason"] == "max_iterations"
+
+
+def test_duplicate_question_is_not_answered_twice():
+    rules = [(VERIFIER, "No"), (FIRST_Q, " Who wrote Kestrel Bay?"), (FOLLOW_Q, " Who wrote Kestrel Bay?"),
+             (RECITE, " Kestrel Bay is a novel by Mara Lind."), (READER, " Mara Lind"), (VALIDATOR, " Yes"),
+             (REASONER, "\nKnown.\n"), (LABEL, " True")]
+    result, backend = run(rules, **{"qacheck.max_iterations": 3})
+    assert len(result.verdict.steps) == 1
+    dups = [s for s in result.trace if s["stage"] == "question" and s.get("duplicate")]
+    assert len(dups) == 2
+    assert sum(bool(re.search(RECITE, c.messages[-1][1])) for c in backend.calls) == 1
+
+
+def test_unusable_model_output_is_recorded_never_guessed():
+    rules = [(FIRST_Q, "\n\n"),  # no question at all
+             (REASONER, "\nI cannot tell.\n"), (LABEL, "Perhaps, who knows"),
+             (r"Reply with that word only\.\n$", "It is hard to say")]  # the one retry
+    result, _ = run(rules)
+    v = result.verdict
+    assert v.label == "Unverified"
+    assert v.steps == []
+    failures = [s for s in result.trace if s["stage"] == "parse_failure"]
+    assert [f["for_stage"] for f in failures] == ["question", "reasoner"]
+    assert "stop asking" in failures[0]["fallback"]
+    assert len(v.parse_failures) == 2
+
+
+def test_retriever_reader_reads_passages_from_a_real_index():
+    index = Index.from_documents([
+        Document(id="kb", title="Kestrel Bay", text="Kestrel Bay is a 1998 novel written by Mara Lind."),
+        Document(id="ob", title="Orrin Bridge", text="The Orrin Bridge is a stone bridge in Tallinn."),
+        Document(id="x", title="Sardines", text="Sardines are small oily fish that live in schools."),
+    ])
+    rules = [(VERIFIER, "Yes, we can know."), (FIRST_Q, " Who wrote the novel Kestrel Bay?"),
+             (READER, " Mara Lind"), (VALIDATOR, " Yes"), (REASONER, "\nMara Lind wrote it.\n"), (LABEL, " True")]
+    result, backend = run(rules, pipeline="qacheck-retriever-reader", retriever=index.retriever("bm25"),
+                          **{"qacheck.top_k": 2})
+    step = result.verdict.steps[0]
+    assert step.evidence[0].doc_id == "kb" and step.evidence[0].source == "Kestrel Bay"
+    assert [e.doc_id for e in step.evidence] == ["kb"]  # passages sharing no term with the question are not read
+    reader_prompt = [c for c in backend.calls if re.search(READER, c.messages[-1][1], re.S)][0].messages[-1][1]
+    assert "[1] Kestrel Bay: Kestrel Bay is a 1998 novel written by Mara Lind." in reader_prompt
+    assert "Sardines" not in reader_prompt.split("--------")[-1]
+    assert [s for s in result.trace if s["stage"] == "retrieval"][0]["results"][0]["doc_id"] == "kb"
+
+
+def test_retriever_reader_without_index_is_a_user_error():
+    cfg = config(**{"qacheck.qa": "retriever-reader"})
+    with pytest.raises(UserError, match="needs an index"):
+        run_check(Claim(CLAIM), get_pipeline("qacheck", cfg), Model(ScriptedBackend([])), cfg)
+
+
+def test_closed_book_answers_with_stated_evidence():
+    rules = [(VERIFIER, "Yes, we can know."), (FIRST_Q, " Who wrote the novel Kestrel Bay?"),
+             (CLOSED, " Mara Lind\nEvidence = Kestrel Bay is a novel by Mara Lind."), (VALIDATOR, " Yes"),
+             (REASONER, "\nMara Lind wrote it.\n"), (LABEL, " False")]
+    result, _ = run(rules, pipeline="qacheck-closed-book")
+    step = result.verdict.steps[0]
+    assert step.answer == "Mara Lind"
+    assert step.evidence[0].text == "Kestrel Bay is a novel by Mara Lind."
+    assert step.evidence[0].source == "model knowledge (closed-book)"
+    assert result.verdict.label == "Refuted"
+
+
+def test_baselines_direct_and_cot():
+    direct, _ = run([(r"true or false\?\nAnswer:$", " False")], pipeline="direct")
+    assert direct.verdict.label == "Refuted" and direct.verdict.steps == []
+    cot, _ = run([(r"step by step\.\nAnswer:$", "\nThe bridge is in Riga, not Tallinn.\n"), (LABEL, " False")],
+                 pipeline="cot")
+    assert cot.verdict.label == "Refuted"
+    assert cot.verdict.rationale == "The bridge is in Riga, not Tallinn."
+
+
+def test_registry_names_every_variant():
+    names = available_pipelines()
+    for n in ["qacheck", "qacheck-retriever-reader", "qacheck-closed-book", "qacheck-reciter-reader",
+              "qacheck-no-validator", "qacheck-1-iter", "qacheck-3-iter", "direct", "cot"]:
+        assert n in names
+    with pytest.raises(UserError, match="unknown pipeline 'qa-check'"):
+        get_pipeline("qa-check", config())
