@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import sys
 import time
@@ -23,27 +22,15 @@ from pathlib import Path
 
 from veracity.check import run_check
 from veracity.config import load_config
+from veracity.eval.datasets import FEVEROUS_GOLD as GOLD
+from veracity.eval.datasets import feverous_evidence_docs as evidence_docs
 from veracity.eval.metrics import accuracy, macro_f1
 from veracity.llm import make_model
 from veracity.pipelines.base import get_pipeline
-from veracity.retrieval import Document, Index
+from veracity.retrieval import Index
 from veracity.types import BINARY_LABELS, Claim
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "feverous_s" / "dev_600.json"
-GOLD = {"supports": "Supported", "refutes": "Refuted"}
-LINK = re.compile(r"\[\[([^|\]]*)\|([^\]]*)\]\]")
-
-
-def clean(text: str) -> str:
-    return LINK.sub(lambda m: m.group(2), text).replace("[[", "").replace("]]", "")
-
-
-def evidence_docs(item: dict) -> list[Document]:
-    docs = []
-    for i, line in enumerate(l for l in item["evidence"].split("\n") if l.strip()):
-        title, _, sent = line.partition("\t")
-        docs.append(Document(id=f"{item['id']}-{i}", title=clean(title).strip(), text=clean(sent or title).strip()))
-    return docs
 
 
 def main() -> int:
@@ -54,6 +41,8 @@ def main() -> int:
     ap.add_argument("--model", default="embedded")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default="runs/feverous_spine")
+    ap.add_argument("--no-keep-states", action="store_true",
+                    help="re-evaluate every prompt from scratch (to measure what kept prefix states save)")
     args = ap.parse_args()
     if not Path(args.data).is_file():
         print(f"benchmark data not found: {args.data}", file=sys.stderr)
@@ -70,7 +59,8 @@ def main() -> int:
                 done.add((r["pipeline"], r["id"]))
             except (ValueError, KeyError):
                 pass  # a line cut off by a kill is redone
-    config = load_config(overrides={"model": args.model, "n_threads": args.threads, "cache": False}, env={})
+    config = load_config(overrides={"model": args.model, "n_threads": args.threads, "cache": False,
+                                          "keep_states": not args.no_keep_states}, env={})
     model = make_model(config)
     speed = model.backend.speed() if hasattr(model.backend, "speed") else None
     (out / "speed.json").write_text(json.dumps(speed))
@@ -98,7 +88,8 @@ def main() -> int:
 
 def report(log: Path, speed: dict | None, args) -> None:
     rows = [json.loads(l) for l in log.read_text().splitlines() if l.strip()]
-    print(f"\nFEVEROUS-S dev, first {args.n} claims, gold-evidence index per claim, model {args.model}\n")
+    print(f"\nFEVEROUS-S dev, first {args.n} claims, gold-evidence index per claim, model {args.model}, "
+          f"kept prefix states {'off' if args.no_keep_states else 'on'}; measured speed {speed}\n")
     print("| pipeline | n | macro-F1 | accuracy | s/claim | calls | prompt tok | compl. tok | reused tok "
           "| wall / floor | wall / floor (evaluated tokens) |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -5,13 +5,10 @@ OpenAI-compatible server serves the embedded model for the end-to-end check.
 """
 
 import json
-import os
 import socket
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
@@ -21,56 +18,14 @@ from veracity.llm import CompletionRequest
 from veracity.llm.openai_http import OpenAIBackend
 
 from conftest import veracity_cmd
-
-
-def _chat_response(text):
-    return {"id": "x", "object": "chat.completion", "created": 0, "model": "stub",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 11, "completion_tokens": 2, "total_tokens": 13}}
-
-
-class Stub:
-    """Answers POST /v1/chat/completions from a list of (status, body, delay) in turn."""
-
-    def __init__(self, script):
-        self.script = list(script)
-        self.requests = []
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                stub.requests.append(body)
-                status, payload, delay = stub.script[min(len(stub.requests), len(stub.script)) - 1]
-                time.sleep(delay)
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("retry-after-ms", "10")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-            def log_message(self, *a):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+from stub_server import StubServer, chat_response
 
 
 ERR = {"error": {"message": "slow down", "type": "rate_limit"}}
 
 
 def test_rate_limits_are_retried_with_backoff_then_succeed():
-    stub = Stub([(429, ERR, 0), (429, ERR, 0), (200, _chat_response("Yes"), 0)])
+    stub = StubServer.scripted([(429, ERR, 0), (429, ERR, 0), (200, chat_response("Yes"), 0)])
     try:
         b = OpenAIBackend("stub", base_url=stub.url, max_retries=3)
         out = b.complete(CompletionRequest.of("Is it?", max_tokens=4, stop=["\n"]))
@@ -82,7 +37,7 @@ def test_rate_limits_are_retried_with_backoff_then_succeed():
 
 
 def test_server_errors_give_up_after_bounded_retries():
-    stub = Stub([(503, {"error": {"message": "overloaded"}}, 0)])
+    stub = StubServer.scripted([(503, {"error": {"message": "overloaded"}}, 0)])
     try:
         b = OpenAIBackend("stub", base_url=stub.url, max_retries=2)
         with pytest.raises(BackendError, match="HTTP 503: overloaded"):
@@ -93,7 +48,7 @@ def test_server_errors_give_up_after_bounded_retries():
 
 
 def test_timeouts_are_reported():
-    stub = Stub([(200, _chat_response("late"), 2.0)])
+    stub = StubServer.scripted([(200, chat_response("late"), 2.0)])
     try:
         b = OpenAIBackend("stub", base_url=stub.url, timeout=0.3, max_retries=0)
         with pytest.raises(BackendError, match="timed out"):
@@ -103,7 +58,7 @@ def test_timeouts_are_reported():
 
 
 def test_choose_parses_free_text_and_retries_with_reminder():
-    stub = Stub([(200, _chat_response("Well, it depends."), 0), (200, _chat_response("False."), 0)])
+    stub = StubServer.scripted([(200, chat_response("Well, it depends."), 0), (200, chat_response("False."), 0)])
     try:
         b = OpenAIBackend("stub", base_url=stub.url, max_retries=0)
         ch = b.choose(CompletionRequest.of("Is the claim true?"), ["True", "False"])
@@ -115,7 +70,7 @@ def test_choose_parses_free_text_and_retries_with_reminder():
 
 
 def test_unknown_model_is_a_user_error():
-    stub = Stub([(404, {"error": {"message": "model 'nope' not found"}}, 0)])
+    stub = StubServer.scripted([(404, {"error": {"message": "model 'nope' not found"}}, 0)])
     try:
         from veracity.errors import UserError
 

@@ -34,6 +34,19 @@ def _model_options() -> argparse.ArgumentParser:
     return p
 
 
+def _pipeline_options() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    g = p.add_argument_group("pipeline")
+    g.add_argument("--qa", choices=["retriever-reader", "closed-book", "reciter-reader"],
+                   help="QACheck question-answering module (of the plain `qacheck` pipeline)")
+    g.add_argument("--index", help="index directory to retrieve from (see `veracity index build`)")
+    g.add_argument("--mode", choices=["bm25", "dense", "hybrid"], help="retrieval mode for --index")
+    g.add_argument("--top-k", type=int, help="passages the retriever-reader reads per question")
+    g.add_argument("--max-iterations", type=int, help="QACheck question rounds (default 5)")
+    g.add_argument("--no-validator", action="store_true", help="keep every QA pair (ablation)")
+    return p
+
+
 def _config_from(args: argparse.Namespace):
     from .config import load_config
 
@@ -103,6 +116,42 @@ def _read_bytes(path: str) -> bytes:
         raise UserError(f"cannot read {path}: {e.strerror}") from None
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    from .eval.datasets import load_dataset
+    from .eval.report import build_report
+    from .eval.runner import Budget, run_eval
+    from .llm import make_model
+    from .retrieval.index import Index
+
+    config = _config_from(args)
+    dataset = load_dataset(args.dataset, args.path, setting=args.setting)
+    index = None
+    if config.index:
+        idx = Index.load(config.index)
+        index = idx.retriever(config.retrieval_mode) if config.retrieval_mode else idx.retriever()
+    model = make_model(config)
+    pipelines = args.pipeline or ["qacheck"]
+    print(f"Evaluating {', '.join(pipelines)} on {dataset.name} ({dataset.setting}, {len(dataset.items)} items"
+          f"{f', limit {args.limit}' if args.limit else ''}) with {model.model_id} -> {args.out}", flush=True)
+    summary = run_eval(dataset, pipelines, model, config, args.out, limit=args.limit, seed=args.seed,
+                       workers=args.workers, budget=Budget(args.max_tokens, args.max_cost), index=index,
+                       retrieval_mode=args.retrieval, progress=not args.no_progress)
+    print(f"{summary.done} items done, {summary.skipped} already there, {summary.errors} failed "
+          f"(see errors.jsonl), {summary.seconds:.0f} s")
+    if summary.stopped:
+        print(f"Stopped early: {summary.stopped}. Run the same command again to continue.")
+    print()
+    print(build_report(args.out, plots=not args.no_plots))
+    return 1 if summary.errors else 0
+
+
+def cmd_eval_report(args: argparse.Namespace) -> int:
+    from .eval.report import build_report
+
+    print(build_report(args.out, plots=not args.no_plots))
+    return 0
+
+
 def cmd_pipelines(args: argparse.Namespace) -> int:
     from .pipelines.base import available_pipelines
 
@@ -116,22 +165,40 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"veracity {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("check", parents=[_model_options()], help="check a claim",
+    p = sub.add_parser("check", parents=[_model_options(), _pipeline_options()], help="check a claim",
                        description="Check a claim and show each reasoning step.")
     p.add_argument("claim", nargs="?", help="the claim to check")
     p.add_argument("--claim-file", help="read the claim from a file ('-' for standard input)")
     p.add_argument("--pipeline", default="qacheck", help="pipeline name (see `veracity pipelines`)")
-    p.add_argument("--qa", choices=["retriever-reader", "closed-book", "reciter-reader"],
-                   help="QACheck question-answering module")
-    p.add_argument("--index", help="index directory for retrieval (see `veracity index build`)")
-    p.add_argument("--mode", choices=["bm25", "dense", "hybrid"], help="retrieval mode")
-    p.add_argument("--top-k", type=int, help="passages the retriever-reader reads per question")
-    p.add_argument("--max-iterations", type=int, help="QACheck question rounds (default 5)")
-    p.add_argument("--no-validator", action="store_true", help="keep every QA pair (ablation)")
     p.add_argument("--max-claim-chars", type=int, help="longest claim accepted (default 2000)")
     p.add_argument("--json", action="store_true", help="print the whole result as one JSON document")
     p.add_argument("--report", help="write a Markdown report to this file")
     p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("eval", parents=[_model_options(), _pipeline_options()],
+                       help="evaluate pipelines on a benchmark",
+                       description="Evaluate pipelines on a benchmark; `veracity eval report DIR` rebuilds the report.")
+    p.add_argument("--dataset", required=True,
+                   help="feverous-s | hover | averitec | verite | mirage[:task] | jsonl | csv")
+    p.add_argument("--path", required=True, help="the dataset file")
+    p.add_argument("--setting", help="e.g. gold-evidence or pooled for feverous-s")
+    p.add_argument("--pipeline", action="append", help="pipeline to run (repeat for several; default qacheck)")
+    p.add_argument("--limit", type=int, help="evaluate N items drawn with --seed (default: all)")
+    p.add_argument("--seed", type=int, default=0, help="seed for drawing --limit items")
+    p.add_argument("--workers", type=int, default=1, help="items checked concurrently (HTTP request concurrency)")
+    p.add_argument("--out", required=True, help="results folder; re-running with it resumes")
+    p.add_argument("--retrieval", choices=["bm25", "hybrid"], default="bm25",
+                   help="how a pooled knowledge base is searched")
+    p.add_argument("--max-tokens", type=int, help="stop cleanly after this many model tokens")
+    p.add_argument("--max-cost", type=float, help="stop cleanly after this many USD (model price table)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-plots", action="store_true", help="no confusion-matrix images")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("eval-report", help="rebuild an evaluation report (also: veracity eval report DIR)")
+    p.add_argument("out", help="results folder of `veracity eval`")
+    p.add_argument("--no-plots", action="store_true", help="no confusion-matrix images")
+    p.set_defaults(func=cmd_eval_report)
 
     p = sub.add_parser("pipelines", help="list pipelines and ablations")
     p.set_defaults(func=cmd_pipelines)
@@ -144,6 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:2] == ["eval", "report"]:
+        argv = ["eval-report", *argv[2:]]
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

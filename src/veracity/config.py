@@ -64,6 +64,7 @@ class Config:
     n_ctx: int = 8192
     n_threads: int | None = None
     seed: int = 0
+    keep_states: bool = True  # embedded backend: keep evaluated prompt prefixes between calls
     cache: bool = True
     cache_path: str = field(default_factory=default_cache_path)
     max_claim_chars: int = 2000

@@ -42,9 +42,10 @@ def make_backend(config: "Config") -> Backend:
             path = Path(spec.split(":", 1)[1]).expanduser()
             if not path.is_file():
                 raise UserError(f"GGUF model file not found: {path}")
-        key = (str(path), config.n_ctx, config.n_threads, config.seed)
+        key = (str(path), config.n_ctx, config.n_threads, config.seed, config.keep_states)
         if key not in _EMBEDDED:
-            _EMBEDDED[key] = EmbeddedBackend(path, n_ctx=config.n_ctx, n_threads=config.n_threads, seed=config.seed)
+            _EMBEDDED[key] = EmbeddedBackend(path, n_ctx=config.n_ctx, n_threads=config.n_threads, seed=config.seed,
+                                             keep_states=config.keep_states)
         return _EMBEDDED[key]
     from .openai_http import OpenAIBackend
 

@@ -1,0 +1,125 @@
+"""The evaluation report: a Markdown table per dataset x pipeline, confusion matrices, paper numbers."""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ..errors import UserError
+from .metrics import accuracy, macro_f1, per_class
+from .runner import ITEMS, MANIFEST, read_done  # noqa: F401  (read_done keeps the file clean)
+
+
+def bootstrap_ci(gold: Sequence[str], pred: Sequence[str], metric: Callable[[list, list], float],
+                 n: int = 1000, seed: int = 0) -> tuple[float, float]:
+    """95% percentile bootstrap interval of `metric` over items."""
+    if not gold:
+        return (0.0, 0.0)
+    rng = random.Random(seed)
+    idx = range(len(gold))
+    vals = []
+    for _ in range(n):
+        s = [rng.choice(idx) for _ in idx]
+        vals.append(metric([gold[i] for i in s], [pred[i] for i in s]))
+    vals.sort()
+    return vals[int(0.025 * n)], vals[min(n - 1, int(0.975 * n))]
+
+
+def load_rows(out: Path) -> list[dict[str, Any]]:
+    path = out / ITEMS
+    if not path.exists():
+        raise UserError(f"no evaluation results in {out} (expected {path})")
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue  # a line cut off by a kill
+    return rows
+
+
+def confusion_png(path: Path, gold: list[str], pred: list[str], labels: list[str], title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cols = labels + sorted({p for p in pred if p not in labels})
+    c = Counter(zip(gold, pred))
+    mat = [[c[(g, p)] for p in cols] for g in labels]
+    fig, ax = plt.subplots(figsize=(1.6 + 1.1 * len(cols), 1.4 + 0.9 * len(labels)))
+    ax.imshow(mat, cmap="Blues")
+    ax.set_xticks(range(len(cols)), cols, rotation=30, ha="right")
+    ax.set_yticks(range(len(labels)), labels)
+    ax.set_xlabel("predicted")
+    ax.set_ylabel("gold")
+    ax.set_title(title, fontsize=9)
+    top = max(max(r) for r in mat) or 1
+    for i, r in enumerate(mat):
+        for j, v in enumerate(r):
+            ax.text(j, i, str(v), ha="center", va="center", color="white" if v > top / 2 else "black")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _mean(rows: list[dict], f: Callable[[dict], float]) -> float:
+    return statistics.mean(f(r) for r in rows) if rows else 0.0
+
+
+def build_report(out: str | Path, *, plots: bool = True) -> str:
+    out = Path(out)
+    read_done(out)
+    rows = load_rows(out)
+    manifest = json.loads((out / MANIFEST).read_text()) if (out / MANIFEST).exists() else {}
+    lines = ["# Evaluation report", "", f"- **Model:** {manifest.get('model', '?')} "
+             f"({manifest.get('backend', '?')})", f"- **Results:** `{out}`", ""]
+    datasets = manifest.get("datasets", {})
+    for ds in sorted({r["dataset"] for r in rows}):
+        info = datasets.get(ds, {})
+        labels = info.get("labels") or sorted({r["gold"] for r in rows if r["dataset"] == ds})
+        metric_name = info.get("metric", "macro_f1")
+        metric = (lambda g, p: macro_f1(g, p, labels)) if metric_name == "macro_f1" else accuracy
+        lines += [f"## {ds}", "",
+                  f"Setting: {info.get('setting', '?')}; slice: {info.get('selected', '?')} of "
+                  f"{info.get('total_items', '?')} items (seed {info.get('seed', '?')}); metric: {metric_name}."
+                  + (f" **Stopped early: {info['stopped']}.**" if info.get("stopped") else ""), ""]
+        ref = info.get("reference", {})
+        lines += ["| pipeline | n | " + metric_name + " (95% CI) | accuracy | macro-F1 | paper | s/claim | "
+                  "calls/claim | prompt tok/claim | compl. tok/claim | cost/claim | parse failures |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for pipe in sorted({r["pipeline"] for r in rows if r["dataset"] == ds}):
+            rs = [r for r in rows if r["dataset"] == ds and r["pipeline"] == pipe]
+            gold, pred = [r["gold"] for r in rs], [r["pred"] for r in rs]
+            lo, hi = bootstrap_ci(gold, pred, metric)
+            tot = lambda k: _mean(rs, lambda r: r["usage"]["total"].get(k, 0))  # noqa: E731
+            paper = ref.get(pipe, ref.get(pipe.split("-")[0]))
+            lines.append(
+                f"| {pipe} | {len(rs)} | {100 * metric(gold, pred):.2f} ({100 * lo:.1f}–{100 * hi:.1f}) | "
+                f"{100 * accuracy(gold, pred):.2f} | {100 * macro_f1(gold, pred, labels):.2f} | "
+                f"{'' if paper is None else f'{paper:.2f}'} | {_mean(rs, lambda r: r['seconds']):.1f} | "
+                f"{tot('calls'):.1f} | {tot('prompt_tokens'):.0f} | {tot('completion_tokens'):.0f} | "
+                f"${tot('cost'):.4f} | {sum(bool(r['verdict'].get('parse_failures')) for r in rs)} |")
+            if plots:
+                png = out / f"confusion_{ds}_{pipe}.png".replace(":", "_").replace("/", "_")
+                confusion_png(png, gold, pred, labels, f"{ds} / {pipe} (n={len(rs)})")
+        lines.append("")
+        if ref:
+            lines += [f"Paper numbers: {info.get('reference_note', '')} (same metric, different model).", ""]
+        lines += ["Per-class precision / recall:", ""]
+        for pipe in sorted({r["pipeline"] for r in rows if r["dataset"] == ds}):
+            rs = [r for r in rows if r["dataset"] == ds and r["pipeline"] == pipe]
+            pc = per_class([r["gold"] for r in rs], [r["pred"] for r in rs], labels)
+            lines.append(f"- {pipe}: " + "; ".join(f"{k} P {100 * v['precision']:.0f} R {100 * v['recall']:.0f} "
+                                                    f"(n={v['support']})" for k, v in pc.items()))
+        if plots:
+            lines += ["", *[f"![{ds} {p}](confusion_{ds}_{p}.png)".replace(":", "_")
+                            for p in sorted({r['pipeline'] for r in rows if r['dataset'] == ds})]]
+        lines.append("")
+    text = "\n".join(lines)
+    (out / "report.md").write_text(text, encoding="utf-8")
+    return text

@@ -1,0 +1,229 @@
+"""The resumable, concurrent evaluation runner.
+
+One JSONL line per finished (dataset, pipeline, item) goes to OUT/items.jsonl with the prediction,
+the gold label, the full trace and the usage. A killed run started again with the same OUT skips
+what is there (a line cut off by the kill is dropped and redone), so no item is lost or duplicated.
+Items whose model backend failed go to OUT/errors.jsonl and are retried by the next run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..check import run_check
+from ..errors import BackendError, UserError
+from ..pipelines.base import get_pipeline
+from ..retrieval import Index
+from .datasets import Dataset, EvalItem
+from .metrics import accuracy, macro_f1
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..llm.model import Model
+    from ..retrieval.base import Retriever
+
+ITEMS = "items.jsonl"
+ERRORS = "errors.jsonl"
+MANIFEST = "run.json"
+
+
+@dataclass
+class Budget:
+    max_tokens: int | None = None
+    max_cost: float | None = None
+    tokens: int = 0
+    cost: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, usage: dict[str, Any]) -> None:
+        t = usage.get("total", {})
+        with self._lock:
+            uncached = t.get("calls", 0) - t.get("cached_calls", 0)
+            if uncached:
+                self.tokens += t.get("prompt_tokens", 0) + t.get("completion_tokens", 0)
+            self.cost += t.get("cost", 0.0)
+
+    @property
+    def exhausted(self) -> str | None:
+        if self.max_tokens is not None and self.tokens >= self.max_tokens:
+            return f"token budget reached ({self.tokens} >= {self.max_tokens} tokens)"
+        if self.max_cost is not None and self.cost >= self.max_cost:
+            return f"cost budget reached (${self.cost:.4f} >= ${self.max_cost:.4f})"
+        return None
+
+
+@dataclass
+class RunSummary:
+    done: int = 0  # items finished in this run
+    skipped: int = 0  # already in OUT from an earlier run
+    errors: int = 0
+    stopped: str | None = None  # why the run stopped early, if it did
+    seconds: float = 0.0
+
+
+def select_items(items: list[EvalItem], limit: int | None, seed: int) -> list[EvalItem]:
+    """`limit` items drawn with `seed`, in file order; all items when no limit."""
+    if limit is None or limit >= len(items):
+        return list(items)
+    keep = set(random.Random(seed).sample(range(len(items)), limit))
+    return [it for i, it in enumerate(items) if i in keep]
+
+
+def read_done(out: Path) -> set[tuple[str, str, str]]:
+    """Keys of finished items; rewrites the file without a trailing line cut off by a kill."""
+    path = out / ITEMS
+    if not path.exists():
+        return set()
+    good, done = [], set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+            key = (row["dataset"], row["pipeline"], row["id"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        if key not in done:
+            done.add(key)
+            good.append(line)
+    text = "".join(g + "\n" for g in good)
+    if text != path.read_text(encoding="utf-8"):
+        path.write_text(text, encoding="utf-8")
+    return done
+
+
+def _write_manifest(out: Path, dataset: Dataset, model: "Model", config: "Config", selected: int,
+                    limit: int | None, seed: int, pipelines: list[str], stopped: str | None) -> None:
+    path = out / MANIFEST
+    manifest = json.loads(path.read_text()) if path.exists() else {}
+    if manifest.get("model") and manifest["model"] != model.model_id:
+        raise UserError(f"{out} holds a run with model {manifest['model']}; use another --out for {model.model_id}")
+    manifest["model"] = model.model_id
+    manifest["backend"] = type(model.backend).__name__
+    manifest.setdefault("datasets", {})[dataset.name] = {
+        "setting": dataset.setting, "labels": list(dataset.labels), "metric": dataset.metric,
+        "total_items": len(dataset.items), "selected": selected, "limit": limit, "seed": seed,
+        "pipelines": sorted(set(manifest.get("datasets", {}).get(dataset.name, {}).get("pipelines", [])) | set(pipelines)),
+        "reference": dataset.reference, "reference_note": dataset.reference_note,
+        "stopped": stopped,
+    }
+    manifest["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+    path.write_text(json.dumps(manifest, indent=2))
+
+
+class _Progress:
+    """A tqdm bar with the running score per pipeline; silent when tqdm is off."""
+
+    def __init__(self, total: int, enabled: bool, desc: str) -> None:
+        self.bar = None
+        if enabled:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc=desc, unit="item", dynamic_ncols=True)
+        self.scores: dict[str, list[bool]] = {}
+        self._lock = threading.Lock()
+
+    def update(self, pipeline: str, correct: bool | None) -> None:
+        with self._lock:
+            if correct is not None:
+                self.scores.setdefault(pipeline, []).append(correct)
+            if self.bar is not None:
+                self.bar.set_postfix_str(" ".join(f"{p}={100 * sum(v) / len(v):.0f}%" for p, v in self.scores.items()))
+                self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def run_eval(dataset: Dataset, pipelines: list[str], model: "Model", config: "Config", out: str | Path, *,
+             limit: int | None = None, seed: int = 0, workers: int = 1, budget: Budget | None = None,
+             index: "Retriever | None" = None, retrieval_mode: str = "bm25", progress: bool = True) -> RunSummary:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    budget = budget or Budget()
+    pipes = {name: get_pipeline(name, config) for name in pipelines}
+    items = select_items(dataset.items, limit, seed)
+    has_evidence = any(it.evidence for it in items) or dataset.knowledge_base or index is not None
+    for name, pipe in pipes.items():
+        if pipe.needs_retriever(config) and not has_evidence:
+            raise UserError(f"pipeline {name!r} needs evidence to retrieve from, but {dataset.name} "
+                            f"({dataset.setting}) has none: give --index DIR or pick a closed-book pipeline")
+    shared = index
+    if shared is None and dataset.knowledge_base:
+        shared = Index.from_documents(dataset.knowledge_base, dense=retrieval_mode != "bm25").retriever(retrieval_mode)
+    done = read_done(out)
+    todo = [(name, it) for name in pipelines for it in items if (dataset.name, name, it.id) not in done]
+    summary = RunSummary(skipped=len(items) * len(pipelines) - len(todo))
+    _write_manifest(out, dataset, model, config, len(items), limit, seed, pipelines, None)
+    write_lock = threading.Lock()
+    bar = _Progress(len(todo), progress, dataset.name)
+    t0 = time.perf_counter()
+
+    def one(name: str, item: EvalItem) -> dict[str, Any]:
+        retriever = shared
+        if item.evidence:
+            retriever = Index.from_documents(item.evidence).retriever("bm25")
+        res = run_check(item.claim, pipes[name], model, config, retriever=retriever)
+        pred = dataset.label_map.get(res.verdict.label, res.verdict.label)
+        return {"dataset": dataset.name, "setting": dataset.setting, "pipeline": name, "id": item.id,
+                "gold": item.gold, "pred": pred, "correct": pred == item.gold, "seconds": round(res.seconds, 3),
+                "usage": res.usage, "verdict": res.verdict.to_dict(), "trace": res.trace}
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool, \
+            (out / ITEMS).open("a", encoding="utf-8") as items_f:
+        pending: dict[Future, tuple[str, EvalItem]] = {}
+        queue = iter(todo)
+        try:
+            while True:
+                while len(pending) < max(1, workers) and not summary.stopped:
+                    if reason := budget.exhausted:
+                        summary.stopped = reason
+                        break
+                    nxt = next(queue, None)
+                    if nxt is None:
+                        break
+                    pending[pool.submit(one, *nxt)] = nxt
+                if not pending:
+                    break
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    name, item = pending.pop(fut)
+                    try:
+                        row = fut.result()
+                    except BackendError as e:
+                        summary.errors += 1
+                        with write_lock, (out / ERRORS).open("a", encoding="utf-8") as ef:
+                            ef.write(json.dumps({"dataset": dataset.name, "pipeline": name, "id": item.id,
+                                                 "error": str(e)}) + "\n")
+                        bar.update(name, None)
+                        continue
+                    budget.add(row["usage"])
+                    with write_lock:
+                        items_f.write(json.dumps(row, ensure_ascii=False) + "\n")
+                        items_f.flush()
+                        os.fsync(items_f.fileno())
+                    summary.done += 1
+                    bar.update(name, row["correct"])
+        except KeyboardInterrupt:
+            summary.stopped = "interrupted"
+            for fut in pending:
+                fut.cancel()
+            raise
+        finally:
+            bar.close()
+            summary.seconds = time.perf_counter() - t0
+            _write_manifest(out, dataset, model, config, len(items), limit, seed, pipelines, summary.stopped)
+    return summary
+
+
+def scores(rows: list[dict[str, Any]], labels: tuple[str, ...] | list[str]) -> dict[str, float]:
+    gold = [r["gold"] for r in rows]
+    pred = [r["pred"] for r in rows]
+    return {"macro_f1": macro_f1(gold, pred, list(labels)), "accuracy": accuracy(gold, pred)}
