@@ -152,3 +152,18 @@ def test_pipeline_needing_evidence_on_closed_book_set_is_refused(claims_file, di
                  "--model", direct_rules, "--out", str(tmp_path / "o"), env=cli_env)
     assert r.returncode == 2
     assert "needs evidence to retrieve from" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_larger_limit_extends_a_smaller_one():
+    from veracity.eval.datasets import EvalItem
+    from veracity.eval.runner import select_items
+    from veracity.types import Claim
+
+    items = [EvalItem(id=str(i), claim=Claim(f"claim {i}"), gold="Supported", evidence=[], metadata={})
+             for i in range(600)]
+    small = select_items(items, 30, seed=0)
+    large = select_items(items, 100, seed=0)
+    assert len(small) == 30 and len(large) == 100
+    assert {i.id for i in small} <= {i.id for i in large}
+    assert [int(i.id) for i in large] == sorted(int(i.id) for i in large)  # file order kept
+    assert {i.id for i in select_items(items, 30, seed=1)} != {i.id for i in small}

@@ -70,10 +70,16 @@ class RunSummary:
 
 
 def select_items(items: list[EvalItem], limit: int | None, seed: int) -> list[EvalItem]:
-    """`limit` items drawn with `seed`, in file order; all items when no limit."""
+    """`limit` items drawn with `seed`, in file order; all items when no limit.
+
+    The draw is the first `limit` of one seeded permutation, so a larger limit keeps every item of a
+    smaller one: `--limit 30` then `--limit 100` on the same OUT only runs the 70 new items.
+    """
     if limit is None or limit >= len(items):
         return list(items)
-    keep = set(random.Random(seed).sample(range(len(items)), limit))
+    order = list(range(len(items)))
+    random.Random(seed).shuffle(order)
+    keep = set(order[:limit])
     return [it for i, it in enumerate(items) if i in keep]
 
 
