@@ -97,6 +97,16 @@ def test_non_utf8_claim_file_is_rejected(tmp_path, scripted, cli_env):
     assert r.returncode == 0 and "Verdict: Supported" in r.stdout.decode()
 
 
+def test_non_utf8_argument_and_unwritable_report(scripted, cli_env):
+    r = subprocess.run([*veracity_cmd(), "check", "--model", scripted, b"caf\xe9 claim"], capture_output=True,
+                       env=cli_env, timeout=60)
+    assert r.returncode == 2 and "not valid UTF-8" in r.stderr.decode()
+    r = veracity("check", "--model", scripted, "--report", "/nonexistent/dir/r.md", "The Orrin Bridge stands in Tallinn.",
+                 env=cli_env)
+    err = r.stderr.decode()
+    assert r.returncode == 2 and "cannot write the report to /nonexistent/dir/r.md" in err and "Traceback" not in err
+
+
 def test_unreachable_server_is_a_clear_error(cli_env):
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))

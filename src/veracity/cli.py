@@ -94,7 +94,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         listeners.append(show)
     result = run_check(Claim(text=text), pipeline, model, config, retriever=retriever, listeners=listeners)
     if args.report:
-        Path(args.report).write_text(to_markdown(result), encoding="utf-8")
+        try:
+            Path(args.report).write_text(to_markdown(result), encoding="utf-8")
+        except OSError as e:
+            raise UserError(f"cannot write the report to {args.report}: {e.strerror}") from None
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:
