@@ -28,3 +28,149 @@ def cli_env(tmp_path):
 
 def veracity_cmd() -> list[str]:
     return [sys.executable, "-m", "veracity.cli"]
+
+
+# -- the web server (tests/test_server_*.py) -----------------------------------------------------------
+
+import json as _json  # noqa: E402
+import re as _re  # noqa: E402
+import signal as _signal  # noqa: E402
+import subprocess as _subprocess  # noqa: E402
+import threading as _threading  # noqa: E402
+
+# The scripted QACheck run of test_cli.py: one question, recited evidence, Supported (7 model calls).
+SERVER_RULES = {"rules": [
+    {"match": "first ask a simple question:\\nQuestion =$", "reply": " Where is the Orrin Bridge?"},
+    {"match": "Relevant passage =$", "reply": " The Orrin Bridge is a stone bridge in Tallinn, Estonia."},
+    {"match": "Answer =$", "reply": " Tallinn"},
+    {"match": "The answer:$", "reply": " Yes"},
+    {"match": "Prediction =$", "reply": " Yes, we can know."},
+    {"match": "true or false\\?\\nAnswer:$", "reply": "\nThe Orrin Bridge is in Tallinn.\n"},
+    {"match": "final answer is:$", "reply": " True"},
+]}
+
+
+class VeracityServer:
+    """`veracity serve` in a subprocess on 127.0.0.1 (port chosen by the OS), stopped at teardown."""
+
+    def __init__(self, args: list[str], *, db: Path, env: dict[str, str], cwd: Path) -> None:
+        self.args, self.db, self.env, self.cwd = list(args), Path(db), env, cwd
+        self.proc: _subprocess.Popen | None = None
+        self.url = ""
+        self.log: list[str] = []
+
+    def start(self, timeout: float = 30) -> "VeracityServer":
+        cmd = veracity_cmd() + ["serve", "--host", "127.0.0.1", "--port", "0", "--db", str(self.db),
+                                "--log-level", "info", *self.args]
+        self.log = []
+        self.proc = _subprocess.Popen(cmd, stdout=_subprocess.DEVNULL, stderr=_subprocess.PIPE, env=self.env,
+                                      cwd=self.cwd, text=True, start_new_session=True)
+        found = _threading.Event()
+
+        def drain(stream):
+            for line in stream:
+                self.log.append(line.rstrip())
+                m = _re.search(r"Uvicorn running on (http://127\.0\.0\.1:\d+)", line)
+                if m:
+                    self.url = m.group(1)
+                    found.set()
+            found.set()
+
+        _threading.Thread(target=drain, args=(self.proc.stderr,), daemon=True).start()
+        if not found.wait(timeout) or not self.url:
+            self.stop()
+            raise RuntimeError("veracity serve did not start:\n" + "\n".join(self.log[-30:]))
+        return self
+
+    def stop(self, sig: int = _signal.SIGTERM, timeout: float = 15) -> int | None:
+        if self.proc is None or self.proc.poll() is not None:
+            return None if self.proc is None else self.proc.returncode
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout)
+        except _subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait(10)
+
+    def kill(self) -> int | None:
+        return self.stop(_signal.SIGKILL)
+
+
+def server_env(base: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VERACITY_") and k != "OPENAI_API_KEY"}
+    env["XDG_CACHE_HOME"] = str(base / "xdg-cache")
+    env["XDG_DATA_HOME"] = str(base / "xdg-data")
+    env["PYTHONIOENCODING"] = "utf-8"
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def write_rules(path: Path, rules: dict | None = None) -> str:
+    path.write_text(_json.dumps(rules or SERVER_RULES))
+    return f"scripted:{path}"
+
+
+def rules_responder(rules: dict | None = None, delay: float = 0.0):
+    """A StubServer responder answering like the scripted rules, after `delay` seconds (settable: .delay)."""
+    from stub_server import chat_response
+
+    compiled = [(_re.compile(r["match"], _re.S), r["reply"]) for r in (rules or SERVER_RULES)["rules"]]
+
+    def respond(body):
+        text = body["messages"][-1]["content"]
+        for pat, reply in compiled:
+            if pat.search(text):
+                return 200, chat_response(reply if isinstance(reply, str) else reply[0]), respond.delay
+        return 400, {"error": {"message": f"no rule matches {text[-80:]!r}"}}, 0
+
+    respond.delay = delay
+    return respond
+
+
+@pytest.fixture(scope="module")
+def server_factory(tmp_path_factory):
+    """start(args, db=None, env_extra=None) -> a started VeracityServer; all are stopped after the module."""
+    started: list[VeracityServer] = []
+    base = tmp_path_factory.mktemp("server")
+
+    def start(args: list[str], *, db: Path | None = None, env_extra: dict[str, str] | None = None,
+              name: str = "srv") -> VeracityServer:
+        env = server_env(base)
+        env.update(env_extra or {})
+        srv = VeracityServer(args, db=db or base / f"{name}-{len(started)}.sqlite", env=env, cwd=base)
+        started.append(srv)
+        return srv.start()
+
+    start.base = base
+    yield start
+    for srv in started:
+        srv.stop(timeout=5)
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="session")
+def chromium_path():
+    """Debian's chromium for the browser tests: installed with apt-get when missing and we are root, else skip."""
+    if not Path(CHROMIUM).exists():
+        if not hasattr(os, "geteuid") or os.geteuid() != 0:
+            pytest.skip(f"{CHROMIUM} is missing and installing it needs root: apt-get install chromium")
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        for cmd in (["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]):
+            try:
+                r = _subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+            except (OSError, _subprocess.TimeoutExpired) as e:
+                pytest.skip(f"could not install chromium ({' '.join(cmd)}: {e})")
+            if r.returncode != 0:
+                pytest.skip(f"could not install chromium ({' '.join(cmd)} exited {r.returncode}: "
+                            f"{(r.stderr or r.stdout).strip().splitlines()[-1:]})")
+        if not Path(CHROMIUM).exists():
+            pytest.skip(f"apt-get installed chromium but {CHROMIUM} is not there")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        pytest.skip("the playwright package is not installed (pip install playwright; never `playwright install`)")
+    return CHROMIUM

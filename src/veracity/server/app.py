@@ -1,0 +1,167 @@
+"""The FastAPI application: `create_app(config, settings)` wires storage, the executor, limits and auth.
+
+    from veracity.config import load_config
+    from veracity.server.app import create_app
+    from veracity.server.settings import ServerSettings
+    app = create_app(load_config(), ServerSettings(db_path="runs.sqlite"))   # then: uvicorn.run(app)
+
+`create_app` refuses (UserError) to build an app for a non-loopback host without VERACITY_API_TOKEN.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+import jinja2
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from .. import __version__
+from ..check import open_retriever
+from .api import health, router as api_router
+from .auth import Auth
+from .catalog import Catalog
+from .errors import ApiError
+from .limits import RateLimiter
+from .pages import router as pages_router, template_globals
+from .runs import RunManager
+from .settings import ServerSettings
+from .store import RunStore
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..retrieval.base import Retriever
+
+log = logging.getLogger("veracity.server")
+HERE = Path(__file__).resolve().parent
+
+DESCRIPTION = """Check claims with veracity's pipelines and follow every step as it happens.
+
+POST /api/checks starts a check and answers 202 with its id; GET /api/checks/{id}/events streams its
+trace steps (Server-Sent Events) and a final `done` event; GET /api/checks/{id} has the stored run.
+Errors are JSON: `{"error": code, "detail": what to fix}`. When the server was started with
+VERACITY_API_TOKEN, send `Authorization: Bearer TOKEN`."""
+
+
+@dataclass
+class ServerState:
+    config: "Config"
+    settings: ServerSettings
+    auth: Auth
+    store: RunStore
+    catalog: Catalog
+    manager: RunManager
+    limiter: RateLimiter
+    templates: Jinja2Templates
+
+
+class GuardMiddleware:
+    """Answers, before any route: a Host header that is not loopback while no token is set (DNS rebinding),
+    and request bodies over the size limit."""
+
+    def __init__(self, app: Any, auth: Auth, max_body_bytes: int) -> None:
+        self.app = app
+        self.auth = auth
+        self.max_body = max_body_bytes
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        error = None
+        if not self.auth.host_allowed(headers.get("host", "")):
+            error = ApiError(421, "bad_host", "this server only answers requests addressed to localhost, 127.0.0.1 "
+                                              "or [::1]; to serve other hosts, set VERACITY_API_TOKEN")
+        else:
+            try:
+                length = int(headers.get("content-length") or 0)
+            except ValueError:
+                length = 0
+            if length > self.max_body:
+                error = ApiError(413, "body_too_large", f"the request body has {length} bytes; the limit is "
+                                                        f"{self.max_body}")
+        if error is None:
+            return await self.app(scope, receive, send)
+        resp = JSONResponse(error.body(), status_code=error.status, headers=error.headers)
+        await resp(scope, receive, send)
+
+
+def _templates() -> Jinja2Templates:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(HERE / "templates")), autoescape=True,
+                             trim_blocks=True, lstrip_blocks=True)
+    env.globals.update(template_globals())
+    env.globals["version"] = __version__
+    return Jinja2Templates(env=env)
+
+
+def _validation_message(errors: list[dict[str, Any]]) -> str:
+    parts = []
+    for e in errors:
+        loc = ".".join(str(x) for x in e.get("loc", ()) if x not in ("body", "query", "path", "header"))
+        parts.append(f"{loc or 'request'}: {e.get('msg', 'invalid')}")
+    return "; ".join(parts) or "the request is not valid"
+
+
+def create_app(config: "Config", settings: ServerSettings | None = None, *, env: Mapping[str, str] | None = None,
+               retriever: "Retriever | None" = None) -> FastAPI:
+    settings = settings or ServerSettings()
+    settings.validate()
+    auth = Auth.for_host(settings.host, os.environ if env is None else env)
+    store = RunStore(settings.db_path)
+    catalog = Catalog(config, settings.extra_models)
+    if retriever is None and config.index:
+        retriever = open_retriever(config)
+    manager = RunManager(store, catalog, max_concurrent=settings.max_concurrent, max_queue=settings.max_queue,
+                         retriever=retriever)
+    state = ServerState(config=config, settings=settings, auth=auth, store=store, catalog=catalog, manager=manager,
+                        limiter=RateLimiter(settings.rate_limit, settings.rate_burst), templates=_templates())
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        ids = store.interrupt_unfinished()
+        if ids:
+            log.warning("marked %d run(s) cut off by the last shutdown as interrupted: %s", len(ids), ", ".join(ids))
+        yield
+        manager.shutdown()
+
+    # FastAPI's /docs and /redoc pages load their scripts from a CDN, which an offline install cannot
+    # reach; the schema itself is served at /openapi.json.
+    app = FastAPI(title="veracity", version=__version__, description=DESCRIPTION, lifespan=lifespan,
+                  docs_url=None, redoc_url=None)
+    app.state.veracity = state
+
+    @app.exception_handler(ApiError)
+    async def api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = jsonable_encoder(exc.errors(), custom_encoder={Exception: str})
+        return JSONResponse({"error": "invalid_request", "detail": _validation_message(errors), "errors": errors},
+                            status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+        if exc.status_code == 404:
+            detail = f"nothing at {request.url.path}: see /openapi.json for the API"
+        return JSONResponse({"error": code, "detail": detail}, status_code=exc.status_code,
+                            headers=getattr(exc, "headers", None))
+
+    app.include_router(health)
+    app.include_router(api_router)
+    app.include_router(pages_router)
+    app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
+    app.add_middleware(GuardMiddleware, auth=auth, max_body_bytes=settings.max_body_bytes)
+    return app

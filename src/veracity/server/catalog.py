@@ -1,0 +1,153 @@
+"""What a client can choose: the pipelines of the registry, the QA modules and the configured models.
+
+Clients pick models by the name the operator configured (`--model`, `--extra-model`); they can never
+name an arbitrary model spec (a file path, a URL), so a request cannot make the server open files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..config import QA_MODES
+from ..errors import UserError
+from ..pipelines.base import Pipeline, available_pipelines, get_pipeline
+from .errors import ApiError
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..llm.model import Model
+
+QA_DESCRIPTIONS = {
+    "reciter-reader": "the model recites a passage it remembers, then answers from it",
+    "closed-book": "the model answers from memory",
+    "retriever-reader": "answers from passages retrieved from the configured index",
+}
+
+
+@dataclass
+class PipelineInfo:
+    name: str
+    description: str
+    qa: str | None          # "choice" when the request's QA module applies, a fixed module name, or None
+    needs_index: bool       # with the default QA module
+    accepts_images: bool    # DEFAME will; the page shows the image field only then
+    input_kind: str         # "claim" now; LEAF's answer checking will be "answer"
+    available: bool
+    unavailable_reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _order(name: str) -> tuple[int, str]:
+    """QACheck first, its variants, the baselines, then the rest (each group by name)."""
+    if name == "qacheck":
+        return (0, name)
+    if name.startswith("qacheck"):
+        return (1, name)
+    return (2 if name in ("direct", "cot") else 3, name)
+
+
+def run_config(config: "Config", *, model: str | None = None, qa: str | None = None) -> "Config":
+    """A copy of `config` for one run, with the chosen model and QA module."""
+    qacheck = dataclasses.replace(config.qacheck, qa=qa or config.qacheck.qa)
+    return dataclasses.replace(config, model=model or config.model, qacheck=qacheck)
+
+
+class Catalog:
+    def __init__(self, config: "Config", extra_models: list[str] | None = None) -> None:
+        self.config = config
+        self.models = list(dict.fromkeys([config.model, *(extra_models or [])]))
+        self.pipelines = self._describe_pipelines()
+        self._built: dict[str, "Model"] = {}
+        self._lock = threading.Lock()
+
+    def _describe_pipelines(self) -> dict[str, PipelineInfo]:
+        out = {}
+        has_index = bool(self.config.index)
+        for name, desc in sorted(available_pipelines().items(), key=lambda kv: _order(kv[0])):
+            try:
+                # Does the pipeline follow the configured QA module? Build it with two and compare.
+                a = get_pipeline(name, run_config(self.config, qa="closed-book"))
+                b = get_pipeline(name, run_config(self.config, qa="reciter-reader"))
+                default = get_pipeline(name, self.config)
+            except Exception as e:  # noqa: BLE001 - one broken pipeline must not take the server down
+                out[name] = PipelineInfo(name=name, description=desc, qa=None, needs_index=False,
+                                         accepts_images=False, input_kind="claim", available=False,
+                                         unavailable_reason=f"cannot be built: {e}")
+                continue
+            qa_a, qa_b = getattr(a, "qa_name", None), getattr(b, "qa_name", None)
+            qa = None if qa_a is None else ("choice" if qa_a != qa_b else qa_a)
+            # Needs an index whatever QA module is chosen? Then it cannot run on a server without one.
+            always_needs = a.needs_retriever(self.config) and b.needs_retriever(self.config)
+            available = has_index or not always_needs
+            out[name] = PipelineInfo(
+                name=name, description=desc, qa=qa, needs_index=default.needs_retriever(self.config),
+                accepts_images=bool(getattr(default, "accepts_images", False)),
+                input_kind=str(getattr(default, "input_kind", "claim")), available=available,
+                unavailable_reason=None if available else "needs an index: start the server with --index DIR")
+        return out
+
+    def qa_modules(self) -> list[dict[str, Any]]:
+        return [{"name": m, "description": QA_DESCRIPTIONS.get(m, ""),
+                 "available": m != "retriever-reader" or bool(self.config.index),
+                 "default": m == self.config.qacheck.qa} for m in QA_MODES]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pipelines": [p.to_dict() for p in self.pipelines.values()],
+                "qa_modules": self.qa_modules(),
+                "models": [{"name": m, "default": i == 0} for i, m in enumerate(self.models)],
+                "defaults": {"pipeline": "qacheck", "qa": self.config.qacheck.qa, "model": self.models[0]},
+                "max_claim_chars": self.config.max_claim_chars}
+
+    # -- resolving one request ----------------------------------------------------------------------
+
+    def resolve(self, pipeline: str, qa: str | None, model: str | None) -> tuple[Pipeline, "Config", str | None]:
+        """The pipeline instance and run config for a request, or an ApiError saying what to change."""
+        if model is not None and model not in self.models:
+            raise ApiError(400, "unknown_model",
+                           f"unknown model {model!r}; this server offers: {', '.join(self.models)}")
+        if qa is not None and qa not in QA_MODES:
+            raise ApiError(400, "unknown_qa", f"unknown QA module {qa!r}; choose one of: {', '.join(QA_MODES)}")
+        if pipeline not in self.pipelines:
+            raise ApiError(400, "unknown_pipeline",
+                           f"unknown pipeline {pipeline!r}; choose one of: {', '.join(self.pipelines)} "
+                           "(GET /api/pipelines describes them)")
+        info = self.pipelines[pipeline]
+        if info.input_kind != "claim":
+            raise ApiError(400, "input_not_supported",
+                           f"pipeline {pipeline!r} takes {info.input_kind} input, not a claim; this API starts "
+                           "claim checks only so far")
+        if qa is not None and info.qa not in ("choice", qa):
+            what = f"always uses the {info.qa} QA module" if info.qa else "has no QA module"
+            raise ApiError(400, "qa_not_applicable",
+                           f"pipeline {pipeline!r} {what}: leave qa out, or choose a pipeline that takes one "
+                           "(e.g. qacheck)")
+        cfg = run_config(self.config, model=model, qa=qa)
+        try:
+            pipe = get_pipeline(pipeline, cfg)
+        except UserError as e:
+            raise ApiError(400, "unknown_pipeline", str(e)) from None
+        if pipe.needs_retriever(cfg) and not cfg.index:
+            raise ApiError(400, "index_required",
+                           f"pipeline {pipeline!r} with the {getattr(pipe, 'qa_name', '')} QA module retrieves "
+                           "from an index, and this server has none: choose another QA module or pipeline, or "
+                           "restart the server with --index DIR")
+        return pipe, cfg, getattr(pipe, "qa_name", None)
+
+    def model(self, spec: str) -> "Model":
+        """The model for `spec`, built once and shared by every run (backends are thread-safe)."""
+        from ..llm import make_model
+
+        with self._lock:
+            if spec not in self._built:
+                self._built[spec] = make_model(run_config(self.config, model=spec))
+            return self._built[spec]
+
+    def preload(self) -> None:
+        """Build every offered model now, so a bad spec fails at startup rather than on the first check."""
+        for spec in self.models:
+            self.model(spec)

@@ -1,0 +1,64 @@
+"""The `veracity serve` command: the web page and HTTP API.
+
+    veracity serve                                  http://127.0.0.1:8000, the embedded model
+    veracity serve --model scripted:rules.json --db runs.sqlite --max-concurrent 4
+    VERACITY_API_TOKEN=... veracity serve --host 0.0.0.0   (any non-loopback host needs the token)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from ..cli import _model_options, _pipeline_options
+
+    p = subparsers.add_parser("serve", parents=[_model_options(), _pipeline_options()],
+                              help="serve the web page and HTTP API",
+                              description="Serve the web page (check claims, watch each step) and the HTTP API "
+                                          "(/openapi.json). Runs are kept in a SQLite file.")
+    g = p.add_argument_group("server")
+    g.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1; any other needs VERACITY_API_TOKEN)")
+    g.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    g.add_argument("--db", help="SQLite file for runs (default $XDG_DATA_HOME/veracity/runs.sqlite)")
+    g.add_argument("--max-concurrent", type=int, default=2, metavar="N", help="checks run at once (default 2)")
+    g.add_argument("--max-queue", type=_non_negative, default=100, metavar="N",
+                   help="checks that may wait beyond those (default 100)")
+    g.add_argument("--rate-limit", type=_non_negative, default=30, metavar="N",
+                   help="checks a client may start per minute (default 30; 0 = no limit)")
+    g.add_argument("--extra-model", action="append", default=[], metavar="SPEC",
+                   help="another model the page offers besides --model (repeatable)")
+    g.add_argument("--max-claim-chars", type=int, help="longest claim accepted (default 2000)")
+    g.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
+                   help="server log level (default info)")
+    p.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from ..cli import _config_from
+    from .app import create_app
+    from .settings import ServerSettings
+
+    config = _config_from(args)
+    settings = ServerSettings(host=args.host, port=args.port, max_concurrent=args.max_concurrent,
+                              max_queue=args.max_queue, rate_limit=args.rate_limit, extra_models=args.extra_model)
+    if args.db:
+        settings.db_path = args.db
+    app = create_app(config, settings)
+    app.state.veracity.catalog.preload()  # a bad model spec fails here, as one line, not on the first check
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"veracity: serving http://{shown}:{args.port}  (runs in {settings.db_path}; "
+          f"models: {', '.join(app.state.veracity.catalog.models)})", file=sys.stderr, flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=5)
+    return 0

@@ -1,0 +1,171 @@
+"""The web pages: server-rendered with Jinja2; static/app.js adds the live view (SSE) on top.
+
+/                 the form, an empty run area and the history
+/checks/{id}      the same page with that run: rendered here when finished, followed live while running
+/checks/{id}/panel and /partials/history   fragments app.js swaps in when a run ends
+POST /checks      the form without JavaScript: queue the check and go to its page
+/login            where a browser gives the token, when the server needs one
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from . import store as st
+from .api import CheckIn, start_check, state
+from .auth import COOKIE
+from .errors import ApiError
+from .views import EXAMPLES, group_steps, human_time, iso, label_class, model_calls, source_of
+
+if TYPE_CHECKING:
+    from .app import ServerState
+
+router = APIRouter(include_in_schema=False)
+HISTORY_PAGE = 15
+
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+       "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+
+
+def render(request: Request, name: str, context: dict[str, Any], status: int = 200) -> HTMLResponse:
+    s = state(request)
+    resp = s.templates.TemplateResponse(request, name, {"s": s, **context}, status_code=status)
+    resp.headers["Content-Security-Policy"] = CSP
+    resp.headers["X-Content-Type-Options"] = "nosniff"
+    resp.headers["Referrer-Policy"] = "no-referrer"
+    resp.headers["Cache-Control"] = "no-store"
+    return resp
+
+
+def login_redirect(request: Request) -> Response | None:
+    s = state(request)
+    if s.auth.allowed(request.headers, request.cookies):
+        return None
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return RedirectResponse(f"/login?next={quote(target)}", status_code=303)
+
+
+def history(s: "ServerState", offset: int) -> dict[str, Any]:
+    offset = max(0, offset)
+    runs, total = s.store.list(HISTORY_PAGE, offset)
+    return {"runs": runs, "total": total, "offset": offset,
+            "newer": max(0, offset - HISTORY_PAGE) if offset > 0 else None,
+            "older": offset + HISTORY_PAGE if offset + HISTORY_PAGE < total else None}
+
+
+def run_context(s: "ServerState", run: dict[str, Any]) -> dict[str, Any]:
+    finished = run["status"] not in st.UNFINISHED
+    steps = [d for _, d in s.store.steps(run["id"])] if finished else []  # a live run's steps come over SSE
+    r = run.get("result") or {}
+    return {"run": run, "live": not finished, "items": group_steps(steps), "calls": model_calls(steps),
+            "verdict": r.get("verdict"), "usage": r.get("usage"), "result": r}
+
+
+def page_context(s: "ServerState", offset: int, run: dict[str, Any] | None = None) -> dict[str, Any]:
+    catalog = s.catalog.to_dict()
+    form = {"claim": "", "pipeline": catalog["defaults"]["pipeline"], "qa": catalog["defaults"]["qa"],
+            "model": catalog["defaults"]["model"]}
+    if run is not None:  # the form starts as this run was asked, ready to check again
+        form.update(claim=run["claim"], pipeline=run["pipeline"], qa=run["qa"] or form["qa"],
+                    model=run["model"] if run["model"] in s.catalog.models else form["model"])
+    ctx = {"catalog": catalog, "examples": EXAMPLES, "form": form, "history": history(s, offset), "run": None,
+           # inside <script type="application/json">: no "<" may close the element early
+           "catalog_json": json.dumps(catalog).replace("<", "\\u003c")}
+    if run is not None:
+        ctx.update(run_context(s, run))
+    return ctx
+
+
+@router.get("/", response_class=HTMLResponse)
+def index(request: Request, offset: int = 0) -> Response:
+    if (r := login_redirect(request)) is not None:
+        return r
+    return render(request, "page.html", page_context(state(request), offset))
+
+
+@router.get("/checks/{run_id}", response_class=HTMLResponse)
+def run_page(run_id: str, request: Request, offset: int = 0) -> Response:
+    if (r := login_redirect(request)) is not None:
+        return r
+    s = state(request)
+    run = s.store.get(run_id)
+    if run is None:
+        ctx = page_context(s, offset)
+        ctx["missing"] = run_id
+        return render(request, "page.html", ctx, status=404)
+    return render(request, "page.html", page_context(s, offset, run))
+
+
+@router.get("/checks/{run_id}/panel", response_class=HTMLResponse)
+def run_panel(run_id: str, request: Request) -> Response:
+    if (r := login_redirect(request)) is not None:
+        return r
+    s = state(request)
+    run = s.store.get(run_id)
+    if run is None:
+        return render(request, "missing.html", {"missing": run_id}, status=404)
+    return render(request, "run.html", run_context(s, run))
+
+
+@router.get("/partials/history", response_class=HTMLResponse)
+def history_panel(request: Request, offset: int = 0) -> Response:
+    if (r := login_redirect(request)) is not None:
+        return r
+    return render(request, "history.html", {"history": history(state(request), offset)})
+
+
+@router.post("/checks")
+def submit_form(request: Request, claim: str = Form(""), pipeline: str = Form("qacheck"), qa: str = Form(""),
+                model: str = Form("")) -> Response:
+    """The form posted without JavaScript: queue the check and show its page (errors: the form again)."""
+    if (r := login_redirect(request)) is not None:
+        return r
+    s = state(request)
+    origin = request.headers.get("origin")
+    if origin and origin != "null" and origin.split("://", 1)[-1] != request.headers.get("host"):
+        raise ApiError(403, "cross_origin", "checks can only be submitted from this server's own page")
+    body = CheckIn(claim=claim, pipeline=pipeline, qa=qa or None, model=model or None)
+    info = s.catalog.pipelines.get(pipeline)
+    if info is not None and info.qa != "choice":
+        body.qa = None  # the select is hidden for these pipelines; its value does not apply
+    try:
+        run_id, _ = start_check(s, body, request.client.host if request.client else "unknown")
+    except ApiError as e:
+        ctx = page_context(s, 0)
+        ctx["form"].update(claim=claim, pipeline=pipeline, qa=qa or ctx["form"]["qa"], model=model)
+        ctx["form_error"] = e.detail
+        return render(request, "page.html", ctx, status=e.status)
+    return RedirectResponse(f"/checks/{run_id}", status_code=303)
+
+
+@router.get("/login", response_class=HTMLResponse)
+def login_page(request: Request, next: str = "/") -> Response:
+    return render(request, "login.html", {"next": safe_next(next), "error": None})
+
+
+@router.post("/login")
+def login(request: Request, token: str = Form(""), next: str = Form("/")) -> Response:
+    s = state(request)
+    if not s.auth.required:
+        return RedirectResponse(safe_next(next), status_code=303)
+    if not s.auth.token_matches(token.strip()):
+        return render(request, "login.html", {"next": safe_next(next), "error": "That token is not the one "
+                                              "this server was started with."}, status=401)
+    resp = RedirectResponse(safe_next(next), status_code=303)
+    resp.set_cookie(COOKIE, s.auth.session_value or "", httponly=True, samesite="strict", path="/",
+                    secure=request.url.scheme == "https", max_age=30 * 24 * 3600)
+    return resp
+
+
+def safe_next(target: str) -> str:
+    """Only paths on this server (no '//host' or 'http://...')."""
+    return target if target.startswith("/") and not target.startswith("//") and "\\" not in target else "/"
+
+
+def template_globals() -> dict[str, Any]:
+    return {"human_time": human_time, "iso": iso, "label_class": label_class, "source_of": source_of}

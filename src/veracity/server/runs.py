@@ -1,0 +1,273 @@
+"""The executor: runs checks in worker threads, a bounded number at a time, with a queue beyond that.
+
+Each run's tracer gets one listener. For every step it (1) writes the step to the store and (2) hands
+it to every live subscriber (an SSE stream), in the order the tracer emitted it. A subscriber that
+arrives late takes, under the same lock, the steps so far and its place among the subscribers, so it
+sees each step exactly once and in order. Nothing else produces steps: what the page and the API show
+is what the tracer emitted.
+
+Deleting a running run, or stopping the server, makes the listener raise `RunStopped` at the run's
+next step, which unwinds the pipeline without writing anything more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import threading
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..check import run_check
+from ..errors import BackendError, UserError
+from ..types import Claim
+from . import store as st
+from .errors import ApiError
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..pipelines.base import Pipeline
+    from ..retrieval.base import Retriever
+    from ..trace import Step
+    from .catalog import Catalog
+    from .store import RunStore
+
+log = logging.getLogger("veracity.server")
+
+DONE_MARK = "done"
+
+
+class RunStopped(BaseException):
+    """Raised inside a run's pipeline (from its tracer listener) to stop it. A BaseException, so that no
+    `except Exception` in a pipeline or backend swallows it."""
+
+
+class Subscriber:
+    """One SSE stream: events are put on an asyncio queue of the server's event loop, from any thread."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.queue: asyncio.Queue[tuple[str, int | None, dict[str, Any]]] = asyncio.Queue()
+
+    def push(self, kind: str, seq: int | None, data: dict[str, Any]) -> None:
+        try:
+            self.loop.call_soon_threadsafe(self.queue.put_nowait, (kind, seq, data))
+        except RuntimeError:  # the loop is closed: the server is going away
+            pass
+
+
+@dataclass
+class LiveRun:
+    """A queued or running run, held in memory while it is live."""
+
+    run_id: str
+    status: str = st.QUEUED
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    subscribers: list[Subscriber] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    stopped: str | None = None  # "deleted" | "shutdown"
+    final: dict[str, Any] | None = None  # the `done` event, once finished
+    future: Future | None = None
+
+    def publish(self, kind: str, seq: int | None, data: dict[str, Any]) -> None:
+        """Call with `lock` held."""
+        for s in self.subscribers:
+            s.push(kind, seq, data)
+
+
+@dataclass
+class Job:
+    run_id: str
+    claim: str
+    pipeline: "Pipeline"
+    config: "Config"
+    model: str
+
+
+def new_run_id() -> str:
+    return secrets.token_hex(8)
+
+
+class RunManager:
+    def __init__(self, store: "RunStore", catalog: "Catalog", *, max_concurrent: int = 2, max_queue: int = 100,
+                 retriever: "Retriever | None" = None) -> None:
+        self.store = store
+        self.catalog = catalog
+        self.retriever = retriever
+        self.max_concurrent = max_concurrent
+        self.max_queue = max_queue
+        self._executor = ThreadPoolExecutor(max_workers=max_concurrent, thread_name_prefix="veracity-run")
+        self._live: dict[str, LiveRun] = {}
+        self._waiting: deque[str] = deque()  # queued run ids, oldest first
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # -- submitting --------------------------------------------------------------------------------
+
+    def submit(self, *, claim: str, pipeline: "Pipeline", config: "Config", qa: str | None,
+               options: dict[str, Any] | None = None) -> tuple[str, int]:
+        """Store a new queued run and schedule it; returns (run id, position in the queue, 0 = starting)."""
+        with self._lock:
+            if self._closed:
+                raise ApiError(503, "shutting_down", "the server is shutting down: try again in a moment",
+                               headers={"Retry-After": "5"})
+            running = len(self._live) - len(self._waiting)
+            if running >= self.max_concurrent and len(self._waiting) >= self.max_queue:
+                raise ApiError(503, "queue_full",
+                               f"{len(self._waiting)} checks are already waiting (the limit): try again in a minute",
+                               headers={"Retry-After": "60"})
+            run_id = new_run_id()
+            self.store.create(run_id, claim=claim, pipeline=pipeline.name, qa=qa, model=config.model,
+                              options=options)
+            live = LiveRun(run_id)
+            self._live[run_id] = live
+            self._waiting.append(run_id)
+            position = max(0, len(self._waiting) - max(0, self.max_concurrent - running))
+            job = Job(run_id, claim, pipeline, config, config.model)
+            live.future = self._executor.submit(self._execute, job)
+        return run_id, position
+
+    def queue_position(self, run_id: str) -> int | None:
+        """1 for the next to start; None when not waiting."""
+        with self._lock:
+            try:
+                return self._waiting.index(run_id) + 1
+            except ValueError:
+                return None
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            return {"running": len(self._live) - len(self._waiting), "queued": len(self._waiting)}
+
+    # -- running (worker threads) --------------------------------------------------------------------
+
+    def _execute(self, job: Job) -> None:
+        live = self._live.get(job.run_id)
+        if live is None:
+            return
+        with self._lock:
+            try:
+                self._waiting.remove(job.run_id)
+            except ValueError:
+                pass
+        with live.lock:
+            if live.stopped:
+                return
+            live.status = st.RUNNING
+            self.store.mark_running(job.run_id)
+            live.publish("status", None, {"status": st.RUNNING})
+
+        def listener(step: "Step") -> None:
+            d = step.to_dict()
+            with live.lock:
+                if live.stopped:
+                    raise RunStopped(live.stopped)
+                seq = len(live.steps)
+                self.store.add_step(job.run_id, seq, d)
+                live.steps.append(d)
+                live.publish("step", seq, d)
+
+        final: dict[str, Any]
+        try:
+            model = self.catalog.model(job.model)
+            result = run_check(Claim(text=job.claim), job.pipeline, model, job.config, retriever=self.retriever,
+                               listeners=[listener])
+            out = result.to_dict()
+            with live.lock:
+                if live.stopped:
+                    return
+                self.store.finish(job.run_id, out)
+                final = {"status": st.DONE, "verdict": out["verdict"], "usage": out["usage"],
+                         "seconds": out["seconds"], "model": out["model"]}
+                self._finish(live, final)
+            return
+        except RunStopped:
+            return
+        except UserError as e:
+            error = str(e)
+        except BackendError as e:
+            error = f"model backend error: {e}"
+        except Exception as e:  # noqa: BLE001 - a failed run is stored and shown, never lost
+            log.exception("run %s failed", job.run_id)
+            error = f"internal error: {type(e).__name__}: {e}"
+        with live.lock:
+            if live.stopped:
+                return
+            try:
+                self.store.fail(job.run_id, error)
+            except Exception:  # noqa: BLE001 - e.g. the disk is full: still end the live run
+                log.exception("could not store the failure of run %s", job.run_id)
+            self._finish(live, {"status": st.FAILED, "error": error})
+
+    def _finish(self, live: LiveRun, final: dict[str, Any]) -> None:
+        """Call with live.lock held: tell the subscribers, forget the live run (the store has it all)."""
+        live.final = final
+        live.status = final["status"]
+        live.publish(DONE_MARK, None, final)
+        live.subscribers.clear()
+        with self._lock:
+            self._live.pop(live.run_id, None)
+
+    # -- watching ----------------------------------------------------------------------------------
+
+    def subscribe(self, run_id: str, loop: asyncio.AbstractEventLoop
+                  ) -> tuple[list[dict[str, Any]], str, Subscriber | None, dict[str, Any] | None] | None:
+        """For a live run: (steps so far, status, a subscriber for what follows, final event if it just ended).
+        None when the run is not live (finished earlier, or unknown): read it from the store instead."""
+        with self._lock:
+            live = self._live.get(run_id)
+        if live is None:
+            return None
+        with live.lock:
+            snapshot = list(live.steps)
+            if live.final is not None:
+                return snapshot, live.status, None, live.final
+            sub = Subscriber(loop)
+            live.subscribers.append(sub)
+            return snapshot, live.status, sub, None
+
+    def unsubscribe(self, run_id: str, sub: Subscriber) -> None:
+        with self._lock:
+            live = self._live.get(run_id)
+        if live is not None:
+            with live.lock:
+                if sub in live.subscribers:
+                    live.subscribers.remove(sub)
+
+    # -- stopping ----------------------------------------------------------------------------------
+
+    def delete(self, run_id: str) -> bool:
+        """Delete a run; a queued one never starts, a running one stops at its next step."""
+        with self._lock:
+            live = self._live.get(run_id)
+        if live is None:
+            return self.store.delete(run_id)
+        with live.lock:
+            live.stopped = "deleted"
+            if live.future is not None:
+                live.future.cancel()
+            self.store.delete(run_id)
+            self._finish(live, {"status": "deleted"})
+        with self._lock:
+            if run_id in self._waiting:
+                self._waiting.remove(run_id)
+        return True
+
+    def shutdown(self) -> None:
+        """Stop taking runs; mark the live ones interrupted (their threads stop at their next step)."""
+        with self._lock:
+            self._closed = True
+            lives = list(self._live.values())
+            self._waiting.clear()
+        reason = "the server stopped before this run finished"
+        for live in lives:
+            with live.lock:
+                if live.final is not None:
+                    continue
+                live.stopped = "shutdown"
+                self.store.fail(live.run_id, reason, status=st.INTERRUPTED)
+                self._finish(live, {"status": st.INTERRUPTED, "error": reason})
+        self._executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,490 @@
+"""The HTTP API against the real server: `veracity serve` on 127.0.0.1 (a subprocess), real HTTP (httpx).
+
+Fast runs use the scripted backend (a rules file). Runs that must still be going while the test looks
+(live streaming, the queue, delete while running, restarts) get their replies from the OpenAI-compatible
+stub of tests/stub_server.py, answering with the same rules after a delay.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import time
+
+import httpx
+import pytest
+
+from conftest import SERVER_RULES, rules_responder, write_rules
+from stub_server import StubServer
+
+CLAIM = "The Orrin Bridge stands in Tallinn."
+TOKEN = "test-token-0123456789abcdef"
+
+
+# -- helpers -------------------------------------------------------------------------------------------
+
+def read_sse(client: httpx.Client, url: str, headers: dict | None = None, timeout: float = 30,
+             on_event=None) -> list[tuple[str, str | None, dict]]:
+    """Read a Server-Sent Events stream until its `done` event: [(event, id, data)]."""
+    events: list[tuple[str, str | None, dict]] = []
+    kind, ev_id, data = "message", None, []
+    with client.stream("GET", url, headers=headers or {}, timeout=timeout) as r:
+        assert r.status_code == 200, r.read()
+        assert r.headers["content-type"].startswith("text/event-stream")
+        for line in r.iter_lines():
+            if line.startswith(":"):
+                continue
+            if line == "":
+                if data:
+                    events.append((kind, ev_id, json.loads("\n".join(data))))
+                    if on_event:
+                        on_event(events[-1])
+                    if kind == "done":
+                        return events
+                kind, ev_id, data = "message", None, []
+                continue
+            field, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if field == "event":
+                kind = value
+            elif field == "id":
+                ev_id = value
+            elif field == "data":
+                data.append(value)
+    raise AssertionError(f"the stream ended without a done event: {events[-3:]}")
+
+
+def start_check(client: httpx.Client, claim: str = CLAIM, **kw) -> str:
+    r = client.post("/api/checks", json={"claim": claim, **kw})
+    assert r.status_code == 202, r.text
+    return r.json()["id"]
+
+
+def wait_for(client: httpx.Client, run_id: str, pred, timeout: float = 30) -> dict:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        run = client.get(f"/api/checks/{run_id}").json()
+        if pred(run):
+            return run
+        time.sleep(0.05)
+    raise AssertionError(f"run {run_id} never reached the state: {run['status']}, {len(run['steps'])} steps")
+
+
+def finished(run: dict) -> bool:
+    return run["status"] not in ("queued", "running")
+
+
+# -- servers -------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def fast(server_factory):
+    """Scripted backend, a claim limit of 200 characters, no rate limit."""
+    model = write_rules(server_factory.base / "rules.json")
+    srv = server_factory(["--model", model, "--max-claim-chars", "200", "--rate-limit", "0"], name="fast")
+    with httpx.Client(base_url=srv.url, timeout=30) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def stub():
+    srv = StubServer(rules_responder(delay=0.05))
+    yield srv
+    srv.close()
+
+
+@pytest.fixture(scope="module")
+def slow(server_factory, stub):
+    """The rules answered by the stub after a delay; one check at a time, no response cache."""
+    srv = server_factory(["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--max-concurrent", "1",
+                          "--rate-limit", "0"], name="slow")
+    with httpx.Client(base_url=srv.url, timeout=30) as client:
+        yield client
+
+
+# -- a check, streamed and stored ----------------------------------------------------------------------
+
+def test_check_streams_every_step_in_order_then_done(fast):
+    run_id = start_check(fast)
+    events = read_sse(fast, f"/api/checks/{run_id}/events")
+    steps = [(int(i), d) for kind, i, d in events if kind == "step"]
+    assert [i for i, _ in steps] == list(range(len(steps)))  # each step once, in order
+    stages = [d["stage"] for _, d in steps]
+    assert stages[0] == "claim" and stages[-1] == "verdict"
+    assert stages.index("question") < stages.index("answer") < stages.index("validator") < stages.index("reasoner")
+    answer = next(d for _, d in steps if d["stage"] == "answer")
+    assert answer["answer"] == "Tallinn"
+    assert answer["evidence"][0]["source"] == "recited by the model"
+    assert stages.count("model_call") == 7
+    kind, _, done = events[-1]
+    assert kind == "done" and done["status"] == "done"
+    assert done["verdict"]["label"] == "Supported" and done["usage"]["total"]["calls"] == 7
+
+    # the stored run: the same steps, the verdict and usage
+    run = fast.get(f"/api/checks/{run_id}").json()
+    assert run["status"] == "done" and run["label"] == "Supported"
+    assert run["steps"] == [d for _, d in steps]
+    assert run["verdict"]["rationale"] == "The Orrin Bridge is in Tallinn."
+    assert run["verdict"]["steps"][0]["question"] == "Where is the Orrin Bridge?"
+    assert run["usage"]["total"]["prompt_tokens"] > 0 and run["seconds"] >= 0
+    assert run["pipeline"] == "qacheck" and run["qa"] == "reciter-reader"
+    assert run["model"].startswith("scripted:")
+    assert [s["stage"] for s in fast.get(f"/api/checks/{run_id}?calls=false").json()["steps"]].count(
+        "model_call") == 0
+
+
+def test_steps_arrive_while_the_run_is_still_going(slow, stub):
+    run_id = start_check(slow)
+    seen: list[tuple[float, str]] = []
+    events = read_sse(slow, f"/api/checks/{run_id}/events",
+                      on_event=lambda e: seen.append((time.monotonic(), e[0])))
+    kinds = [k for _, k in seen]
+    assert kinds[0] == "status" and kinds[-1] == "done"
+    first_step = next(t for t, k in seen if k == "step")
+    assert seen[-1][0] - first_step > 0.2  # the first step came long before the end (7 calls x 50 ms)
+    assert [e[2]["stage"] for e in events if e[0] == "step"][-1] == "verdict"
+    assert events[-1][2]["status"] == "done"
+
+
+def test_a_late_client_first_gets_the_steps_so_far(slow, stub):
+    stub.respond.delay = 0.15
+    try:
+        run_id = start_check(slow)
+        wait_for(slow, run_id, lambda r: len(r["steps"]) >= 4)
+        late = read_sse(slow, f"/api/checks/{run_id}/events")
+        ids = [int(i) for k, i, _ in late if k == "step"]
+        assert ids == list(range(len(ids))) and late[-1][2]["status"] == "done"
+        # resuming after step 3 (what EventSource sends as Last-Event-ID on reconnect)
+        resumed = read_sse(slow, f"/api/checks/{run_id}/events", headers={"Last-Event-ID": "3"})
+        assert [int(i) for k, i, _ in resumed if k == "step"] == ids[4:]
+    finally:
+        stub.respond.delay = 0.05
+
+
+def test_checks_beyond_the_limit_wait_in_the_queue(slow, stub):
+    stub.max_active = 0
+    ids = [start_check(slow) for _ in range(3)]
+    queued = slow.get(f"/api/checks/{ids[2]}").json()
+    assert queued["status"] == "queued" and queued["queue_position"] >= 1
+    runs = [wait_for(slow, i, finished) for i in ids]
+    assert [r["status"] for r in runs] == ["done"] * 3
+    assert stub.max_active == 1  # --max-concurrent 1: never two model calls at once
+
+
+def test_deleting_a_running_check_stops_it(slow, stub):
+    stub.respond.delay = 0.2
+    try:
+        run_id = start_check(slow)
+        wait_for(slow, run_id, lambda r: r["status"] == "running" and len(r["steps"]) >= 2)
+        assert slow.delete(f"/api/checks/{run_id}").status_code == 204
+        assert slow.get(f"/api/checks/{run_id}").status_code == 404
+        time.sleep(0.5)
+        n = len(stub.requests)
+        time.sleep(0.6)
+        assert len(stub.requests) == n  # it asks the model nothing more
+    finally:
+        stub.respond.delay = 0.05
+
+
+# -- history, delete, downloads --------------------------------------------------------------------------
+
+def test_history_is_paged_newest_first(fast):
+    ids = [start_check(fast, f"Claim number {i} about the Orrin Bridge.") for i in range(5)]
+    for i in ids:
+        wait_for(fast, i, finished)
+    page = fast.get("/api/checks", params={"limit": 2, "offset": 0}).json()
+    assert [r["id"] for r in page["items"]] == ids[::-1][:2]
+    assert page["total"] >= 5 and page["limit"] == 2 and page["next_offset"] == 2
+    page2 = fast.get("/api/checks", params={"limit": 2, "offset": 2}).json()
+    assert [r["id"] for r in page2["items"]] == ids[::-1][2:4]
+    item = page["items"][0]
+    assert item["claim"] == "Claim number 4 about the Orrin Bridge." and item["label"] == "Supported"
+    assert item["links"]["events"] == f"/api/checks/{item['id']}/events"
+    last = fast.get("/api/checks", params={"limit": 100, "offset": page["total"]}).json()
+    assert last["items"] == [] and last["next_offset"] is None
+
+
+def test_delete_removes_the_run(fast):
+    run_id = start_check(fast)
+    wait_for(fast, run_id, finished)
+    assert fast.delete(f"/api/checks/{run_id}").status_code == 204
+    r = fast.get(f"/api/checks/{run_id}")
+    assert r.status_code == 404 and r.json()["error"] == "not_found" and run_id in r.json()["detail"]
+    assert fast.delete(f"/api/checks/{run_id}").status_code == 404
+    assert run_id not in [x["id"] for x in fast.get("/api/checks", params={"limit": 100}).json()["items"]]
+
+
+def test_reports_download_as_markdown_html_and_json(fast):
+    run_id = start_check(fast)
+    wait_for(fast, run_id, finished)
+    md = fast.get(f"/api/checks/{run_id}/report.md")
+    assert md.status_code == 200 and md.headers["content-type"].startswith("text/markdown")
+    assert f'filename="veracity-{run_id}.md"' in md.headers["content-disposition"]
+    assert md.text.startswith(f"# Fact-check: {CLAIM}")
+    assert "### Step 1: Where is the Orrin Bridge?" in md.text and "**Supported**" in md.text
+    html = fast.get(f"/api/checks/{run_id}/report.html")
+    assert html.status_code == 200 and "<h1>Fact-check: The Orrin Bridge stands in Tallinn.</h1>" in html.text
+    assert "<table>" in html.text  # usage by stage
+    doc = fast.get(f"/api/checks/{run_id}/report.json").json()
+    assert doc["id"] == run_id and doc["verdict"]["label"] == "Supported" and doc["usage"]["total"]["calls"] == 7
+    assert doc["trace"] == fast.get(f"/api/checks/{run_id}").json()["steps"]  # one trace, everywhere
+    assert fast.get(f"/api/checks/{run_id}/report.pdf").status_code == 404
+    assert fast.get("/api/checks/nope/report.md").status_code == 404
+
+
+def test_markup_in_a_claim_stays_text(fast):
+    claim = 'The <script>alert("x")</script> bridge is <b>old</b>.'
+    run_id = start_check(fast, claim)
+    wait_for(fast, run_id, finished)
+    page = fast.get(f"/checks/{run_id}").text
+    assert "<script>alert" not in page and "&lt;script&gt;alert" in page
+    html = fast.get(f"/api/checks/{run_id}/report.html").text
+    assert "<script>alert" not in html and "<b>old</b>" not in html
+
+
+def test_the_page_form_works_without_javascript(fast):
+    r = fast.post("/checks", data={"claim": CLAIM, "pipeline": "direct", "qa": "closed-book", "model": ""})
+    assert r.status_code == 303, r.text  # qa is ignored for a pipeline without a QA module, as the page hides it
+    run_id = r.headers["location"].rsplit("/", 1)[1]
+    run = wait_for(fast, run_id, finished)
+    assert run["pipeline"] == "direct" and run["qa"] is None
+    page = fast.get(r.headers["location"])
+    assert page.status_code == 200 and CLAIM in page.text
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    r = fast.post("/checks", data={"claim": "  "})
+    assert r.status_code == 400 and "the claim is empty" in r.text and "<form" in r.text
+    r = fast.post("/checks", data={"claim": CLAIM}, headers={"origin": "http://evil.example"})
+    assert r.status_code == 403
+    assert fast.get("/checks/0123456789abcdef").status_code == 404
+
+
+# -- what clients get wrong ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("body,status,code,says", [
+    ({"claim": "   "}, 400, "claim_empty", "the claim is empty"),
+    ({"claim": "x" * 201}, 400, "claim_too_long", "201 characters; this server accepts at most 200"),
+    ({"claim": "A claim.", "pipeline": "nope"}, 400, "unknown_pipeline", "unknown pipeline 'nope'"),
+    ({"claim": "A claim.", "qa": "retriever-reader"}, 400, "index_required", "--index DIR"),
+    ({"claim": "A claim.", "pipeline": "qacheck-retriever-reader"}, 400, "index_required", "has none"),
+    ({"claim": "A claim.", "qa": "psychic"}, 400, "unknown_qa", "closed-book"),
+    ({"claim": "A claim.", "pipeline": "direct", "qa": "closed-book"}, 400, "qa_not_applicable", "leave qa out"),
+    ({"claim": "A claim.", "model": "gguf:/etc/passwd"}, 400, "unknown_model", "this server offers"),
+    ({"pipeline": "qacheck"}, 422, "invalid_request", "claim: Field required"),
+    ({"claim": 42}, 422, "invalid_request", "claim"),
+])
+def test_bad_requests_say_what_to_fix(fast, body, status, code, says):
+    r = fast.post("/api/checks", json=body)
+    assert r.status_code == status, r.text
+    assert r.json()["error"] == code and says in r.json()["detail"]
+
+
+def test_other_client_errors(fast):
+    r = fast.get("/api/checks/0123456789abcdef")
+    assert r.status_code == 404 and r.json()["error"] == "not_found"
+    r = fast.get("/api/checks/0123456789abcdef/events")
+    assert r.status_code == 404 and r.json()["error"] == "not_found"
+    r = fast.get("/api/checks", params={"limit": 0})
+    assert r.status_code == 422 and "limit" in r.json()["detail"]
+    # a body that is not JSON (what a cross-site form could send) starts nothing
+    r = fast.post("/api/checks", content=json.dumps({"claim": "A claim."}), headers={"content-type": "text/plain"})
+    assert r.status_code == 422
+    r = fast.post("/api/checks", content=b"{" * 2_000_000, headers={"content-type": "application/json"})
+    assert r.status_code == 413 and r.json()["error"] == "body_too_large"
+    # without a token the server answers only requests addressed to loopback (DNS rebinding)
+    r = fast.get("/api/checks", headers={"host": "evil.example"})
+    assert r.status_code == 421 and r.json()["error"] == "bad_host"
+    assert fast.get("/api/checks", headers={"host": "localhost:1234"}).status_code == 200
+
+
+def test_pipelines_and_openapi(fast):
+    cat = fast.get("/api/pipelines").json()
+    by = {p["name"]: p for p in cat["pipelines"]}
+    assert cat["pipelines"][0]["name"] == "qacheck" and by["qacheck"]["qa"] == "choice"
+    assert by["qacheck-closed-book"]["qa"] == "closed-book" and by["direct"]["qa"] is None and "cot" in by
+    assert by["qacheck-retriever-reader"]["available"] is False
+    assert {m["name"] for m in cat["qa_modules"]} == {"retriever-reader", "closed-book", "reciter-reader"}
+    assert cat["models"][0]["name"].startswith("scripted:") and cat["max_claim_chars"] == 200
+    schema = fast.get("/openapi.json").json()
+    for path in ("/api/checks", "/api/checks/{run_id}", "/api/checks/{run_id}/events", "/api/pipelines",
+                 "/api/checks/{run_id}/report.{fmt}"):
+        assert path in schema["paths"], path
+    assert "CheckIn" in schema["components"]["schemas"]
+
+
+# -- the token and the rate limit ----------------------------------------------------------------------------
+
+def test_token_and_rate_limit(server_factory):
+    model = write_rules(server_factory.base / "rules-auth.json")
+    srv = server_factory(["--model", model, "--rate-limit", "2"], env_extra={"VERACITY_API_TOKEN": TOKEN},
+                         name="auth")
+    with httpx.Client(base_url=srv.url, timeout=30) as c:
+        r = c.get("/api/checks")
+        assert r.status_code == 401 and r.json()["error"] == "unauthorized"
+        assert "Authorization: Bearer" in r.json()["detail"] and r.headers["www-authenticate"].startswith("Bearer")
+        assert c.get("/api/checks", headers={"Authorization": "Bearer wrong-token-000000000"}).status_code == 401
+        assert c.post("/api/checks", json={"claim": CLAIM}).status_code == 401
+        assert c.get("/api/health").status_code == 200
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        assert c.get("/api/checks", headers=auth).status_code == 200
+        for _ in range(2):
+            assert c.post("/api/checks", json={"claim": CLAIM}, headers=auth).status_code == 202
+        r = c.post("/api/checks", json={"claim": CLAIM}, headers=auth)
+        assert r.status_code == 429 and r.json()["error"] == "rate_limited"
+        assert 1 <= int(r.headers["retry-after"]) <= 30 and "try again in" in r.json()["detail"]
+        # the pages: a sign-in form once, then a cookie
+        r = c.get("/")
+        assert r.status_code == 303 and r.headers["location"].startswith("/login")
+        assert c.post("/login", data={"token": "nope", "next": "/"}).status_code == 401
+        r = c.post("/login", data={"token": TOKEN, "next": "//evil.example/"})
+        assert r.status_code == 303 and r.headers["location"] == "/"
+        assert TOKEN not in r.headers["set-cookie"] and "httponly" in r.headers["set-cookie"].lower()
+        assert c.get("/").status_code == 200 and c.get("/api/checks").status_code == 200  # the cookie
+
+
+def test_a_token_is_required_beyond_localhost(tmp_path):
+    """The rule lives in create_app; tested without binding anything."""
+    from veracity.config import load_config
+    from veracity.errors import UserError
+    from veracity.server.app import create_app
+    from veracity.server.settings import ServerSettings
+
+    config = load_config(overrides={"model": write_rules(tmp_path / "r.json")}, env={})
+
+    def make(host, env):
+        return create_app(config, ServerSettings(host=host, db_path=str(tmp_path / "runs.sqlite")), env=env)
+
+    for host in ("0.0.0.0", "::", "192.168.1.20", "example.org", ""):
+        with pytest.raises(UserError, match="VERACITY_API_TOKEN"):
+            make(host, {})
+    with pytest.raises(UserError, match="at least 16"):
+        make("0.0.0.0", {"VERACITY_API_TOKEN": "short"})
+    assert make("0.0.0.0", {"VERACITY_API_TOKEN": TOKEN}).state.veracity.auth.required
+    for host in ("127.0.0.1", "localhost", "::1", "127.0.0.2"):
+        assert not make(host, {}).state.veracity.auth.required
+
+
+def test_serve_refuses_a_public_address_without_a_token(tmp_path, cli_env):
+    import subprocess
+
+    from conftest import veracity_cmd
+
+    r = subprocess.run(veracity_cmd() + ["serve", "--host", "0.0.0.0", "--port", "0", "--db", str(tmp_path / "x.db"),
+                                         "--model", write_rules(tmp_path / "r.json")],
+                       capture_output=True, env=cli_env, timeout=60)
+    err = r.stderr.decode()
+    assert r.returncode == 2 and "VERACITY_API_TOKEN" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+# -- restarts ------------------------------------------------------------------------------------------------
+
+def test_runs_cut_off_by_a_crash_are_interrupted_after_restart(server_factory, stub):
+    db = server_factory.base / "restart.sqlite"
+    args = ["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--max-concurrent", "1",
+            "--rate-limit", "0"]
+    stub.respond.delay = 0.3
+    try:
+        srv = server_factory(args, db=db, name="restart")
+        with httpx.Client(base_url=srv.url, timeout=30) as c:
+            running = start_check(c)
+            queued = start_check(c, "Another claim about the Orrin Bridge.")
+            done_before = wait_for(c, running, lambda r: len(r["steps"]) >= 3)["steps"]
+            srv.kill()  # SIGKILL: no shutdown handler runs
+    finally:
+        stub.respond.delay = 0.05
+    with sqlite3.connect(db) as conn:
+        statuses = dict(conn.execute("SELECT id, status FROM runs"))
+    assert statuses == {running: "running", queued: "queued"}
+
+    srv2 = server_factory(args, db=db, name="restart")
+    with httpx.Client(base_url=srv2.url, timeout=30) as c:
+        a = c.get(f"/api/checks/{running}").json()
+        assert a["status"] == "interrupted" and "server stopped" in a["error"]
+        assert a["steps"][: len(done_before)] == done_before  # the steps it got through are kept
+        assert c.get(f"/api/checks/{queued}").json()["status"] == "interrupted"
+        events = read_sse(c, f"/api/checks/{running}/events")
+        assert events[-1][0] == "done" and events[-1][2]["status"] == "interrupted"
+        assert c.get(f"/api/checks/{running}/report.md").status_code == 409
+        new = start_check(c)  # and the server works as before
+        assert wait_for(c, new, finished)["status"] == "done"
+
+
+def test_a_graceful_stop_marks_running_checks_interrupted(server_factory, stub):
+    db = server_factory.base / "graceful.sqlite"
+    stub.respond.delay = 0.3
+    try:
+        srv = server_factory(["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0"],
+                             db=db, name="graceful")
+        with httpx.Client(base_url=srv.url, timeout=30) as c:
+            run_id = start_check(c)
+            wait_for(c, run_id, lambda r: r["status"] == "running" and len(r["steps"]) >= 1)
+        assert srv.stop(signal.SIGTERM) is not None
+    finally:
+        stub.respond.delay = 0.05
+    with sqlite3.connect(db) as conn:
+        status, error = conn.execute("SELECT status, error FROM runs WHERE id=?", (run_id,)).fetchone()
+    assert status == "interrupted" and "server stopped" in error
+
+
+def test_pipelines_declare_their_input_and_images(tmp_path):
+    """What DEFAME and LEAF set on their pipelines: `accepts_images` shows the image field, an `input_kind`
+    other than "claim" keeps the pipeline off the claim form and API."""
+    from veracity.config import load_config
+    from veracity.pipelines.base import REGISTRY, Pipeline, register
+    from veracity.server.catalog import Catalog
+    from veracity.server.errors import ApiError
+
+    class AnswerCheck(Pipeline):
+        input_kind = "answer"
+        accepts_images = True
+
+        def check(self, claim, ctx):
+            raise AssertionError("never run")
+
+    register("test-answer-check", "a pipeline that checks answers")(lambda config: AnswerCheck())
+    try:
+        cat = Catalog(load_config(overrides={"model": write_rules(tmp_path / "r.json")}, env={}))
+        info = cat.pipelines["test-answer-check"]
+        assert info.input_kind == "answer" and info.accepts_images and info.qa is None
+        with pytest.raises(ApiError) as e:
+            cat.resolve("test-answer-check", None, None)
+        assert e.value.code == "input_not_supported"
+    finally:
+        REGISTRY.pop("test-answer-check")
+
+
+# -- limits (units) ------------------------------------------------------------------------------------------
+
+def test_image_checks_for_uploads():
+    from veracity.server.errors import ApiError
+    from veracity.server.limits import check_image
+
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 100
+    assert check_image(png, "image/png", 1000) == "image/png"
+    assert check_image(b"\xff\xd8\xff\xe0" + b"\x00" * 10, None, 1000) == "image/jpeg"
+    for data, declared, limit, status, code in [
+        (b"", None, 1000, 400, "image_empty"),
+        (png, "image/png", 50, 413, "image_too_large"),
+        (b"%PDF-1.7 ...", "image/png", 1000, 415, "image_type"),
+        (png, "image/jpeg", 1000, 415, "image_type"),
+    ]:
+        with pytest.raises(ApiError) as e:
+            check_image(data, declared, limit)
+        assert (e.value.status, e.value.code) == (status, code)
+
+
+def test_rate_limiter_refills():
+    from veracity.server.limits import RateLimiter
+
+    rl = RateLimiter(per_minute=6, burst=2)  # one token every 10 s
+    assert rl.take("a", now=0) == 0 and rl.take("a", now=0) == 0
+    assert rl.take("a", now=0) == pytest.approx(10)
+    assert rl.take("b", now=0) == 0  # per client
+    assert rl.take("a", now=10.5) == 0
+    assert RateLimiter(0, 10).take("a") == 0  # off
+
+
+def test_rules_match_the_cli_tests():
+    from test_cli import RULES
+
+    assert SERVER_RULES == RULES

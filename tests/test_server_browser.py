@@ -1,0 +1,160 @@
+"""The page in a real browser: Playwright driving Debian's chromium against `veracity serve` on 127.0.0.1.
+
+Model replies come from the OpenAI-compatible stub (the scripted rules, 0.12 s each), so a run takes
+about a second and its steps can be watched arriving.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import CHROMIUM_ARGS, rules_responder
+from stub_server import StubServer
+
+ONSAGER = "Lars Onsager won the Nobel prize when he was 30 years old."
+SCREENSHOT = Path("/tmp/veracity_screenshot.png")
+
+
+@pytest.fixture(scope="module")
+def site(server_factory):
+    stub = StubServer(rules_responder(delay=0.12))
+    srv = server_factory(["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0"],
+                         name="browser")
+    yield srv.url
+    stub.close()
+
+
+@pytest.fixture(scope="module")
+def browser(chromium_path):
+    from playwright.sync_api import sync_playwright
+
+    pw = sync_playwright().start()
+    b = pw.chromium.launch(executable_path=chromium_path, headless=True, args=CHROMIUM_ARGS)
+    yield b
+    b.close()
+    pw.stop()
+
+
+@pytest.fixture
+def page(browser):
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    ctx.set_default_timeout(15_000)
+    p = ctx.new_page()
+    errors: list[str] = []
+    p.on("pageerror", lambda e: errors.append(str(e)))
+    # script errors and CSP violations fail the test; failed requests are checked through `p.failures`
+    p.on("console", lambda m: errors.append(m.text) if m.type == "error" and
+         not m.text.startswith("Failed to load resource") else None)
+    p.failures = []
+    p.on("response", lambda r: p.failures.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    yield p
+    ctx.close()
+    assert not errors, errors
+
+
+def test_submit_watch_steps_verdict_history_and_download(page, site, tmp_path):
+    from playwright.sync_api import expect
+
+    page.goto(site + "/")
+    # pick the paper's demo claim from the examples
+    page.get_by_role("button", name=ONSAGER).click()
+    expect(page.get_by_label("Claim", exact=True)).to_have_value(ONSAGER)
+    page.get_by_label("Pipeline").select_option("qacheck")
+    page.get_by_label("Question answering").select_option("reciter-reader")
+    page.get_by_role("button", name="Check claim").click()
+
+    # steps stream in before the verdict exists
+    first = page.locator("#steps .step.qa").first
+    expect(first).to_be_visible()
+    assert page.locator(".verdict").count() == 0
+    expect(page.locator("#run-status")).to_contain_text(re.compile(r"Step 1|Running|answered|Weighing"))
+    expect(first.locator(".q")).to_contain_text("Where is the Orrin Bridge?")
+    expect(first.locator(".ev")).to_contain_text("stone bridge in Tallinn")
+    expect(first.locator(".src")).to_contain_text("recited by the model")
+
+    # then the verdict with its rationale and usage
+    verdict = page.locator(".verdict")
+    expect(verdict).to_be_visible()
+    expect(verdict.locator(".verdict-label")).to_contain_text("Supported")
+    expect(verdict.locator(".rationale")).to_have_text("The Orrin Bridge is in Tallinn.")
+    expect(verdict.locator(".usage")).to_contain_text("Model calls")
+    expect(verdict.locator(".usage")).to_contain_text("7")
+    expect(page.locator(".step.qa .badge.b-kept")).to_have_text("validator: useful, kept")
+    expect(page.locator(".step.verifier")).to_contain_text("enough to decide")
+    assert re.search(r"/checks/[0-9a-f]{16}$", page.url)
+    run_url = page.url
+    page.screenshot(path=str(SCREENSHOT), full_page=True)
+
+    # reload: the run is in the history; open it from there
+    page.goto(site + "/")
+    link = page.locator("#history a", has_text=ONSAGER).first
+    expect(link).to_be_visible()
+    expect(link.locator(".badge")).to_have_text("Supported")
+    link.click()
+    expect(page).to_have_url(run_url)
+    expect(page.locator("#run")).not_to_have_attribute("data-live", "1")  # rendered by the server
+    expect(page.locator(".verdict .verdict-label")).to_contain_text("Supported")
+    expect(page.locator("#steps .ev")).to_contain_text("stone bridge in Tallinn")
+
+    # download the Markdown report
+    with page.expect_download() as dl:
+        page.get_by_role("link", name="Markdown").click()
+    md = Path(dl.value.path()).read_text(encoding="utf-8")
+    assert dl.value.suggested_filename.endswith(".md")
+    assert md.startswith(f"# Fact-check: {ONSAGER}")
+    assert "### Step 1: Where is the Orrin Bridge?" in md and "**Supported**" in md
+    assert "> The Orrin Bridge is a stone bridge in Tallinn, Estonia. — *recited by the model*" in md
+    assert not page.failures, page.failures
+
+
+def test_form_follows_the_pipeline_and_reports_errors(page, site):
+    from playwright.sync_api import expect
+
+    page.goto(site + "/")
+    qa = page.get_by_label("Question answering")
+    page.get_by_label("Pipeline").select_option("direct")
+    expect(qa).to_be_hidden()
+    page.get_by_label("Pipeline").select_option("qacheck-closed-book")
+    expect(qa).to_be_disabled()
+    expect(qa).to_have_value("closed-book")
+    page.get_by_label("Pipeline").select_option("qacheck")
+    expect(qa).to_be_enabled()
+    expect(page.locator("#image-field")).to_be_hidden()  # no pipeline takes images yet
+    assert page.locator("#qa option[value=retriever-reader]").is_disabled()  # no index on this server
+
+    page.get_by_label("Claim", exact=True).fill("   ")
+    page.get_by_role("button", name="Check claim").click()
+    expect(page.get_by_role("alert")).to_contain_text("the claim is empty")
+    assert page.failures == [f"400 {site}/api/checks"]
+
+
+def test_keyboard_and_phone(page, site, browser):
+    from playwright.sync_api import expect
+
+    page.goto(site + "/")
+    page.keyboard.press("Tab")  # the skip link comes first
+    assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+    page.locator("button.example").nth(1).focus()
+    page.keyboard.press("Enter")
+    expect(page.get_by_label("Claim", exact=True)).not_to_have_value("")
+    expect(page.get_by_label("Claim", exact=True)).to_be_focused()
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Shift+Tab")
+    outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+    assert outline == "solid"  # focus is visible
+
+    phone = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    try:
+        p = phone.new_page()
+        p.goto(site + "/")
+        run = p.locator("#history a").first
+        if run.count():
+            run.click()
+            expect(p.locator("#run")).to_be_visible()
+        assert p.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")  # no sideways scrolling
+        p.screenshot(path="/tmp/veracity_screenshot_phone.png", full_page=True)
+    finally:
+        phone.close()
