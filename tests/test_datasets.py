@@ -139,13 +139,13 @@ def test_mirage_all_tasks():
         t: 150 for t in ("medqa", "medmcqa", "pubmedqa", "bioasq", "mmlu")}
     assert all(i.gold in i.metadata["options"] for i in ds.items)
     assert all(i.claim.metadata["options"] == i.metadata["options"] for i in ds.items)
-    assert ds.reference["fc-rag"] == 79.71
+    assert ds.reference["answer:fc-rag"] == 79.71
 
 
 def test_mirage_one_task():
     ds = load_dataset("mirage:pubmedqa", shared("mirage/benchmark_750.json"))
     assert ds.name == "mirage:pubmedqa" and len(ds.items) == 150 and ds.labels == ("A", "B", "C")
-    assert ds.reference == {"direct": 60.60, "medrag": 70.80, "fc-rag": 73.60}
+    assert ds.reference == {"answer:plain": 60.60, "answer:rag": 70.80, "answer:fc-rag": 73.60}
     assert ds.items[0].metadata["options"] == {"A": "yes", "B": "no", "C": "maybe"}
     with pytest.raises(UserError, match="no task"):
         load_dataset("mirage:cardiology", shared("mirage/benchmark_750.json"))

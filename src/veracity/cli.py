@@ -206,9 +206,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("pipelines", help="list pipelines and ablations")
     p.set_defaults(func=cmd_pipelines)
 
+    from .leaf.commands import register as register_leaf
     from .retrieval.commands import register as register_index
+    from .server.commands import register as register_serve
 
     register_index(sub)
+    register_leaf(sub)
+    register_serve(sub)
     return parser
 
 

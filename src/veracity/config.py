@@ -55,6 +55,34 @@ class QACheckConfig:
 
 
 @dataclass
+class LeafConfig:
+    """LEAF: fact-checking answers (veracity.leaf). The rater defaults to the answering model."""
+
+    rater_model: str | None = None  # model spec of the fact-checker (rater), chosen apart from the answerer
+    rater_base_url: str | None = None  # OpenAI-compatible server of the rater
+    top_k: int = 3  # passages retrieved per sentence's query
+    max_sentences: int = 30  # longer answers: only the first N sentences are checked (and the result says so)
+    rater_reasoning: bool = True  # the rater writes a short reasoning before its decision
+    max_rounds: int = 2  # Fact-Check-Then-RAG: regenerations at most
+    rag_top_k: int = 3  # passages retrieved for the question (answer:rag)
+    max_knowledge: int = 9  # Fact-Check-Then-RAG: passages from failed sentences put in the prompt
+    samples: int = 5  # answer:rank: answers sampled per question
+    temperature: float = 0.8  # answer:rank: sampling temperature
+    answer_max_tokens: int = 320
+
+    def validate(self) -> None:
+        for name, lo, hi in (("top_k", 1, 20), ("max_sentences", 1, 1000), ("max_rounds", 0, 10),
+                             ("rag_top_k", 1, 50), ("max_knowledge", 1, 100), ("samples", 1, 50),
+                             ("answer_max_tokens", 16, 8192)):
+            if not lo <= getattr(self, name) <= hi:
+                raise ConfigError(f"leaf.{name} must be between {lo} and {hi}, not {getattr(self, name)}")
+        if not 0.0 <= self.temperature <= 2.0:
+            raise ConfigError(f"leaf.temperature must be between 0 and 2, not {self.temperature}")
+        if self.rater_model is not None and not self.rater_model.strip():
+            raise ConfigError("leaf.rater_model must not be empty")
+
+
+@dataclass
 class Config:
     model: str = "embedded"
     base_url: str | None = None
@@ -72,6 +100,7 @@ class Config:
     index: str | None = None
     retrieval_mode: str | None = None  # bm25 | dense | hybrid; default: hybrid when the index has vectors
     qacheck: QACheckConfig = field(default_factory=QACheckConfig)
+    leaf: LeafConfig = field(default_factory=LeafConfig)
 
     def validate(self) -> None:
         if not self.model.strip():
@@ -87,6 +116,7 @@ class Config:
         if self.retrieval_mode not in (None, "bm25", "dense", "hybrid"):
             raise ConfigError(f"retrieval_mode must be bm25, dense or hybrid, not {self.retrieval_mode!r}")
         self.qacheck.validate()
+        self.leaf.validate()
 
 
 def _check_type(value: Any, annotation: Any, where: str) -> Any:

@@ -53,6 +53,7 @@ def register(name: str, description: str) -> Callable[[Factory], Factory]:
 
 def get_pipeline(name: str, config: "Config") -> Pipeline:
     from . import baselines, qacheck  # noqa: F401  (registration side effects)
+    from ..leaf import pipelines as _leaf  # noqa: F401  (answer:plain, answer:rag, answer:fc-rag, ...)
 
     if name not in REGISTRY:
         raise UserError(f"unknown pipeline {name!r}; choose one of: {', '.join(sorted(REGISTRY))}")
@@ -63,5 +64,6 @@ def get_pipeline(name: str, config: "Config") -> Pipeline:
 
 def available_pipelines() -> dict[str, str]:
     from . import baselines, qacheck  # noqa: F401
+    from ..leaf import pipelines as _leaf  # noqa: F401
 
     return {k: v[1] for k, v in sorted(REGISTRY.items())}

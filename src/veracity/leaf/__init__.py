@@ -1,0 +1,16 @@
+"""LEAF: fact-checking a model's answers, and using the score.
+
+- `factcheck.AnswerChecker`: split an answer into sentences, write a search query per sentence with
+  the question as context, retrieve, rate Supported / Not Supported; LEAF score = supported / total.
+- `pipelines`: multiple-choice answering (`answer:plain`, `answer:rag`, `answer:fc-rag`,
+  `answer:rank-N`), registered in the pipeline registry.
+- `analysis`: filtered accuracy, AUC of the score, best/worst of N, from stored evaluation results.
+- `commands`: `veracity leaf score | answer | report`.
+"""
+
+from .factcheck import NOT_SUPPORTED, SUPPORTED, AnswerChecker, LeafResult, SentenceCheck
+from .options import extract_letter, format_options, load_options_file, parse_options
+from .sentences import split_sentences
+
+__all__ = ["AnswerChecker", "LeafResult", "NOT_SUPPORTED", "SUPPORTED", "SentenceCheck", "extract_letter",
+           "format_options", "load_options_file", "parse_options", "split_sentences"]

@@ -1,0 +1,304 @@
+"""The `veracity leaf` command: fact-check an answer, answer a multiple-choice question, report.
+
+    veracity leaf score --question Q (--answer TEXT | --answer-file F) --index DIR [--json]
+    veracity leaf answer --question Q --options options.json --index DIR --mode plain|rag|fc-rag [--json]
+    veracity leaf report OUT [--json]
+
+`register(subparsers)` adds the command to the main CLI. Handlers return an exit code; a UserError
+propagates to the main CLI, which prints it as one line (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+
+MODES = ("plain", "rag", "fc-rag")
+SNIPPET = 200
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `leaf score|answer|report` to the main CLI's subparsers."""
+    from ..cli import _model_options
+
+    parser = subparsers.add_parser("leaf", help="fact-check model answers (LEAF) and answer with them",
+                                   description="Fact-check an answer sentence by sentence (LEAF score), or "
+                                   "answer a multiple-choice question plainly, with RAG, or Fact-Check-Then-RAG.")
+    commands = parser.add_subparsers(dest="leaf_command", metavar="{score,answer,report}", required=True)
+
+    score = commands.add_parser("score", parents=[_model_options(), _leaf_options()],
+                                help="fact-check an answer: each sentence supported or not, with evidence",
+                                description="Split the answer into sentences; for each, write a search query "
+                                "with the question as context, retrieve passages from the index, and rate it "
+                                "Supported or Not Supported. LEAF score = supported / sentences.")
+    score.add_argument("--question", required=True, help="the question the answer replies to")
+    src = score.add_mutually_exclusive_group(required=True)
+    src.add_argument("--answer", help="the answer text")
+    src.add_argument("--answer-file", help="read the answer from a file ('-' for standard input)")
+    score.add_argument("--options", metavar="FILE",
+                       help='optional JSON file of the question\'s options, {"A": "...", "B": "..."}')
+    score.add_argument("--json", action="store_true", help="print the result as one JSON document")
+    score.set_defaults(func=cmd_score)
+
+    answer = commands.add_parser("answer", parents=[_model_options(), _leaf_options()],
+                                 help="answer a multiple-choice question and fact-check the answer",
+                                 description="Answer a multiple-choice question (plain, MedRAG-style RAG, or "
+                                 "Fact-Check-Then-RAG) and fact-check the answer.")
+    answer.add_argument("--question", required=True, help="the question")
+    answer.add_argument("--options", required=True, metavar="FILE",
+                        help='JSON file of the options, {"A": "...", "B": "..."}')
+    answer.add_argument("--mode", dest="answer_mode", choices=MODES, default="plain",
+                        help="plain: the model alone; rag: passages retrieved for the question in the prompt; "
+                        "fc-rag: Fact-Check-Then-RAG (default: plain)")
+    answer.add_argument("--max-rounds", type=int, help="fc-rag: regenerations at most (default 2)")
+    answer.add_argument("--json", action="store_true", help="print the result as one JSON document")
+    answer.set_defaults(func=cmd_answer)
+
+    report = commands.add_parser("report", help="accuracy, filtered accuracy and AUC of the LEAF score from "
+                                 "an evaluation folder", description="Read OUT/items.jsonl of `veracity eval` "
+                                 "with answer:* pipelines and print accuracy, filtered accuracy (answers scoring "
+                                 "1.0) and the AUC of the LEAF score for right vs wrong answers.")
+    report.add_argument("out", help="results folder of `veracity eval`")
+    report.add_argument("--json", action="store_true", help="print as JSON")
+    report.set_defaults(func=cmd_report)
+
+
+def _leaf_options() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    g = p.add_argument_group("fact-checking")
+    g.add_argument("--index", help="index directory to retrieve from (see `veracity index build`)")
+    g.add_argument("--retrieval", dest="mode", choices=["bm25", "dense", "hybrid"],
+                   help="retrieval mode (default: hybrid when the index has embeddings, else bm25)")
+    g.add_argument("--rater-model", help="model that fact-checks (default: the answering model), same specs "
+                   "as --model")
+    g.add_argument("--rater-base-url", help="OpenAI-compatible server of the rater")
+    g.add_argument("--top-k", dest="leaf_top_k", type=int, help="passages retrieved per sentence (default 3)")
+    g.add_argument("--max-sentences", type=int, help="check at most N sentences of an answer (default 30)")
+    g.add_argument("--no-reasoning", action="store_true", help="the rater decides without writing a reasoning")
+    return p
+
+
+def _config(args: argparse.Namespace):
+    from ..cli import _config_from
+
+    config = _config_from(args)
+    leaf = {"rater_model": getattr(args, "rater_model", None), "rater_base_url": getattr(args, "rater_base_url", None),
+            "top_k": getattr(args, "leaf_top_k", None), "max_sentences": getattr(args, "max_sentences", None),
+            "max_rounds": getattr(args, "max_rounds", None),
+            "rater_reasoning": False if getattr(args, "no_reasoning", False) else None}
+    leaf = {k: v for k, v in leaf.items() if v is not None}
+    if leaf:
+        config.leaf = replace(config.leaf, **leaf)
+        config.leaf.validate()
+    return config
+
+
+def _text(value: str | bytes, what: str) -> str:
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise UserError(f"the {what} is not valid UTF-8 (byte {e.start}); re-encode it as UTF-8") from None
+    if any("\udc80" <= ch <= "\udcff" for ch in value):
+        raise UserError(f"the {what} is not valid UTF-8; re-encode it as UTF-8")
+    return value.replace("\x00", "")
+
+
+def _question(args: argparse.Namespace) -> str:
+    q = " ".join(_text(args.question, "question").split())
+    if not q:
+        raise UserError("the question is empty: give the question the answer replies to")
+    return q
+
+
+def _answer(args: argparse.Namespace) -> str:
+    if args.answer_file is None:
+        return _text(args.answer, "answer")
+    if args.answer_file == "-":
+        return _text(sys.stdin.buffer.read(), "answer")
+    try:
+        return _text(Path(args.answer_file).read_bytes(), "answer")
+    except OSError as e:
+        raise UserError(f"cannot read {args.answer_file}: {e.strerror}") from None
+
+
+def _retriever(config):
+    from ..check import open_retriever
+    from .factcheck import ensure_searchable
+
+    retriever = open_retriever(config)
+    ensure_searchable(retriever)
+    return retriever
+
+
+def _snippet(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= SNIPPET else text[: SNIPPET - 1] + "…"
+
+
+def format_leaf_step(step: dict[str, Any]) -> str | None:
+    """One LEAF trace step as terminal lines; None for steps not shown."""
+    st = step["stage"]
+    where = ""
+    if "round" in step:
+        where = f"round {step['round']} "
+    elif "sample" in step:
+        where = f"sample {step['sample']} "
+    if st == "mc_answer":
+        head = {"plain": "Answer", "rag": "Answer with retrieved passages", "fc-rag": "Answer with fact-check "
+                "knowledge"}.get(step.get("kind", ""), "Answer")
+        letter = step.get("letter") or "none"
+        return f"\n{where.capitalize()}{head[0].lower() if where else head[0]}{head[1:]}: option {letter}\n" \
+               f"    {_snippet(step.get('text', ''))}"
+    if st == "retrieval":
+        return f"Retrieved {len(step.get('results', []))} passages for: {_snippet(step.get('query', ''))}"
+    if st == "fc_rag_round":
+        failed = ", ".join(str(i) for i in step.get("failed_sentences", []))
+        return (f"\nFact-Check-Then-RAG round {step['round']}: score {step['score_before']:.2f}; "
+                f"{len(step.get('knowledge', []))} passages from failed sentence(s) {failed} go in the prompt")
+    if st == "leaf_sentence":
+        rating = step.get("rating") or "no decision (counted as not supported)"
+        conf = f" ({step['confidence']:.2f})" if step.get("confidence") is not None else ""
+        lines = [f"  [{step['index']}] {rating}{conf}: {step['sentence']}", f"      query: {step['query']}"]
+        for e in step.get("evidence", []):
+            src = e.get("source") or e.get("doc_id") or "passage"
+            lines.append(f"      evidence: {_snippet(e.get('text', ''))} — {src}")
+        if not step.get("evidence"):
+            lines.append("      evidence: none found")
+        if step.get("reasoning"):
+            lines.append(f"      reasoning: {_snippet(step['reasoning'])}")
+        return "\n".join(lines)
+    if st == "leaf_score":
+        return f"  {where}LEAF score {step['score']:.2f} ({step['supported']} of {step['checked']} sentences supported)"
+    if st == "leaf_note":
+        return f"  note: {step['note']}"
+    if st == "parse_failure":
+        return f"  ! {step['for_stage']}: unusable model output {str(step.get('raw', ''))[:80]!r}; {step['fallback']}"
+    return None
+
+
+def _usage_line(usage: dict[str, Any], seconds: float) -> str:
+    t = usage.get("total", {})
+    return (f"{t.get('calls', 0)} model calls ({t.get('cached_calls', 0)} cached), {t.get('prompt_tokens', 0)} "
+            f"prompt + {t.get('completion_tokens', 0)} completion tokens, {seconds:.1f} s")
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from ..llm import make_model
+    from ..llm.usage import UsageMeter
+    from ..trace import Tracer
+    from .factcheck import AnswerChecker
+    from .options import load_options_file
+    from .pipelines import question_context
+    from .rater import rater_config
+    from .sentences import answer_sentences
+
+    config = _config(args)
+    question = _question(args)
+    answer = _answer(args)
+    answer_sentences(answer, config.leaf.max_sentences)  # an empty answer fails before anything loads
+    options = load_options_file(args.options) if args.options else {}
+    retriever = _retriever(config)
+    model = make_model(rater_config(config) or config)
+    listeners = []
+    if not args.json:
+        print(f"Question: {question}\nRater: {model.model_id}   Index: {config.index}", flush=True)
+
+        def show(step) -> None:
+            line = format_leaf_step(step.to_dict())
+            if line and step.stage not in ("leaf_score", "leaf_note"):  # both are printed at the end
+                print(line, flush=True)
+
+        listeners.append(show)
+    tracer, meter = Tracer(listeners), UsageMeter()
+    t0 = time.perf_counter()
+    result = AnswerChecker.from_config(config).check(question_context(question, options), answer,
+                                                     model=model.bind(meter, tracer), retriever=retriever,
+                                                     tracer=tracer)
+    seconds = time.perf_counter() - t0
+    if args.json:
+        print(json.dumps({"question": question, "options": options or None, "answer": answer,
+                          "rater": model.model_id, "index": config.index, "leaf": result.to_dict(),
+                          "usage": meter.to_dict(), "seconds": round(seconds, 3), "trace": tracer.to_list()},
+                         indent=2, ensure_ascii=False))
+        return 0
+    print(f"\nLEAF score: {result.score:.2f} ({result.supported} of {result.checked} sentences supported)")
+    if result.note:
+        print(f"Note: {result.note}")
+    print("Usage: " + _usage_line(meter.to_dict(), seconds))
+    return 0
+
+
+def cmd_answer(args: argparse.Namespace) -> int:
+    from ..check import run_check
+    from ..llm import make_model
+    from ..pipelines.base import get_pipeline
+    from ..types import Claim
+    from .options import load_options_file
+
+    options = load_options_file(args.options)
+    config = _config(args)
+    question = _question(args)
+    pipeline = get_pipeline(f"answer:{args.answer_mode}", config)
+    retriever = _retriever(config)
+    model = make_model(config)
+    listeners = []
+    if not args.json:
+        rater = config.leaf.rater_model or model.model_id
+        print(f"Question: {question}", flush=True)
+        for k, v in options.items():
+            print(f"  {k}. {v}")
+        print(f"Mode: {args.answer_mode}   Model: {model.model_id}   Rater: {rater}   Index: {config.index}",
+              flush=True)
+
+        def show(step) -> None:
+            line = format_leaf_step(step.to_dict())
+            if line:
+                print(line, flush=True)
+
+        listeners.append(show)
+    result = run_check(Claim(text=question, metadata={"options": options}), pipeline, model, config,
+                       retriever=retriever, listeners=listeners)
+    final = next((s for s in reversed(result.trace) if s["stage"] == "leaf_final"), {})
+    if args.json:
+        doc = result.to_dict()
+        doc["options"] = options
+        doc["answer"] = {"letter": final.get("letter"), "option": final.get("option"),
+                         "text": result.verdict.rationale, "leaf_score": final.get("score"),
+                         "supported": final.get("supported"), "checked": final.get("checked"),
+                         "rounds": final.get("rounds"), "chosen_round": final.get("chosen_round")}
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
+        return 0
+    v = result.verdict
+    letter = final.get("letter")
+    chosen = f"{letter}. {final.get('option')}" if letter else "none (no option could be read from the answer)"
+    conf = f" (confidence {v.confidence:.2f})" if v.confidence is not None else ""
+    print(f"\nAnswer: {chosen}{conf}")
+    extra = ""
+    if final.get("rounds") is not None:
+        extra = f"; {final['rounds']} Fact-Check-Then-RAG round(s), kept round {final['chosen_round']}"
+    print(f"LEAF score: {final.get('score', 0.0):.2f} ({final.get('supported', 0)} of {final.get('checked', 0)} "
+          f"sentences supported{extra})")
+    if final.get("note"):
+        print(f"Note: {final['note']}")
+    print("Reasoning: " + " ".join(v.rationale.split()))
+    print("Usage: " + _usage_line(result.usage, result.seconds))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .analysis import read_rows, summarize, to_markdown
+
+    summaries = summarize(read_rows(args.out))
+    if args.json:
+        print(json.dumps(summaries, indent=2))
+    else:
+        print(to_markdown(summaries))
+    return 0

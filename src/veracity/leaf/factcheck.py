@@ -1,0 +1,216 @@
+"""The answer fact-checker: SAFE adapted as in LEAF, with the question as context.
+
+For each sentence of an answer (see `sentences.py`):
+1. the rater model writes ONE search query, seeing the question (prompt `leaf_query`);
+2. the retriever returns the top-k passages for it (k = `leaf.top_k`, 3 by default);
+3. the rater decides Supported / Not Supported, seeing the passages, the question and the sentence
+   (prompt `leaf_rate`): optionally a short reasoning first, then the decision through
+   `choose` (scored by log-probability on the embedded model, never parsed from free text there).
+
+LEAF score = supported sentences / checked sentences. Every sentence keeps its query, its evidence,
+the rater's reasoning and its rating, and is emitted as one `leaf_sentence` trace step; the result
+is emitted as `leaf_score`.
+
+A decision that matched neither label (HTTP backends, after one retry) counts as Not Supported and
+is recorded as a parse failure: a sentence is only supported when the rater said so.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UserError
+from ..llm.base import fewshot
+from ..prompts import load_prompt
+from ..types import Evidence
+from .parsing import parse_query, parse_reasoning
+from .sentences import answer_sentences
+
+if TYPE_CHECKING:
+    from ..config import Config, LeafConfig
+    from ..llm.model import RunModel
+    from ..retrieval.base import Retriever
+    from ..trace import Tracer
+
+SUPPORTED = "Supported"
+NOT_SUPPORTED = "Not Supported"
+RATINGS = [SUPPORTED, NOT_SUPPORTED]
+REASONING_CUE = "Reasoning:"
+DECISION_CUE = "Final answer:"
+NO_PASSAGES = "(no passages found)"
+
+
+@dataclass
+class SentenceCheck:
+    index: int  # 1-based position in the answer
+    sentence: str
+    query: str
+    evidence: list[Evidence] = field(default_factory=list)
+    rating: str | None = None  # Supported | Not Supported | None when the rater's decision was unusable
+    reasoning: str = ""
+    confidence: float | None = None  # probability of the rating, when the backend scores options
+
+    @property
+    def supported(self) -> bool:
+        return self.rating == SUPPORTED
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "sentence": self.sentence, "query": self.query,
+                "evidence": [e.to_dict() for e in self.evidence], "rating": self.rating,
+                "supported": self.supported, "reasoning": self.reasoning, "confidence": self.confidence}
+
+
+@dataclass
+class LeafResult:
+    """The fact-check of one answer."""
+
+    sentences: list[SentenceCheck]
+    total_sentences: int  # sentences in the answer; more than were checked when the cap applied
+    max_sentences: int
+    parse_failures: list[str] = field(default_factory=list)
+
+    @property
+    def checked(self) -> int:
+        return len(self.sentences)
+
+    @property
+    def supported(self) -> int:
+        return sum(s.supported for s in self.sentences)
+
+    @property
+    def score(self) -> float:
+        """Supported / checked sentences; 0.0 for an answer with no sentence (nothing is supported)."""
+        return self.supported / self.checked if self.checked else 0.0
+
+    @property
+    def capped(self) -> bool:
+        return self.total_sentences > self.max_sentences
+
+    @property
+    def note(self) -> str | None:
+        if self.total_sentences == 0:
+            return "the answer is empty: no sentence to check (LEAF score 0)"
+        if self.capped:
+            return (f"the answer has {self.total_sentences} sentences; only the first {self.max_sentences} are "
+                    f"checked (leaf.max_sentences) and the score covers those")
+        return None
+
+    @property
+    def failed(self) -> list[SentenceCheck]:
+        return [s for s in self.sentences if not s.supported]
+
+    def failed_evidence(self, limit: int | None = None) -> list[Evidence]:
+        """The passages retrieved for the sentences that did not pass, in order, without repeats."""
+        seen: set[tuple[str | None, str]] = set()
+        out: list[Evidence] = []
+        for s in self.failed:
+            for e in s.evidence:
+                key = (e.doc_id, " ".join(e.text.split()))
+                if key not in seen:
+                    seen.add(key)
+                    out.append(e)
+        return out[:limit] if limit is not None else out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"score": self.score, "supported": self.supported, "checked": self.checked,
+                "total_sentences": self.total_sentences, "capped": self.capped, "note": self.note,
+                "sentences": [s.to_dict() for s in self.sentences], "parse_failures": list(self.parse_failures)}
+
+
+def numbered_passages(passages: list[Evidence]) -> str:
+    """Passages as `[1] source: text` lines (the format the prompts' demonstrations use)."""
+    return "\n".join(f"[{i}] {p.source or 'Passage'}: {' '.join(p.text.split())}"
+                     for i, p in enumerate(passages, 1)) or NO_PASSAGES
+
+
+def ensure_searchable(retriever: "Retriever | None") -> None:
+    """A UserError when there is nothing to retrieve from: no index, or an index with no passages."""
+    if retriever is None:
+        raise UserError("fact-checking an answer needs an index to retrieve from: pass --index DIR "
+                        "(build one with `veracity index build`)")
+    index = getattr(retriever, "index", retriever)
+    try:
+        size = len(index)  # type: ignore[arg-type]
+    except TypeError:
+        return  # a retriever that cannot say how big it is (e.g. a web search)
+    if size == 0:
+        where = getattr(index, "path", None)
+        raise UserError(f"the index{f' {where}' if where else ''} is empty: it holds no passages to check "
+                        "the answer against; rebuild it from a corpus with text")
+
+
+class AnswerChecker:
+    """Checks answers sentence by sentence. Holds the settings and prompts; no per-run state."""
+
+    def __init__(self, settings: "LeafConfig", prompts_dir: str | None = None) -> None:
+        self.settings = settings
+        self.p_query = load_prompt("leaf_query", prompts_dir)
+        self.p_rate = load_prompt("leaf_rate", prompts_dir)
+
+    @classmethod
+    def from_config(cls, config: "Config") -> "AnswerChecker":
+        return cls(config.leaf, config.prompts_dir)
+
+    def check(self, context: str, answer: str, *, model: "RunModel", retriever: "Retriever | None",
+              tracer: "Tracer", allow_empty: bool = False, label: dict[str, Any] | None = None) -> LeafResult:
+        """Fact-check `answer` given `context` (the question, with its options when it has them).
+
+        `label` is added to the trace steps (e.g. which round or sample of a pipeline the answer is).
+        Raises UserError for an empty answer (unless `allow_empty`) and for a missing or empty index.
+        """
+        ensure_searchable(retriever)
+        split = answer_sentences(answer, self.settings.max_sentences, allow_empty=allow_empty)
+        label = label or {}
+        result = LeafResult(sentences=[], total_sentences=split.total, max_sentences=self.settings.max_sentences)
+        if split.capped or split.total == 0:
+            tracer.emit("leaf_note", note=result.note, **label)
+        for i, sentence in enumerate(split.checked, 1):
+            result.sentences.append(self.check_sentence(i, sentence, context, model, retriever, tracer, result,
+                                                        label))
+        tracer.emit("leaf_score", score=result.score, supported=result.supported, checked=result.checked,
+                    total_sentences=result.total_sentences, capped=result.capped, note=result.note, **label)
+        return result
+
+    def check_sentence(self, index: int, sentence: str, context: str, model: "RunModel",
+                       retriever: "Retriever", tracer: "Tracer", result: LeafResult,
+                       label: dict[str, Any]) -> SentenceCheck:
+        t0 = time.perf_counter()
+        query = self.generate_query(sentence, context, model, tracer, result)
+        evidence = retriever.search(query, k=self.settings.top_k)
+        check = SentenceCheck(index=index, sentence=sentence, query=query, evidence=evidence)
+        self.rate(check, context, model, tracer, result)
+        tracer.emit("leaf_sentence", **label, **check.to_dict(), seconds=round(time.perf_counter() - t0, 3))
+        return check
+
+    def generate_query(self, sentence: str, context: str, model: "RunModel", tracer: "Tracer",
+                       result: LeafResult) -> str:
+        prompt = self.p_query.render(CONTEXT=context, STATEMENT=sentence)
+        out = model.complete(fewshot(prompt, max_tokens=40, stop=["\n\n", "\nSTATEMENT", "\nQUESTION", "--------"]),
+                             stage="leaf_query")
+        query = parse_query(out.text)
+        if query is None:
+            tracer.emit("parse_failure", for_stage="leaf_query", raw=out.text,
+                        fallback="searched for the sentence itself")
+            result.parse_failures.append(f"leaf_query: {out.text[:120]!r}")
+            query = sentence
+        return query
+
+    def rate(self, check: SentenceCheck, context: str, model: "RunModel", tracer: "Tracer",
+             result: LeafResult) -> None:
+        prompt = self.p_rate.render(KNOWLEDGE=numbered_passages(check.evidence), CONTEXT=context,
+                                    STATEMENT=check.sentence)
+        if self.settings.rater_reasoning:
+            prompt = f"{prompt}\n{REASONING_CUE}"
+            out = model.complete(fewshot(prompt, max_tokens=64, stop=["Final answer", "\n\n", "--------"]),
+                                 stage="leaf_rating")
+            check.reasoning = parse_reasoning(out.text)
+            prompt = f"{prompt} {check.reasoning}" if check.reasoning else prompt
+        choice = model.choose(fewshot(f"{prompt}\n{DECISION_CUE}", max_tokens=8), RATINGS, stage="leaf_rating")
+        if choice.option is None:
+            tracer.emit("parse_failure", for_stage="leaf_rating", raw=choice.raw,
+                        fallback=f"counted as {NOT_SUPPORTED!r}: the rater named neither label")
+            result.parse_failures.append(f"leaf_rating: {choice.raw[:120]!r}")
+        check.rating = choice.option
+        check.confidence = choice.confidence
