@@ -8,7 +8,6 @@ each prompt, where it asks its question).
 import json
 import re
 import subprocess
-import time
 
 import pytest
 
@@ -574,7 +573,6 @@ def test_cli_leaf_bad_input_is_one_line(case, cli_setup, cli_env, tmp_path):
 
 @pytest.mark.embedded
 def test_embedded_model_scores_a_short_answer_end_to_end(tmp_path):
-    t0 = time.perf_counter()
     Index.build(DOCS, tmp_path / "idx")
     cfg = load_config(overrides={"index": str(tmp_path / "idx"), "n_threads": 2, "n_ctx": 4096, "cache": False},
                       env={})
@@ -591,7 +589,6 @@ def test_embedded_model_scores_a_short_answer_end_to_end(tmp_path):
         assert s.query.strip() and s.evidence and s.rating in ("Supported", "Not Supported")
         assert s.confidence is not None and 0.5 <= s.confidence <= 1.0  # scored, not parsed
     assert result.score in (0.0, 0.5, 1.0)
-    assert time.perf_counter() - t0 < 60
 
 
 def test_cli_eval_on_mirage_with_a_config_file_then_leaf_report(cli_setup, cli_env, tmp_path):

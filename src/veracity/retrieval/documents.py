@@ -93,6 +93,8 @@ def load_documents(path: str | Path) -> Iterator[Document]:
     elif path.suffix.lower() in FILE_SUFFIXES:
         try:
             doc = _load_file(path, doc_id=path.name)
+        except ImportError:  # a missing extraction library is an install problem, not a bad file
+            raise
         except Exception as e:
             raise UserError(" ".join(f"cannot read {path}: {e}".split())) from e
         yield doc
@@ -151,6 +153,8 @@ def _load_folder(folder: Path) -> Iterator[Document]:
             continue
         try:
             doc = _load_file(path, doc_id=relative.as_posix())
+        except ImportError:  # a missing extraction library is an install problem, not a bad file
+            raise
         except Exception as e:  # a corrupt file must not stop a whole corpus
             log.warning("skipping %s: %s", path, e)
             continue
