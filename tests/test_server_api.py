@@ -488,3 +488,115 @@ def test_rules_match_the_cli_tests():
     from test_cli import RULES
 
     assert SERVER_RULES == RULES
+
+
+# -- answer check (LEAF) -----------------------------------------------------------------------------------
+
+from test_leaf import CLI_RULES, DOCS, PLAIN_CTS, Q_CTS  # noqa: E402  (the LEAF world: docs, scripted rater)
+
+
+@pytest.fixture(scope="module")
+def leafsrv(server_factory):
+    """The scripted rater of test_leaf.py over a real BM25 index of its documents, built here."""
+    from veracity.retrieval import Index
+
+    base = server_factory.base
+    Index.build(DOCS, base / "leaf-idx")
+    model = write_rules(base / "leaf-rules.json", CLI_RULES)
+    srv = server_factory(["--model", model, "--index", str(base / "leaf-idx"), "--rate-limit", "0",
+                          "--max-answer-chars", "300"], name="leaf")
+    with httpx.Client(base_url=srv.url, timeout=30) as client:
+        yield client
+
+
+def test_answer_check_streams_each_sentence_then_the_leaf_score(leafsrv):
+    cat = {p["name"]: p for p in leafsrv.get("/api/pipelines").json()["pipelines"]}
+    assert cat["answer-check"]["input_kind"] == "answer" and cat["answer-check"]["available"]
+    # multiple-choice answering needs options a claim form cannot give: it is not offered as a claim check
+    assert cat["answer:fc-rag"]["input_kind"] == "multiple_choice"
+    r = leafsrv.post("/api/checks", json={"claim": "A claim.", "pipeline": "answer:fc-rag"})
+    assert r.status_code == 400 and r.json()["error"] == "input_not_supported"
+    r = leafsrv.post("/api/checks", json={"question": Q_CTS, "answer": PLAIN_CTS})  # pipeline inferred
+    assert r.status_code == 202, r.text
+    run_id = r.json()["id"]
+    events = read_sse(leafsrv, f"/api/checks/{run_id}/events")
+    steps = [d for kind, _, d in events if kind == "step"]
+    stages = [s["stage"] for s in steps]
+    assert stages[0] == "claim" and stages[-1] == "verdict"
+    sentences = [s for s in steps if s["stage"] == "leaf_sentence"]
+    assert [s["supported"] for s in sentences] == [True, False, False]
+    assert [s["rating"] for s in sentences] == ["Supported", "Not Supported", "Not Supported"]
+    assert sentences[1]["query"] == "carpal tunnel median nerve compressed entrapment"
+    assert sentences[1]["evidence"][0]["doc_id"] == "cts-cause"
+    assert stages.index("leaf_score") > max(i for i, st in enumerate(stages) if st == "leaf_sentence")
+    # every sentence's model calls come before its step: they streamed as they happened
+    assert stages.index("model_call") < stages.index("leaf_sentence")
+    done = events[-1][2]
+    assert done["status"] == "done" and done["verdict"]["label"] == "LEAF 0.33"
+    assert "1 of 3 sentences supported" in done["verdict"]["rationale"]
+    assert done["usage"]["total"]["calls"] == 9  # query, reasoning and decision for each of 3 sentences
+
+    # stored: it reopens with the same steps, the answer and the per-sentence results
+    run = leafsrv.get(f"/api/checks/{run_id}").json()
+    assert run["pipeline"] == "answer-check" and run["claim"] == Q_CTS and run["answer"] == PLAIN_CTS
+    assert run["steps"] == steps and run["qa"] is None
+    assert run["leaf"]["score"] == pytest.approx(1 / 3) and len(run["leaf"]["sentences"]) == 3
+    page = leafsrv.get(f"/checks/{run_id}")
+    assert page.status_code == 200
+    assert page.text.count('class="step leaf unsupported"') == 2 and "<details>" in page.text
+    assert "It is a disorder of the tendons rather than of a nerve." in page.text
+    assert "LEAF score" in page.text and 'value="answer" id="mode-answer" checked' in page.text
+
+    # the downloads carry the answer and every sentence with its evidence
+    md = leafsrv.get(f"/api/checks/{run_id}/report.md").text
+    assert md.startswith(f"# Fact-check: {Q_CTS}") and "## Answer" in md and "**LEAF score:** 0.33" in md
+    assert "### Sentence 2: Not Supported ⚠" in md and "**Query:** carpal tunnel median nerve compressed" in md
+    assert "> Carpal tunnel syndrome is an entrapment neuropathy" in md
+    assert md.index("## Sentences") < md.index("## Prediction with rationale")
+    html_doc = leafsrv.get(f"/api/checks/{run_id}/report.html").text
+    assert "<h3>Sentence 2: Not Supported ⚠</h3>" in html_doc
+    doc = leafsrv.get(f"/api/checks/{run_id}/report.json").json()
+    assert doc["answer"] == PLAIN_CTS and [s["supported"] for s in doc["leaf"]["sentences"]] == [True, False, False]
+    assert doc["leaf"]["sentences"][1]["evidence"][0]["doc_id"] == "cts-cause"
+
+
+@pytest.mark.parametrize("body, status, code, says", [
+    ({"question": Q_CTS}, 400, "answer_empty", "the answer is empty"),
+    ({"question": Q_CTS, "answer": "  \n "}, 400, "answer_empty", "the answer is empty"),
+    ({"question": Q_CTS, "answer": "** --- **"}, 400, "answer_empty", "no words"),
+    ({"answer": PLAIN_CTS}, 400, "question_empty", "the question is empty"),
+    ({"question": " ", "answer": PLAIN_CTS, "pipeline": "answer-check"}, 400, "question_empty", "question"),
+    ({"question": Q_CTS, "answer": "x" * 301}, 400, "answer_too_long", "301 characters; this server accepts at "
+                                                                        "most 300"),
+    ({"question": Q_CTS, "answer": PLAIN_CTS, "claim": "A claim."}, 400, "claim_not_applicable", "`question`"),
+    ({"claim": "A claim.", "pipeline": "answer-check"}, 400, "claim_not_applicable", "send `question` and `answer`"),
+    ({"question": Q_CTS, "answer": PLAIN_CTS, "pipeline": "qacheck"}, 400, "input_not_supported",
+     "use pipeline 'answer-check'"),
+    ({"question": Q_CTS, "answer": PLAIN_CTS, "qa": "closed-book"}, 400, "qa_not_applicable", "has no QA module"),
+    ({"question": Q_CTS, "answer": 7}, 422, "invalid_request", "answer"),
+])
+def test_bad_answer_checks_say_what_to_fix(leafsrv, body, status, code, says):
+    r = leafsrv.post("/api/checks", json=body)
+    assert r.status_code == status, r.text
+    assert r.json()["error"] == code and says in r.json()["detail"], r.json()
+
+
+def test_answer_check_needs_an_index(fast):
+    info = {p["name"]: p for p in fast.get("/api/pipelines").json()["pipelines"]}["answer-check"]
+    assert info["available"] is False and "--index DIR" in info["unavailable_reason"]
+    r = fast.post("/api/checks", json={"question": Q_CTS, "answer": PLAIN_CTS})
+    assert r.status_code == 400 and r.json()["error"] == "index_required"
+    assert "restart the server with --index DIR" in r.json()["detail"]
+    page = fast.get("/").text
+    assert 'value="answer" id="mode-answer" disabled' in page and "needs an index" in page
+
+
+def test_the_page_form_checks_an_answer_without_javascript(leafsrv):
+    r = leafsrv.post("/checks", data={"mode": "answer", "question": Q_CTS, "answer": PLAIN_CTS, "claim": "",
+                                      "pipeline": "qacheck", "qa": "closed-book"}, follow_redirects=False)
+    assert r.status_code == 303, r.text
+    run_id = r.headers["location"].rsplit("/", 1)[1]
+    run = wait_for(leafsrv, run_id, finished)
+    assert run["status"] == "done" and run["pipeline"] == "answer-check" and run["answer"] == PLAIN_CTS
+    r = leafsrv.post("/checks", data={"mode": "answer", "question": Q_CTS, "answer": " "})
+    assert r.status_code == 400 and "the answer is empty" in r.text

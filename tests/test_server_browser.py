@@ -158,3 +158,86 @@ def test_keyboard_and_phone(page, site, browser):
         p.screenshot(path="/tmp/veracity_screenshot_phone.png", full_page=True)
     finally:
         phone.close()
+
+
+# -- answer check (LEAF) -----------------------------------------------------------------------------------
+
+ANSWER_SCREENSHOT = Path("/tmp/veracity_answer_check.png")
+
+
+@pytest.fixture(scope="module")
+def leaf_site(server_factory):
+    """A server with a real BM25 index of test_leaf.py's documents; the stub answers with its rater's rules
+    (0.1 s a call), so the sentences can be watched arriving."""
+    from test_leaf import CLI_RULES, DOCS
+
+    from veracity.retrieval import Index
+
+    Index.build(DOCS, server_factory.base / "browser-idx")
+    stub = StubServer(rules_responder(CLI_RULES, delay=0.1))
+    srv = server_factory(["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0",
+                          "--index", str(server_factory.base / "browser-idx")], name="browser-leaf")
+    yield srv.url
+    stub.close()
+
+
+def test_answer_check_highlights_unsupported_sentences_with_evidence_on_click(page, leaf_site):
+    from playwright.sync_api import expect
+    from test_leaf import PLAIN_CTS, Q_CTS
+
+    page.goto(leaf_site + "/")
+    expect(page.get_by_label("Claim", exact=True)).to_be_visible()
+    expect(page.get_by_label("Answer", exact=True)).to_be_hidden()
+    page.get_by_label("Answer check").check()
+    expect(page.get_by_label("Claim", exact=True)).to_be_hidden()
+    expect(page.get_by_label("Pipeline")).to_be_hidden()
+    expect(page.get_by_role("heading", name="Check an answer")).to_be_visible()
+    page.get_by_label("Question", exact=True).fill(Q_CTS)
+    page.get_by_label("Answer", exact=True).fill(PLAIN_CTS)
+    page.get_by_role("button", name="Check answer").click()
+
+    # the sentences stream in before the score exists
+    first = page.locator("#steps .step.leaf").first
+    expect(first).to_be_visible()
+    assert page.locator(".verdict").count() == 0
+    expect(first.locator("summary")).to_contain_text("Carpal tunnel syndrome causes numbness")
+    expect(page.locator("#run-h")).to_have_text(Q_CTS)
+
+    # then the score; the unsupported sentences are highlighted and say so in words
+    verdict = page.locator(".verdict")
+    expect(verdict).to_be_visible()
+    expect(verdict.locator(".verdict-label")).to_contain_text("LEAF 0.33")
+    expect(verdict.locator(".rationale")).to_contain_text("1 of 3 sentences supported")
+    expect(verdict.locator(".usage")).to_contain_text("9")
+    unsupported = page.locator("#steps .step.leaf.unsupported")
+    expect(unsupported).to_have_count(2)
+    expect(page.locator("#steps .step.leaf.supported")).to_have_count(1)
+    tendons = unsupported.first
+    expect(tendons.locator("summary")).to_contain_text("It is a disorder of the tendons")
+    expect(tendons.locator(".badge")).to_have_text("Not Supported")
+    bg = tendons.locator(".sent").evaluate("e => getComputedStyle(e).backgroundColor")
+    assert bg not in ("rgba(0, 0, 0, 0)", "transparent")
+
+    # its evidence shows on click
+    expect(tendons.locator(".ev").first).to_be_hidden()
+    tendons.locator("summary").click()
+    expect(tendons.locator(".ev").first).to_be_visible()
+    expect(tendons.locator(".leaf-body")).to_contain_text("carpal tunnel median nerve compressed entrapment")
+    expect(tendons.locator(".ev").first).to_contain_text("entrapment neuropathy")
+    expect(tendons.locator(".src").first).to_contain_text("cts-cause")
+    # ... and from the keyboard
+    other = unsupported.nth(1)
+    other.locator("summary").focus()
+    page.keyboard.press("Enter")
+    expect(other.locator("details")).to_have_attribute("open", "")
+    page.screenshot(path=str(ANSWER_SCREENSHOT), full_page=True)
+
+    # it reopens as stored, the form in answer mode with the same question and answer
+    run_url = page.url
+    page.goto(run_url)
+    expect(page.locator("#steps .step.leaf.unsupported")).to_have_count(2)
+    expect(page.get_by_label("Answer check")).to_be_checked()
+    expect(page.get_by_label("Answer", exact=True)).to_have_value(PLAIN_CTS)
+    link = page.locator("#history a", has_text=Q_CTS).first
+    expect(link.locator(".badge")).to_have_text("LEAF 0.33")
+    assert not page.failures, page.failures

@@ -45,6 +45,7 @@ def question_context(question: str, options: dict[str, str]) -> str:
 
 class AnswerPipeline(Pipeline):
     labels: tuple[str, ...] = ()  # the question's option keys
+    input_kind = "multiple_choice"
 
     def __init__(self, config: "Config") -> None:
         self.settings = config.leaf

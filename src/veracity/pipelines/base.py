@@ -32,6 +32,11 @@ class Pipeline(ABC):
     name: str = ""
     labels: tuple[str, ...] = BINARY_LABELS
     description: str = ""
+    #: what the pipeline checks: "claim" (a statement), or "multiple_choice" (a question whose options are in
+    #: `claim.metadata["options"]`); front ends offer a pipeline only for inputs it takes
+    input_kind: str = "claim"
+    #: whether the pipeline looks at `claim.images` (front ends show an image field only then)
+    accepts_images: bool = False
 
     @abstractmethod
     def check(self, claim: Claim, ctx: Context) -> Verdict: ...

@@ -12,9 +12,11 @@ from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from . import store as st
+from .answers import NAME as ANSWER_CHECK
+from .answers import check_answer_input, leaf_summary
 from .errors import ApiError
 from .limits import check_claim
-from .reports import result_of, to_html, to_json
+from .reports import result_of, to_html, to_json, to_markdown
 from .views import iso
 
 if TYPE_CHECKING:
@@ -40,9 +42,13 @@ class ErrorBody(BaseModel):
 
 
 class CheckIn(BaseModel):
-    claim: str = Field(description="the statement to check", examples=["Lars Onsager won the Nobel prize when he "
-                                                                         "was 30 years old."])
-    pipeline: str = Field("qacheck", description="a pipeline name from GET /api/pipelines")
+    claim: str | None = Field(None, description="the statement to check (claim pipelines)",
+                              examples=["Lars Onsager won the Nobel prize when he was 30 years old."])
+    question: str | None = Field(None, description="answer-check: the question the answer replies to")
+    answer: str | None = Field(None, description="answer-check: the answer to fact-check sentence by sentence "
+                                                 "against the server's index (LEAF)")
+    pipeline: str | None = Field(None, description="a pipeline name from GET /api/pipelines (default: qacheck, or "
+                                                   "answer-check when question or answer is given)")
     qa: str | None = Field(None, description="QACheck's question-answering module: retriever-reader, closed-book "
                                              "or reciter-reader (default: the server's)")
     model: str | None = Field(None, description="one of the models the server offers (default: the first)")
@@ -81,6 +87,9 @@ class RunSummary(BaseModel):
 
 
 class RunDetail(RunSummary):
+    answer: str | None = Field(None, description="answer-check: the answer checked (`claim` is its question)")
+    leaf: dict[str, Any] | None = Field(None, description="answer-check: score, supported, checked and the "
+                                                          "per-sentence results (from the steps)")
     started_at: str | None
     queue_position: int | None
     verdict: dict[str, Any] | None = Field(description="label, rationale, confidence, steps, parse_failures")
@@ -115,7 +124,8 @@ def summary(run: dict[str, Any]) -> dict[str, Any]:
 
 def detail(s: "ServerState", run: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str, Any]:
     r = run.get("result") or {}
-    return {**summary(run), "started_at": iso(run["started"]),
+    return {**summary(run), "answer": (run.get("options") or {}).get("answer"), "leaf": leaf_summary(steps),
+            "started_at": iso(run["started"]),
             "queue_position": s.manager.queue_position(run["id"]) if run["status"] == st.QUEUED else None,
             "verdict": r.get("verdict"), "usage": r.get("usage"), "steps": steps}
 
@@ -131,8 +141,28 @@ def get_run(s: "ServerState", run_id: str) -> dict[str, Any]:
 def start_check(s: "ServerState", body: CheckIn, client: str) -> tuple[str, int]:
     """Validate a request and queue the check (shared by the API and the page's plain form)."""
     s.limiter.check(client)
+    answer_given = body.question is not None or body.answer is not None
+    name = body.pipeline or (ANSWER_CHECK if answer_given else "qacheck")
+    info = s.catalog.pipelines.get(name)
+    if info is not None and info.input_kind == "answer":
+        if body.claim is not None:
+            raise ApiError(400, "claim_not_applicable", f"pipeline {name!r} checks an answer: send `question` and "
+                                                        "`answer` instead of `claim`")
+        pipeline, cfg, qa = s.catalog.resolve(name, body.qa, body.model, input_kind="answer")  # index first
+        question, answer = check_answer_input(body.question, body.answer,
+                                              max_question_chars=s.config.max_claim_chars,
+                                              max_answer_chars=s.catalog.max_answer_chars)
+        return s.manager.submit(claim=question, pipeline=pipeline, config=cfg, qa=qa, options={"answer": answer})
+    if body.claim is None:
+        if info is None:
+            s.catalog.resolve(name, body.qa, body.model)  # says the pipeline is unknown
+        if answer_given:
+            raise ApiError(400, "input_not_supported", f"pipeline {name!r} checks a claim: send `claim`, or use "
+                                                       f"pipeline {ANSWER_CHECK!r} to check a question's answer")
+        raise ApiError(422, "invalid_request", "claim: Field required (or `question` and `answer` with pipeline "
+                                               f"{ANSWER_CHECK!r})")
     claim = check_claim(body.claim, s.config.max_claim_chars)
-    pipeline, cfg, qa = s.catalog.resolve(body.pipeline, body.qa, body.model)
+    pipeline, cfg, qa = s.catalog.resolve(name, body.qa, body.model)
     return s.manager.submit(claim=claim, pipeline=pipeline, config=cfg, qa=qa)
 
 
@@ -194,11 +224,9 @@ def report(run_id: str, fmt: str, request: Request) -> Response:
                                          "its steps are at GET /api/checks/{id}")
     result = result_of(run, [d for _, d in s.store.steps(run_id)])
     if fmt == "md":
-        from ..report import to_markdown
-
-        body = to_markdown(result)
+        body = to_markdown(run, result)
     elif fmt == "html":
-        body = to_html(result)
+        body = to_html(run, result)
     else:
         body = to_json(run, result)
     return Response(body, media_type=REPORT_TYPES[fmt],

@@ -118,7 +118,7 @@ def create_app(config: "Config", settings: ServerSettings | None = None, *, env:
     settings.validate()
     auth = Auth.for_host(settings.host, os.environ if env is None else env)
     store = RunStore(settings.db_path)
-    catalog = Catalog(config, settings.extra_models)
+    catalog = Catalog(config, settings.extra_models, max_answer_chars=settings.max_answer_chars)
     if retriever is None and config.index:
         retriever = open_retriever(config)
     manager = RunManager(store, catalog, max_concurrent=settings.max_concurrent, max_queue=settings.max_queue,

@@ -13,7 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import QA_MODES
 from ..errors import UserError
+from ..leaf.rater import Rater
 from ..pipelines.base import Pipeline, available_pipelines, get_pipeline
+from .answers import DEFAULT_MAX_ANSWER_CHARS, AnswerCheckPipeline
+from .answers import DESCRIPTION as ANSWER_CHECK_DESCRIPTION
+from .answers import NAME as ANSWER_CHECK
 from .errors import ApiError
 
 if TYPE_CHECKING:
@@ -34,7 +38,7 @@ class PipelineInfo:
     qa: str | None          # "choice" when the request's QA module applies, a fixed module name, or None
     needs_index: bool       # with the default QA module
     accepts_images: bool    # DEFAME will; the page shows the image field only then
-    input_kind: str         # "claim" now; LEAF's answer checking will be "answer"
+    input_kind: str         # "claim", or "answer" (a question and an answer: the server's answer-check)
     available: bool
     unavailable_reason: str | None = None
 
@@ -58,9 +62,12 @@ def run_config(config: "Config", *, model: str | None = None, qa: str | None = N
 
 
 class Catalog:
-    def __init__(self, config: "Config", extra_models: list[str] | None = None) -> None:
+    def __init__(self, config: "Config", extra_models: list[str] | None = None, *,
+                 max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS) -> None:
         self.config = config
         self.models = list(dict.fromkeys([config.model, *(extra_models or [])]))
+        self.max_answer_chars = max_answer_chars
+        self.rater = Rater(config)  # answer check's rater: leaf.rater_model, built once; else the run's model
         self.pipelines = self._describe_pipelines()
         self._built: dict[str, "Model"] = {}
         self._lock = threading.Lock()
@@ -86,9 +93,13 @@ class Catalog:
             available = has_index or not always_needs
             out[name] = PipelineInfo(
                 name=name, description=desc, qa=qa, needs_index=default.needs_retriever(self.config),
-                accepts_images=bool(getattr(default, "accepts_images", False)),
-                input_kind=str(getattr(default, "input_kind", "claim")), available=available,
+                accepts_images=default.accepts_images, input_kind=default.input_kind, available=available,
                 unavailable_reason=None if available else "needs an index: start the server with --index DIR")
+        # the server's own answer check (LEAF): a question and an answer, checked against the index
+        out[ANSWER_CHECK] = PipelineInfo(
+            name=ANSWER_CHECK, description=ANSWER_CHECK_DESCRIPTION, qa=None, needs_index=True, accepts_images=False,
+            input_kind="answer", available=has_index,
+            unavailable_reason=None if has_index else "needs an index: start the server with --index DIR")
         return out
 
     def qa_modules(self) -> list[dict[str, Any]]:
@@ -101,12 +112,14 @@ class Catalog:
                 "qa_modules": self.qa_modules(),
                 "models": [{"name": m, "default": i == 0} for i, m in enumerate(self.models)],
                 "defaults": {"pipeline": "qacheck", "qa": self.config.qacheck.qa, "model": self.models[0]},
-                "max_claim_chars": self.config.max_claim_chars}
+                "max_claim_chars": self.config.max_claim_chars, "max_answer_chars": self.max_answer_chars}
 
     # -- resolving one request ----------------------------------------------------------------------
 
-    def resolve(self, pipeline: str, qa: str | None, model: str | None) -> tuple[Pipeline, "Config", str | None]:
-        """The pipeline instance and run config for a request, or an ApiError saying what to change."""
+    def resolve(self, pipeline: str, qa: str | None, model: str | None, input_kind: str = "claim"
+                ) -> tuple[Pipeline, "Config", str | None]:
+        """The pipeline instance and run config for a request whose input is `input_kind` ("claim", or "answer":
+        a question and an answer), or an ApiError saying what to change."""
         if model is not None and model not in self.models:
             raise ApiError(400, "unknown_model",
                            f"unknown model {model!r}; this server offers: {', '.join(self.models)}")
@@ -117,16 +130,30 @@ class Catalog:
                            f"unknown pipeline {pipeline!r}; choose one of: {', '.join(self.pipelines)} "
                            "(GET /api/pipelines describes them)")
         info = self.pipelines[pipeline]
-        if info.input_kind != "claim":
+        if info.input_kind != input_kind:
+            if info.input_kind == "answer" and pipeline == ANSWER_CHECK:
+                raise ApiError(400, "input_not_supported",
+                               f"pipeline {pipeline!r} checks an answer: send `question` and `answer`, not `claim`")
+            if input_kind == "answer":
+                raise ApiError(400, "input_not_supported",
+                               f"pipeline {pipeline!r} checks a claim: send `claim`, or use pipeline "
+                               f"{ANSWER_CHECK!r} to check a question's answer")
             raise ApiError(400, "input_not_supported",
                            f"pipeline {pipeline!r} takes {info.input_kind} input, not a claim; this API starts "
-                           "claim checks only so far")
+                           f"claim checks and {ANSWER_CHECK} only so far")
         if qa is not None and info.qa not in ("choice", qa):
             what = f"always uses the {info.qa} QA module" if info.qa else "has no QA module"
             raise ApiError(400, "qa_not_applicable",
                            f"pipeline {pipeline!r} {what}: leave qa out, or choose a pipeline that takes one "
                            "(e.g. qacheck)")
         cfg = run_config(self.config, model=model, qa=qa)
+        if pipeline == ANSWER_CHECK:
+            if not cfg.index:
+                raise ApiError(400, "index_required",
+                               f"{ANSWER_CHECK} retrieves evidence for each sentence from an index, and this server "
+                               "has none: restart the server with --index DIR (build one with `veracity index "
+                               "build`)")
+            return AnswerCheckPipeline(cfg, self.rater), cfg, None
         try:
             pipe = get_pipeline(pipeline, cfg)
         except UserError as e:
@@ -151,3 +178,5 @@ class Catalog:
         """Build every offered model now, so a bad spec fails at startup rather than on the first check."""
         for spec in self.models:
             self.model(spec)
+        if self.config.index:
+            self.rater.model()  # a separate rater (leaf.rater_model), when one is configured

@@ -2,6 +2,7 @@
 
     veracity serve                                  http://127.0.0.1:8000, the embedded model
     veracity serve --model scripted:rules.json --db runs.sqlite --max-concurrent 4
+    veracity serve --index DIR                      also offers answer check (LEAF), which needs an index
     VERACITY_API_TOKEN=... veracity serve --host 0.0.0.0   (any non-loopback host needs the token)
 """
 
@@ -37,13 +38,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="checks a client may start per minute (default 30; 0 = no limit)")
     g.add_argument("--extra-model", action="append", default=[], metavar="SPEC",
                    help="another model the page offers besides --model (repeatable)")
-    g.add_argument("--max-claim-chars", type=int, help="longest claim accepted (default 2000)")
+    g.add_argument("--max-claim-chars", type=int, help="longest claim (and answer-check question) accepted "
+                                                       "(default 2000)")
+    g.add_argument("--max-answer-chars", type=int, default=10_000, metavar="N",
+                   help="answer check: longest answer accepted (default 10000)")
+    g.add_argument("--rater-model", metavar="SPEC",
+                   help="answer check: the model that rates each sentence (default: leaf.rater_model of the config, "
+                        "else the chosen model); same specs as --model")
     g.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
                    help="server log level (default info)")
     p.set_defaults(func=cmd_serve)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     import uvicorn
 
     from ..cli import _config_from
@@ -51,8 +60,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from .settings import ServerSettings
 
     config = _config_from(args)
+    if args.rater_model:
+        config.leaf = replace(config.leaf, rater_model=args.rater_model)
     settings = ServerSettings(host=args.host, port=args.port, max_concurrent=args.max_concurrent,
-                              max_queue=args.max_queue, rate_limit=args.rate_limit, extra_models=args.extra_model)
+                              max_queue=args.max_queue, rate_limit=args.rate_limit, extra_models=args.extra_model,
+                              max_answer_chars=args.max_answer_chars)
     if args.db:
         settings.db_path = args.db
     app = create_app(config, settings)

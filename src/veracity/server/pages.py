@@ -17,6 +17,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from . import store as st
+from .answers import NAME as ANSWER_CHECK
 from .api import CheckIn, start_check, state
 from .auth import COOKIE
 from .errors import ApiError
@@ -68,12 +69,17 @@ def run_context(s: "ServerState", run: dict[str, Any]) -> dict[str, Any]:
 
 def page_context(s: "ServerState", offset: int, run: dict[str, Any] | None = None) -> dict[str, Any]:
     catalog = s.catalog.to_dict()
-    form = {"claim": "", "pipeline": catalog["defaults"]["pipeline"], "qa": catalog["defaults"]["qa"],
+    form = {"mode": "claim", "claim": "", "question": "", "answer": "",
+            "pipeline": catalog["defaults"]["pipeline"], "qa": catalog["defaults"]["qa"],
             "model": catalog["defaults"]["model"]}
     if run is not None:  # the form starts as this run was asked, ready to check again
-        form.update(claim=run["claim"], pipeline=run["pipeline"], qa=run["qa"] or form["qa"],
-                    model=run["model"] if run["model"] in s.catalog.models else form["model"])
-    ctx = {"catalog": catalog, "examples": EXAMPLES, "form": form, "history": history(s, offset), "run": None,
+        form.update(model=run["model"] if run["model"] in s.catalog.models else form["model"])
+        if run["pipeline"] == ANSWER_CHECK:
+            form.update(mode="answer", question=run["claim"], answer=(run.get("options") or {}).get("answer", ""))
+        else:
+            form.update(claim=run["claim"], pipeline=run["pipeline"], qa=run["qa"] or form["qa"])
+    ctx = {"catalog": catalog, "examples": EXAMPLES, "answer_check": s.catalog.pipelines.get(ANSWER_CHECK),
+           "form": form, "history": history(s, offset), "run": None,
            # inside <script type="application/json">: no "<" may close the element early
            "catalog_json": json.dumps(catalog).replace("<", "\\u003c")}
     if run is not None:
@@ -121,7 +127,8 @@ def history_panel(request: Request, offset: int = 0) -> Response:
 
 @router.post("/checks")
 def submit_form(request: Request, claim: str = Form(""), pipeline: str = Form("qacheck"), qa: str = Form(""),
-                model: str = Form("")) -> Response:
+                model: str = Form(""), mode: str = Form("claim"), question: str = Form(""),
+                answer: str = Form("")) -> Response:
     """The form posted without JavaScript: queue the check and show its page (errors: the form again)."""
     if (r := login_redirect(request)) is not None:
         return r
@@ -129,7 +136,11 @@ def submit_form(request: Request, claim: str = Form(""), pipeline: str = Form("q
     origin = request.headers.get("origin")
     if origin and origin != "null" and origin.split("://", 1)[-1] != request.headers.get("host"):
         raise ApiError(403, "cross_origin", "checks can only be submitted from this server's own page")
-    body = CheckIn(claim=claim, pipeline=pipeline, qa=qa or None, model=model or None)
+    if mode == "answer":
+        pipeline = ANSWER_CHECK
+        body = CheckIn(question=question, answer=answer, pipeline=pipeline, model=model or None)
+    else:
+        body = CheckIn(claim=claim, pipeline=pipeline, qa=qa or None, model=model or None)
     info = s.catalog.pipelines.get(pipeline)
     if info is not None and info.qa != "choice":
         body.qa = None  # the select is hidden for these pipelines; its value does not apply
@@ -137,7 +148,10 @@ def submit_form(request: Request, claim: str = Form(""), pipeline: str = Form("q
         run_id, _ = start_check(s, body, request.client.host if request.client else "unknown")
     except ApiError as e:
         ctx = page_context(s, 0)
-        ctx["form"].update(claim=claim, pipeline=pipeline, qa=qa or ctx["form"]["qa"], model=model)
+        ctx["form"].update(mode="answer" if mode == "answer" else "claim", claim=claim, question=question,
+                           answer=answer, qa=qa or ctx["form"]["qa"], model=model)
+        if mode != "answer":
+            ctx["form"]["pipeline"] = pipeline
         ctx["form_error"] = e.detail
         return render(request, "page.html", ctx, status=e.status)
     return RedirectResponse(f"/checks/{run_id}", status_code=303)

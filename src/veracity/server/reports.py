@@ -1,5 +1,8 @@
 """Downloads of a stored run: Markdown (report.to_markdown), HTML (that Markdown, rendered) and JSON.
 
+An answer check's downloads add the answer and its per-sentence results (rating, confidence, query,
+evidence, reasoning), read from its `leaf_sentence` and `leaf_score` steps.
+
 The stored run is turned back into the `CheckResult` the run produced (its trace is the stored steps),
 so every format says what `veracity check --report/--json` says for the same run.
 """
@@ -11,8 +14,12 @@ import json
 from typing import Any
 
 from ..check import CheckResult
-from ..report import to_markdown
+from ..report import _evidence_lines
+from ..report import to_markdown as check_markdown
 from ..types import Claim, Evidence, QAStep, Verdict
+from .answers import leaf_summary
+
+PREDICTION_H = "## Prediction with rationale"
 
 
 def verdict_from_dict(d: dict[str, Any]) -> Verdict:
@@ -33,7 +40,46 @@ def result_of(run: dict[str, Any], steps: list[dict[str, Any]]) -> CheckResult:
 
 def to_json(run: dict[str, Any], result: CheckResult) -> str:
     doc = {"id": run["id"], **result.to_dict()}
+    leaf = leaf_summary(result.trace)
+    if leaf is not None:
+        doc["answer"] = (run.get("options") or {}).get("answer")
+        doc["leaf"] = leaf
     return json.dumps(doc, indent=2, ensure_ascii=False)
+
+
+def answer_markdown(answer: str | None, leaf: dict[str, Any]) -> list[str]:
+    """The answer check's sections: the answer, then each sentence with its rating and evidence."""
+    lines = []
+    if answer is not None:
+        lines += ["## Answer", ""] + [f"> {line}" if line.strip() else ">" for line in answer.splitlines()] + [""]
+    if "score" in leaf:
+        lines += [f"**LEAF score:** {leaf['score']:.2f} ({leaf.get('supported', 0)} of {leaf.get('checked', 0)} "
+                  "sentences supported)", ""]
+    if leaf.get("note"):
+        lines += [f"*Note: {leaf['note']}*", ""]
+    lines += ["## Sentences", ""]
+    for s in leaf["sentences"]:
+        rating = s.get("rating") or "no decision (counted as Not Supported)"
+        conf = f" (confidence {s['confidence']:.2f})" if s.get("confidence") is not None else ""
+        mark = "" if s.get("supported") else " ⚠"
+        lines += [f"### Sentence {s.get('index')}: {rating}{conf}{mark}", "", f"> {s.get('sentence', '')}", "",
+                  f"**Query:** {s.get('query', '')}", ""]
+        ev = _evidence_lines(s.get("evidence", []))
+        lines += (["**Evidence:**", ""] + [f"> {e}" for e in ev] + [""]) if ev else ["**Evidence:** none found", ""]
+        if s.get("reasoning"):
+            lines += [f"**Reasoning:** {s['reasoning']}", ""]
+    return lines
+
+
+def to_markdown(run: dict[str, Any], result: CheckResult) -> str:
+    """`report.to_markdown`; for an answer check, with the answer and its sentences before the result."""
+    md = check_markdown(result)
+    leaf = leaf_summary(result.trace)
+    if leaf is None:
+        return md
+    extra = "\n".join(answer_markdown((run.get("options") or {}).get("answer"), leaf)) + "\n"
+    head, sep, tail = md.partition(PREDICTION_H)
+    return head + extra + sep + tail if sep else md + "\n" + extra
 
 
 _CSS = """
@@ -46,11 +92,11 @@ td{text-align:right}td:first-child{text-align:left}a{color:#0b5cad}
 """
 
 
-def to_html(result: CheckResult) -> str:
+def to_html(run: dict[str, Any], result: CheckResult) -> str:
     from markdown_it import MarkdownIt
 
     md = MarkdownIt("commonmark", {"html": False}).enable("table")  # raw HTML in a claim stays text
-    body = md.render(to_markdown(result))
+    body = md.render(to_markdown(run, result))
     title = html.escape(f"Fact-check: {result.claim.text}")
     return (f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"

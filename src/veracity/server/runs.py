@@ -85,6 +85,7 @@ class Job:
     pipeline: "Pipeline"
     config: "Config"
     model: str
+    metadata: dict[str, Any] = field(default_factory=dict)  # e.g. {"answer": ...} for an answer check
 
 
 def new_run_id() -> str:
@@ -126,7 +127,7 @@ class RunManager:
             self._live[run_id] = live
             self._waiting.append(run_id)
             position = max(0, len(self._waiting) - max(0, self.max_concurrent - running))
-            job = Job(run_id, claim, pipeline, config, config.model)
+            job = Job(run_id, claim, pipeline, config, config.model, dict(options or {}))
             live.future = self._executor.submit(self._execute, job)
         return run_id, position
 
@@ -173,8 +174,8 @@ class RunManager:
         final: dict[str, Any]
         try:
             model = self.catalog.model(job.model)
-            result = run_check(Claim(text=job.claim), job.pipeline, model, job.config, retriever=self.retriever,
-                               listeners=[listener])
+            result = run_check(Claim(text=job.claim, metadata=job.metadata), job.pipeline, model, job.config,
+                               retriever=self.retriever, listeners=[listener])
             out = result.to_dict()
             with live.lock:
                 if live.stopped:

@@ -25,6 +25,7 @@ class ServerSettings:
     extra_models: list[str] = field(default_factory=list)  # models offered besides config.model
     max_image_bytes: int = 10 * 1024 * 1024  # DEFAME uploads (not accepted by any pipeline yet)
     max_body_bytes: int = 1024 * 1024        # JSON request bodies
+    max_answer_chars: int = 10_000           # answer check: the longest answer accepted
 
     def validate(self) -> None:
         if not 1 <= self.max_concurrent <= 64:
@@ -35,5 +36,7 @@ class ServerSettings:
             raise UserError(f"--rate-limit must be 0 (off) or positive, not {self.rate_limit}")
         if self.rate_burst < 1:
             raise UserError(f"--rate-burst must be positive, not {self.rate_burst}")
+        if self.max_answer_chars < 1:
+            raise UserError(f"--max-answer-chars must be positive, not {self.max_answer_chars}")
         if not 0 <= self.port <= 65535:
             raise UserError(f"--port must be between 0 and 65535, not {self.port}")

@@ -3,7 +3,9 @@
 `group_steps` folds the flat step list into display items: one card per question (its answer,
 evidence and the validator's decision), a line per verifier decision, parse failure or stop reason,
 and the reasoning. static/app.js does the same fold as steps arrive live; the two must stay in step.
-Stages the page does not know yet (DEFAME's, LEAF's) show as generic items, so nothing is hidden.
+An answer check's `leaf_sentence` steps become one item per sentence (a disclosure with its query,
+evidence and rating), `leaf_score` and `leaf_note` a line each. Stages the page does not know yet
+(DEFAME's) show as generic items, so nothing is hidden.
 """
 
 from __future__ import annotations
@@ -51,6 +53,16 @@ def group_steps(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
         elif st == "context_done":
             items.append({"kind": "stop", "reason": STOP_REASONS.get(s.get("reason"), s.get("reason")),
                           "depth": s.get("depth")})
+        elif st == "leaf_sentence":
+            items.append({"kind": "leaf", "index": s.get("index"), "sentence": s.get("sentence", ""),
+                          "query": s.get("query", ""), "evidence": s.get("evidence", []), "rating": s.get("rating"),
+                          "supported": bool(s.get("supported")), "confidence": s.get("confidence"),
+                          "reasoning": s.get("reasoning", "")})
+        elif st == "leaf_score":
+            items.append({"kind": "leaf_score", "score": s.get("score", 0.0), "supported": s.get("supported", 0),
+                          "checked": s.get("checked", 0)})
+        elif st == "leaf_note":
+            items.append({"kind": "leaf_note", "note": s.get("note", "")})
         elif st in REASONING:
             items.append({"kind": "reasoning", "stage": st, "label": s.get("label"),
                           "rationale": s.get("rationale", ""), "confidence": s.get("confidence")})

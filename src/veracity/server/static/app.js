@@ -41,7 +41,32 @@
     const claim = $("#claim"), count = $("#claim-count"), pipeline = $("#pipeline"), qa = $("#qa");
     const qaField = $("#qa-field"), qaDesc = $("#qa-desc"), pipeDesc = $("#pipeline-desc");
     const imageField = $("#image-field"), errorBox = $("#form-error"), submit = $("#submit");
+    const question = $("#question"), answer = $("#answer");
     const max = catalog.max_claim_chars || 2000;
+    const mode = () => (form.querySelector("input[name=mode]:checked") || { value: "claim" }).value;
+
+    // Claim check or answer check: show that mode's fields (the hidden ones are disabled, so they are
+    // neither required nor sent), and name the button after it.
+    function updateMode() {
+      const answerMode = mode() === "answer";
+      $("#claim-fields").hidden = answerMode;
+      $("#answer-fields").hidden = !answerMode;
+      $("#pipeline-field").hidden = answerMode;
+      claim.disabled = answerMode;
+      question.disabled = !answerMode;
+      answer.disabled = !answerMode;
+      pipeline.disabled = answerMode;
+      $("#form-h").textContent = answerMode ? "Check an answer" : "Check a claim";
+      submit.textContent = answerMode ? "Check answer" : "Check claim";
+      if (answerMode) {
+        qaField.hidden = true;
+        qa.disabled = true;
+        imageField.hidden = true;
+        $("#image").disabled = true;
+      } else {
+        updatePipeline();
+      }
+    }
 
     function updateCount() {
       const n = claim.value.length;
@@ -78,6 +103,7 @@
       errorBox.hidden = !text;
     }
 
+    for (const r of form.querySelectorAll("input[name=mode]")) r.addEventListener("change", updateMode);
     claim.addEventListener("input", updateCount);
     pipeline.addEventListener("change", updatePipeline);
     qa.addEventListener("change", updateQaDesc);
@@ -89,14 +115,17 @@
       });
     }
     updateCount();
-    updatePipeline();
+    updateMode();
 
     form.addEventListener("submit", async (ev) => {
       ev.preventDefault();
       showError("");
-      const body = { claim: claim.value, pipeline: pipeline.value, model: $("#model").value };
-      const info = pipelineInfo(pipeline.value);
-      if (info && info.qa === "choice") body.qa = qa.value;
+      const answerMode = mode() === "answer";
+      const body = answerMode
+        ? { question: question.value, answer: answer.value, pipeline: "answer-check", model: $("#model").value }
+        : { claim: claim.value, pipeline: pipeline.value, model: $("#model").value };
+      const info = pipelineInfo(body.pipeline);
+      if (!answerMode && info && info.qa === "choice") body.qa = qa.value;
       submit.disabled = true;
       try {
         const resp = await fetch("/api/checks", {
@@ -109,7 +138,7 @@
           let msg = data.detail || `The server answered ${resp.status}.`;
           if (resp.status === 401) msg += " Reload the page to sign in.";
           showError(msg);
-          claim.focus();
+          (answerMode ? (/answer/.test(data.error || "") ? answer : question) : claim).focus();
           return;
         }
         history.pushState({ run: data.id }, "", `/checks/${data.id}`);
@@ -133,12 +162,14 @@
   function livePanel(id, body, info) {
     const qaName = info && info.qa === "choice" ? body.qa : info && info.qa;
     const meta = [body.pipeline, qaName ? `QA: ${qaName}` : null, body.model].filter(Boolean).join(" · ");
+    const title = body.pipeline === "answer-check" ? body.question : body.claim;
     return el("section", { class: "card run", id: "run", "data-run-id": id, "data-status": "queued",
                            "data-live": "1", "aria-labelledby": "run-h" },
-      el("h2", { id: "run-h", class: "run-claim" }, body.claim.trim().split(/\s+/).join(" ")),
+      el("h2", { id: "run-h", class: "run-claim" }, title.trim().split(/\s+/).join(" ")),
       el("p", { class: "run-meta" }, meta),
       el("p", { id: "run-status", class: "status status-queued", role: "status", "aria-live": "polite" }, "Starting…"),
-      el("h3", { class: "steps-h" }, "Steps"),
+      el("h3", { class: "steps-h" }, body.pipeline === "answer-check"
+        ? "Answer, sentence by sentence (select one for its evidence)" : "Steps"),
       el("ol", { class: "steps", id: "steps" }),
       el("div", { class: "run-actions" },
         el("button", { type: "button", class: "linklike danger", id: "delete-run", "data-run-id": id },
@@ -187,6 +218,22 @@
                              : el("span", { class: "badge b-dropped" }, "validator: not useful, discarded"));
       if (!s.useful) c.item.classList.add("discarded");
       return c.item;
+    } else if (st === "leaf_sentence") {
+      // one sentence of the answer: a disclosure with its query, evidence and rating (as templates/steps.html)
+      const ev = s.evidence && s.evidence.length ? s.evidence.map(evidenceBlock)
+                                                 : [el("p", { class: "hint" }, "No evidence found in the index.")];
+      const body = el("div", { class: "leaf-body" }, el("p", null, key("Query"), " ", s.query || ""), ...ev,
+                      s.reasoning ? el("p", null, key("Reasoning"), " ", s.reasoning) : null);
+      const summary = el("summary", null, el("span", { class: "sent" }, s.sentence || ""), " ",
+                         el("span", { class: `badge ${s.supported ? "b-kept" : "b-dropped"}` }, s.rating || "no decision"),
+                         conf(s.confidence));
+      item = el("li", { class: `step leaf ${s.supported ? "supported" : "unsupported"}`, "data-index": s.index },
+                el("details", null, summary, body));
+      state.status = `Sentence ${s.index}: ${s.rating || "no decision"}`;
+    } else if (st === "leaf_score") {
+      item = note("leaf-score", "LEAF score", `${Number(s.score || 0).toFixed(2)} (${s.supported} of ${s.checked} sentences supported)`);
+    } else if (st === "leaf_note") {
+      item = note("warn", "Note", s.note || "");
     } else if (st === "verifier") {
       item = note("verifier", "Verifier", s.enough ? "enough to decide" : "not enough yet: ask another question",
                   conf(s.confidence));
@@ -297,7 +344,7 @@
         panel.remove();
         history.pushState({}, "", "/");
         refreshHistory(null);
-        $("#claim").focus();
+        ($("#claim").disabled ? $("#question") : $("#claim")).focus();
       }
     });
   }

@@ -1,0 +1,90 @@
+"""Answer check on the server: LEAF's `AnswerChecker` run as a pipeline, so that it goes through the same
+executor, tracer, store and event stream as a claim check.
+
+The run's `claim` is the question; the answer travels in the claim's metadata (stored in the run's
+`options` column as {"answer": ...}). The checker emits `leaf_sentence` steps (sentence, query, evidence,
+rating, confidence) and a `leaf_score`; the verdict's label is "LEAF <score>", its rationale says how many
+sentences were supported. The rater is `leaf.rater_model` when configured, else the run's model.
+
+It is offered by the server only (not in the pipeline registry): a question and an answer are not a claim.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UserError
+from ..leaf.factcheck import AnswerChecker
+from ..leaf.rater import Rater
+from ..leaf.sentences import answer_sentences
+from ..pipelines.base import Context, Pipeline
+from ..types import Claim, Verdict
+from .errors import ApiError
+
+if TYPE_CHECKING:
+    from ..config import Config
+
+NAME = "answer-check"
+DESCRIPTION = ("check an answer to a question sentence by sentence against the index (LEAF): each sentence "
+               "supported or not, with its evidence")
+DEFAULT_MAX_ANSWER_CHARS = 10_000
+
+
+class AnswerCheckPipeline(Pipeline):
+    name = NAME
+    description = DESCRIPTION
+    input_kind = "answer"
+    labels = ()
+
+    def __init__(self, config: "Config", rater: Rater) -> None:
+        self.checker = AnswerChecker.from_config(config)
+        self.rater = rater
+
+    def needs_retriever(self, config: "Config") -> bool:
+        return True
+
+    def check(self, claim: Claim, ctx: Context) -> Verdict:
+        answer = str(claim.metadata.get("answer") or "")
+        result = self.checker.check(claim.text, answer, model=self.rater.bind(ctx), retriever=ctx.retriever,
+                                    tracer=ctx.tracer)
+        rationale = f"{result.supported} of {result.checked} sentences supported by the index."
+        if result.note:
+            rationale += f" Note: {result.note}."
+        return Verdict(label=f"LEAF {result.score:.2f}", rationale=rationale, confidence=None,
+                       parse_failures=list(result.parse_failures))
+
+
+def _text(value: str | None, what: str, max_chars: int, *, squeeze: bool) -> str:
+    text = (value or "").replace("\x00", "")
+    text = " ".join(text.split()) if squeeze else text.strip()
+    if not text:
+        hint = "the question the answer replies to" if what == "question" else "the answer text to fact-check"
+        raise ApiError(400, f"{what}_empty", f"the {what} is empty: give {hint}")
+    if len(text) > max_chars:
+        raise ApiError(400, f"{what}_too_long", f"the {what} has {len(text)} characters; this server accepts at "
+                                                f"most {max_chars}: shorten it")
+    return text
+
+
+def check_answer_input(question: str | None, answer: str | None, *, max_question_chars: int,
+                       max_answer_chars: int) -> tuple[str, str]:
+    """The question (whitespace squeezed) and the answer (line breaks kept: they separate list items), or a
+    400 saying what is wrong."""
+    q = _text(question, "question", max_question_chars, squeeze=True)
+    a = _text(answer, "answer", max_answer_chars, squeeze=False)
+    try:
+        answer_sentences(a, 1)
+    except UserError as e:
+        raise ApiError(400, "answer_empty", str(e)) from None
+    return q, a
+
+
+def leaf_summary(steps: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The answer check in a run's steps: {"score", "supported", "checked", ..., "sentences": [...]}."""
+    sentences = [s for s in steps if s.get("stage") == "leaf_sentence"]
+    score = next((s for s in reversed(steps) if s.get("stage") == "leaf_score"), None)
+    if not sentences and score is None:
+        return None
+    out = {k: v for k, v in (score or {}).items() if k not in ("stage", "t")}
+    out["sentences"] = [{k: v for k, v in s.items() if k not in ("stage", "t")} for s in sentences]
+    return out
