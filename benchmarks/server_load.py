@@ -33,17 +33,8 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+from stub_server import QACHECK_RULES as RULES  # noqa: E402
 from stub_server import StubServer, chat_response  # noqa: E402
-
-RULES = {"rules": [
-    {"match": "first ask a simple question:\\nQuestion =$", "reply": " Where is the Orrin Bridge?"},
-    {"match": "Relevant passage =$", "reply": " The Orrin Bridge is a stone bridge in Tallinn, Estonia."},
-    {"match": "Answer =$", "reply": " Tallinn"},
-    {"match": "The answer:$", "reply": " Yes"},
-    {"match": "Prediction =$", "reply": " Yes, we can know."},
-    {"match": "true or false\\?\\nAnswer:$", "reply": "\nThe Orrin Bridge is in Tallinn.\n"},
-    {"match": "final answer is:$", "reply": " True"},
-]}
 CLAIM = "The Orrin Bridge stands in Tallinn."
 
 

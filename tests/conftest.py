@@ -38,16 +38,7 @@ import signal as _signal  # noqa: E402
 import subprocess as _subprocess  # noqa: E402
 import threading as _threading  # noqa: E402
 
-# The scripted QACheck run of test_cli.py: one question, recited evidence, Supported (7 model calls).
-SERVER_RULES = {"rules": [
-    {"match": "first ask a simple question:\\nQuestion =$", "reply": " Where is the Orrin Bridge?"},
-    {"match": "Relevant passage =$", "reply": " The Orrin Bridge is a stone bridge in Tallinn, Estonia."},
-    {"match": "Answer =$", "reply": " Tallinn"},
-    {"match": "The answer:$", "reply": " Yes"},
-    {"match": "Prediction =$", "reply": " Yes, we can know."},
-    {"match": "true or false\\?\\nAnswer:$", "reply": "\nThe Orrin Bridge is in Tallinn.\n"},
-    {"match": "final answer is:$", "reply": " True"},
-]}
+from stub_server import QACHECK_RULES as SERVER_RULES  # noqa: E402  (the scripted run of test_cli.py)
 
 
 class VeracityServer:

@@ -8,6 +8,19 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
+# A scripted QACheck run (rules file for `--model scripted:FILE`): one question, recited evidence, a
+# Supported verdict, 7 model calls. Shared by the CLI tests, the server tests and the load benchmark.
+QACHECK_RULES = {"rules": [
+    {"match": "first ask a simple question:\\nQuestion =$", "reply": " Where is the Orrin Bridge?"},
+    {"match": "Relevant passage =$", "reply": " The Orrin Bridge is a stone bridge in Tallinn, Estonia."},
+    {"match": "Answer =$", "reply": " Tallinn"},
+    {"match": "The answer:$", "reply": " Yes"},
+    {"match": "Prediction =$", "reply": " Yes, we can know."},
+    {"match": "true or false\\?\\nAnswer:$", "reply": "\nThe Orrin Bridge is in Tallinn.\n"},
+    {"match": "final answer is:$", "reply": " True"},
+]}
+
+
 # respond(request body) -> (HTTP status, JSON payload, seconds to wait before answering)
 Responder = Callable[[dict[str, Any]], tuple[int, dict[str, Any], float]]
 

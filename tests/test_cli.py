@@ -7,16 +7,7 @@ import subprocess
 import pytest
 
 from conftest import veracity_cmd
-
-RULES = {"rules": [
-    {"match": "first ask a simple question:\\nQuestion =$", "reply": " Where is the Orrin Bridge?"},
-    {"match": "Relevant passage =$", "reply": " The Orrin Bridge is a stone bridge in Tallinn, Estonia."},
-    {"match": "Answer =$", "reply": " Tallinn"},
-    {"match": "The answer:$", "reply": " Yes"},
-    {"match": "Prediction =$", "reply": " Yes, we can know."},
-    {"match": "true or false\\?\\nAnswer:$", "reply": "\nThe Orrin Bridge is in Tallinn.\n"},
-    {"match": "final answer is:$", "reply": " True"},
-]}
+from stub_server import QACHECK_RULES as RULES
 
 
 @pytest.fixture

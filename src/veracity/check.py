@@ -18,15 +18,21 @@ if TYPE_CHECKING:
     from .retrieval.base import Retriever
 
 
+def decode_user_text(value: str | bytes, what: str) -> str:
+    """Text a user gave (argument, file, standard input) as str, or a UserError naming `what` is wrong."""
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise UserError(f"the {what} is not valid UTF-8 (byte {e.start}); re-encode it as UTF-8") from None
+    if any("\udc80" <= ch <= "\udcff" for ch in value):  # undecodable bytes from argv (surrogateescape)
+        raise UserError(f"the {what} is not valid UTF-8; re-encode it as UTF-8")
+    return value
+
+
 def clean_claim_text(text: str | bytes, max_chars: int) -> str:
     """The claim as the pipelines see it, or a UserError saying what is wrong with it."""
-    if isinstance(text, bytes):
-        try:
-            text = text.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise UserError(f"the claim is not valid UTF-8 (byte {e.start}); re-encode it as UTF-8") from None
-    if any("\udc80" <= ch <= "\udcff" for ch in text):  # undecodable bytes from argv (surrogateescape)
-        raise UserError("the claim is not valid UTF-8; re-encode it as UTF-8")
+    text = decode_user_text(text, "claim")
     if "\x00" in text:
         raise UserError("the claim contains NUL characters")
     text = " ".join(text.split())

@@ -101,14 +101,9 @@ def _config(args: argparse.Namespace):
 
 
 def _text(value: str | bytes, what: str) -> str:
-    if isinstance(value, bytes):
-        try:
-            value = value.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise UserError(f"the {what} is not valid UTF-8 (byte {e.start}); re-encode it as UTF-8") from None
-    if any("\udc80" <= ch <= "\udcff" for ch in value):
-        raise UserError(f"the {what} is not valid UTF-8; re-encode it as UTF-8")
-    return value.replace("\x00", "")
+    from ..check import decode_user_text
+
+    return decode_user_text(value, what).replace("\x00", "")
 
 
 def _question(args: argparse.Namespace) -> str:
