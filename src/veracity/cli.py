@@ -209,10 +209,12 @@ def build_parser() -> argparse.ArgumentParser:
     from .leaf.commands import register as register_leaf
     from .retrieval.commands import register as register_index
     from .server.commands import register as register_serve
+    from .training.commands import register as register_selftrain
 
     register_index(sub)
     register_leaf(sub)
     register_serve(sub)
+    register_selftrain(sub)
     return parser
 
 

@@ -304,7 +304,8 @@ def _load_feverous(path: Path, setting: str | None) -> Dataset:
         items=items,
         knowledge_base=list(seen.values()) if setting == "pooled" else None,
         reference={"qacheck": 59.47, "direct": 60.13, "cot": 61.05},
-        reference_note="QACheck (Pan et al. 2023) Table 1, FEVEROUS-S macro-F1, InstructGPT, gold evidence",
+        reference_note="QACheck (Pan et al. 2023) Table 1, FEVEROUS-S macro-F1, InstructGPT, gold evidence"
+        + ("; this run is the pooled setting, harder than the paper's" if setting == "pooled" else ""),
         label_map={SUPPORTED: SUPPORTED, REFUTED: REFUTED},
     )
 

