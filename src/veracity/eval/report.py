@@ -29,10 +29,11 @@ def bootstrap_ci(gold: Sequence[str], pred: Sequence[str], metric: Callable[[lis
     return vals[int(0.025 * n)], vals[min(n - 1, int(0.975 * n))]
 
 
-def load_rows(out: Path) -> list[dict[str, Any]]:
-    path = out / ITEMS
-    if not path.exists():
-        raise UserError(f"no evaluation results in {out} (expected {path})")
+def load_rows(out: str | Path) -> list[dict[str, Any]]:
+    """The rows of OUT/items.jsonl (or of a results file given directly); a line cut off by a kill is skipped."""
+    path = Path(out) / ITEMS if Path(out).is_dir() else Path(out)
+    if not path.is_file():
+        raise UserError(f"no evaluation results at {path}: run `veracity eval ... --out DIR` first")
     rows = []
     for line in path.read_text(encoding="utf-8").splitlines():
         try:

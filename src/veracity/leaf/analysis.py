@@ -52,16 +52,9 @@ def auc(scores: list[float], positives: list[bool]) -> float | None:
 
 def read_rows(out: str | Path) -> list[dict[str, Any]]:
     """The rows of OUT/items.jsonl (a cut-off last line is skipped)."""
-    path = Path(out) / "items.jsonl" if Path(out).is_dir() else Path(out)
-    if not path.is_file():
-        raise UserError(f"no evaluation results at {path}: run `veracity eval ... --out DIR` first")
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rows.append(json.loads(line))
-        except ValueError:
-            continue
-    return rows
+    from ..eval.report import load_rows
+
+    return load_rows(out)
 
 
 def _step(row: dict[str, Any], stage: str) -> dict[str, Any] | None:
