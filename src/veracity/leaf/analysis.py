@@ -16,11 +16,9 @@ stored; nothing is recomputed from a model.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..errors import UserError
 
 
 def auc(scores: list[float], positives: list[bool]) -> float | None:
