@@ -18,6 +18,15 @@ if TYPE_CHECKING:
     from .retrieval.base import Retriever
 
 
+class ClaimError(UserError):
+    """What is wrong with a claim; `code` names it for the HTTP API (claim_empty, claim_too_long, invalid_claim)."""
+
+    def __init__(self, code: str, message: str, length: int = 0) -> None:
+        super().__init__(message)
+        self.code = code
+        self.length = length
+
+
 def decode_user_text(value: str | bytes, what: str) -> str:
     """Text a user gave (argument, file, standard input) as str, or a UserError naming `what` is wrong."""
     if isinstance(value, bytes):
@@ -32,15 +41,18 @@ def decode_user_text(value: str | bytes, what: str) -> str:
 
 def clean_claim_text(text: str | bytes, max_chars: int) -> str:
     """The claim as the pipelines see it, or a UserError saying what is wrong with it."""
-    text = decode_user_text(text, "claim")
+    try:
+        text = decode_user_text(text, "claim")
+    except UserError as e:
+        raise ClaimError("invalid_claim", str(e)) from None
     if "\x00" in text:
-        raise UserError("the claim contains NUL characters")
+        raise ClaimError("invalid_claim", "the claim contains NUL characters")
     text = " ".join(text.split())
     if not text:
-        raise UserError("the claim is empty: give the statement to check")
+        raise ClaimError("claim_empty", "the claim is empty: give the statement to check")
     if len(text) > max_chars:
-        raise UserError(f"the claim has {len(text)} characters; the limit is {max_chars} "
-                        "(raise max_claim_chars in the config to allow more)")
+        raise ClaimError("claim_too_long", f"the claim has {len(text)} characters; the limit is {max_chars} "
+                         "(raise max_claim_chars in the config to allow more)", length=len(text))
     return text
 
 
