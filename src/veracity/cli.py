@@ -120,18 +120,15 @@ def _read_bytes(path: str) -> bytes:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from .check import open_retriever
     from .eval.datasets import load_dataset
     from .eval.report import build_report
     from .eval.runner import Budget, run_eval
     from .llm import make_model
-    from .retrieval.index import Index
 
     config = _config_from(args)
     dataset = load_dataset(args.dataset, args.path, setting=args.setting)
-    index = None
-    if config.index:
-        idx = Index.load(config.index)
-        index = idx.retriever(config.retrieval_mode) if config.retrieval_mode else idx.retriever()
+    index = open_retriever(config)
     model = make_model(config)
     pipelines = args.pipeline or ["qacheck"]
     print(f"Evaluating {', '.join(pipelines)} on {dataset.name} ({dataset.setting}, {len(dataset.items)} items"
