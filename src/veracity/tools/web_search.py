@@ -1,0 +1,107 @@
+"""The `web_search` tool: search, drop unusable results, read the pages, return them as evidence."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+
+from ..types import Evidence
+from ..web.base import SearchHit, SearchProvider
+from ..web.filters import DEFAULT_EXCLUDED, after_claim_note, filter_hits, plural, published_after
+from ..web.scrape import Page, ScrapeError, Scraper
+from .base import Action, SearchTool, ToolCall, ToolOutput
+
+MAX_EVIDENCE_CHARS = 3_000
+
+
+class WebSearch(SearchTool):
+    """Search the web for pages about a text query; returns the top pages with their text, publication
+    dates and images. Use short, specific queries (names, places, dates, key phrases), not the whole claim.
+
+    Results from fact-checking sites and bot-hostile platforms (DEFAME's exclusion lists) and pages
+    published after the claim date are dropped; the provider is asked for more than `k` hits so
+    that k usually remain. Pages are read with the scraper (when given); each result's text is cut
+    to about 3,000 characters. Failures become notes or a `ToolOutput.error`, never exceptions.
+    """
+
+    name = "web_search"
+
+    what = "web search"
+
+    def __init__(self, provider: SearchProvider, scraper: Scraper | None, *, k: int = 3,
+                 excluded: Iterable[str] = DEFAULT_EXCLUDED, max_chars: int = MAX_EVIDENCE_CHARS) -> None:
+        super().__init__(provider, k=k, excluded=excluded)
+        self.scraper = scraper
+        self.max_chars = max_chars
+
+    def ask(self, query: str, n: int, call: ToolCall) -> list[SearchHit]:  # type: ignore[override]
+        return self.provider.web(query, n, before=call.claim_date)
+
+    def run(self, argument: str, call: ToolCall) -> ToolOutput:
+        action = Action(self.name, argument)
+        hits = self.search(action, call)
+        if isinstance(hits, ToolOutput):
+            return hits
+        candidates, notes = filter_hits(_unique(hits), excluded=self.excluded, before=call.claim_date)
+        results: list[Evidence] = []
+        late = shortened = 0
+        while candidates and len(results) < self.k:
+            batch, candidates = candidates[: self.k - len(results)], candidates[self.k - len(results):]
+            for hit, page in zip(batch, self._read_pages(batch, notes)):
+                if page is not None and call.claim_date and published_after(page.date, call.claim_date):
+                    late += 1
+                    continue
+                evidence = _evidence(hit, page)
+                if not evidence.text.strip():
+                    continue
+                if len(evidence.text) > self.max_chars:
+                    evidence.text = evidence.text[: self.max_chars].rstrip() + " [...]"
+                    shortened += 1
+                results.append(evidence)
+        if late:
+            notes.append(after_claim_note(late, call.claim_date or "", " (by the date on the page)"))
+        if shortened:
+            notes.append(f"shortened {plural(shortened, 'long page')} to {self.max_chars:,} characters")
+        return ToolOutput(action, results=results, notes=notes)
+
+    def _read_pages(self, hits: list[SearchHit], notes: list[str]) -> list[Page | None]:
+        """The scraped page of each hit that needs one (a URL, no full text); None otherwise or on failure."""
+        todo = [i for i, hit in enumerate(hits) if self.scraper and hit.url and not hit.text]
+        pages: list[Page | None] = [None] * len(hits)
+        if not todo:
+            return pages
+
+        def read(i: int) -> Page | str:
+            try:
+                return self.scraper.fetch(hits[i].url)  # type: ignore[union-attr,arg-type]
+            except ScrapeError as e:
+                return e.reason
+
+        with ThreadPoolExecutor(max_workers=len(todo)) as pool:
+            for i, outcome in zip(todo, pool.map(read, todo)):
+                if isinstance(outcome, Page):
+                    pages[i] = outcome
+                else:
+                    notes.append(f"could not read {hits[i].url}: {outcome}")
+        return pages
+
+
+def _unique(hits: list[SearchHit]) -> list[SearchHit]:
+    """Hits in order, each URL once (hits without a URL are all kept)."""
+    seen: set[str] = set()
+    out = []
+    for hit in hits:
+        if hit.url and hit.url in seen:
+            continue
+        if hit.url:
+            seen.add(hit.url)
+        out.append(hit)
+    return out
+
+
+def _evidence(hit: SearchHit, page: Page | None) -> Evidence:
+    """A hit as evidence: the page's text, date and images when it was read, else the hit's own."""
+    text = (page.text if page and page.text.strip() else None) or hit.text or hit.snippet
+    return Evidence(text=text, source=hit.title or (page.title if page else "") or hit.url or "", url=hit.url,
+                    doc_id=hit.doc_id, score=hit.score, date=hit.date or (page.date if page else None),
+                    images=list(page.images) if page else ([hit.image_url] if hit.image_url else []))
