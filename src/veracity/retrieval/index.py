@@ -15,8 +15,6 @@ at the end); `Index.load` checks it and raises `IndexError_` when it is missing 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -31,11 +29,13 @@ from veracity.retrieval.bm25 import STEMMER_LANGUAGE, STOPWORDS, TOKEN_PATTERN, 
 from veracity.retrieval.dense import DenseRanker, Encoder, resolve_model_path
 from veracity.retrieval.documents import Document, Passage, chunk_document, load_documents
 from veracity.retrieval.hybrid import HybridRanker
+from veracity.storage import FolderFormat
 from veracity.types import Evidence
 
 FORMAT = "veracity-index"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
+STORED = FolderFormat("index", FORMAT, FORMAT_VERSION, MANIFEST, "veracity index build")
 PASSAGES = "passages.jsonl"
 BM25_DIR = "bm25"
 DENSE_FILE = "dense.npy"
@@ -100,7 +100,7 @@ class Index:
               model: str | Path | None = None, progress: bool = False) -> Index:
         """Index a corpus (a path `load_documents` reads, or documents) and save it to `out_dir`."""
         out_dir = Path(out_dir)
-        _check_can_write(out_dir)  # fail before the (possibly long) build, not after
+        STORED.check_can_write(out_dir)  # fail before the (possibly long) build, not after
         if isinstance(documents_or_path, (str, Path)):
             documents, source = load_documents(documents_or_path), str(documents_or_path)
         else:
@@ -113,24 +113,16 @@ class Index:
     def save(self, out_dir: str | Path) -> None:
         """Write the index to `out_dir`, replacing an index already there."""
         out_dir = Path(out_dir).resolve()
-        _check_can_write(out_dir)
-        tmp = out_dir.with_name(f".{out_dir.name}.building-{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        try:
+
+        def fill(tmp: Path) -> None:
             with (tmp / PASSAGES).open("w", encoding="utf-8") as f:
                 for passage in self._rows:
                     f.write(json.dumps(passage.to_dict(), ensure_ascii=False) + "\n")
             self._bm25.save(tmp / BM25_DIR)
             if self._dense is not None:
                 self._dense.save(tmp / DENSE_FILE)
-            (tmp / MANIFEST).write_text(json.dumps(self.manifest, indent=2) + "\n", encoding="utf-8")
-            if out_dir.exists():
-                shutil.rmtree(out_dir)
-            tmp.rename(out_dir)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+
+        STORED.write(out_dir, fill, self.manifest)
         self.path = out_dir
 
     # ------------------------------------------------------------------ loading
@@ -256,39 +248,12 @@ def _chunk_all(documents: Iterable[Document], max_words: int, overlap_words: int
     return len(seen), passages
 
 
-def _is_index(path: Path) -> bool:
-    try:
-        return json.loads((path / MANIFEST).read_text(encoding="utf-8")).get("format") == FORMAT
-    except (OSError, ValueError, AttributeError):
-        return False
-
-
-def _check_can_write(out_dir: Path) -> None:
-    """Refuse to replace anything but an empty folder or an existing index."""
-    if not out_dir.exists():
-        return
-    if not out_dir.is_dir():
-        raise UserError(f"cannot write the index to {out_dir}: it is a file")
-    if any(out_dir.iterdir()) and not _is_index(out_dir):
-        raise UserError(f"refusing to overwrite {out_dir}: it is not empty and not a veracity index")
-
-
 def _corrupt(path: Path, problem: str) -> IndexError_:
-    message = f"corrupt index {path}: {problem}; rebuild it with `veracity index build`"
-    return IndexError_(" ".join(message.split()))
+    return STORED.corrupt(path, problem)
 
 
 def _read_manifest(path: Path) -> dict[str, Any]:
-    try:
-        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise _corrupt(path, f"{MANIFEST} is unreadable ({e})") from e
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise IndexError_(f"{path} is not a veracity index ({MANIFEST} is not an index manifest)")
-    version = manifest.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise IndexError_(f"index {path} has format version {version!r}; this veracity reads up to "
-                          f"{FORMAT_VERSION}: rebuild it or upgrade veracity")
+    manifest = STORED.read_manifest(path)
     if not isinstance(manifest.get("passages"), int) or not isinstance(manifest.get("settings"), dict):
         raise _corrupt(path, f"{MANIFEST} lacks the passage count or the build settings")
     manifest["dense"] = bool(manifest.get("dense"))
