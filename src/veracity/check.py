@@ -89,13 +89,15 @@ def open_retriever(config: "Config") -> "Retriever | None":
 
 
 def run_check(claim: Claim, pipeline: Pipeline, model: "Model", config: "Config", *,
-              retriever: "Retriever | None" = None, listeners: list[Listener] | None = None) -> CheckResult:
+              retriever: "Retriever | None" = None, listeners: list[Listener] | None = None,
+              labels: tuple[str, ...] | None = None, label_rules: str = "") -> CheckResult:
     if pipeline.needs_retriever(config) and retriever is None:
         raise UserError(f"pipeline {pipeline.name!r} needs an index: pass --index DIR "
                         "(build one with `veracity index build`)")
     tracer = Tracer(listeners)
     meter = UsageMeter()
-    ctx = Context(model=model.bind(meter, tracer), tracer=tracer, meter=meter, config=config, retriever=retriever)
+    ctx = Context(model=model.bind(meter, tracer), tracer=tracer, meter=meter, config=config, retriever=retriever,
+                  labels=labels, label_rules=label_rules)
     t0 = time.perf_counter()
     tracer.emit("claim", text=claim.text, pipeline=pipeline.name, model=model.model_id)
     verdict = pipeline.check(claim, ctx)

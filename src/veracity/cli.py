@@ -44,6 +44,15 @@ def _pipeline_options() -> argparse.ArgumentParser:
     g.add_argument("--top-k", type=int, help="passages the retriever-reader reads per question")
     g.add_argument("--max-iterations", type=int, help="QACheck question rounds (default 5)")
     g.add_argument("--no-validator", action="store_true", help="keep every QA pair (ablation)")
+    g = p.add_argument_group("DEFAME tools")
+    g.add_argument("--search", choices=["serper", "searxng", "local", "none"],
+                   help="web search provider (serper needs SERPER_API_KEY; local searches --index; "
+                        "default: local with --index, else none)")
+    g.add_argument("--searxng-url", help="SearXNG instance with JSON output enabled, e.g. http://127.0.0.1:8888")
+    g.add_argument("--image-collection", help="folder from `veracity images build`: local image and reverse search")
+    g.add_argument("--geoclip-weights", help="local GeoCLIP/CLIP weights for the geolocation tool")
+    g.add_argument("--allow-private-addresses", action="store_true",
+                   help="let the page scraper fetch private and loopback addresses (off: SSRF guard)")
     return p
 
 
@@ -58,6 +67,10 @@ def _config_from(args: argparse.Namespace):
     overrides["qacheck.top_k"] = getattr(args, "top_k", None)
     if getattr(args, "no_validator", False):
         overrides["qacheck.validator"] = False
+    for key in ("search", "searxng_url", "image_collection", "geoclip_weights"):
+        overrides[f"defame.{key}"] = getattr(args, key, None)
+    if getattr(args, "allow_private_addresses", False):
+        overrides["defame.allow_private_addresses"] = True
     if getattr(args, "no_cache", False):
         overrides["cache"] = False
     return load_config(args.config, overrides)
@@ -67,7 +80,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from .check import clean_claim_text, open_retriever, run_check
     from .llm import make_model
     from .pipelines.base import get_pipeline
-    from .report import format_step, to_markdown, usage_line
+    from .report import format_step, usage_line, write_report
     from .types import Claim
 
     config = _config_from(args)
@@ -80,6 +93,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise UserError("give a claim: veracity check \"CLAIM\" (or --claim-file FILE)")
     text = clean_claim_text(raw, config.max_claim_chars)
     pipeline = get_pipeline(args.pipeline, config)
+    if args.image and not pipeline.accepts_images:
+        raise UserError(f"pipeline {args.pipeline!r} does not look at images; use --pipeline defame")
+    claim = Claim(text=text, images=list(args.image or []), date=_claim_date(args.date))
     retriever = open_retriever(config)
     model = make_model(config)
     listeners = []
@@ -92,12 +108,9 @@ def cmd_check(args: argparse.Namespace) -> int:
                 print(line, flush=True)
 
         listeners.append(show)
-    result = run_check(Claim(text=text), pipeline, model, config, retriever=retriever, listeners=listeners)
+    result = run_check(claim, pipeline, model, config, retriever=retriever, listeners=listeners)
     if args.report:
-        try:
-            Path(args.report).write_text(to_markdown(result), encoding="utf-8")
-        except OSError as e:
-            raise UserError(f"cannot write the report to {args.report}: {e.strerror}") from None
+        write_report(result, args.report)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:
@@ -110,6 +123,18 @@ def cmd_check(args: argparse.Namespace) -> int:
         if args.report:
             print(f"Report written to {args.report}")
     return 0
+
+
+def _claim_date(value: str | None) -> str | None:
+    """The --date flag as an ISO date, or a UserError saying what form it needs."""
+    if value is None:
+        return None
+    from datetime import date
+
+    try:
+        return date.fromisoformat(value.strip()).isoformat()
+    except ValueError:
+        raise UserError(f"--date {value!r} is not a date: write it as YYYY-MM-DD") from None
 
 
 def _read_bytes(path: str) -> bytes:
@@ -172,7 +197,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pipeline", default="qacheck", help="pipeline name (see `veracity pipelines`)")
     p.add_argument("--max-claim-chars", type=int, help="longest claim accepted (default 2000)")
     p.add_argument("--json", action="store_true", help="print the whole result as one JSON document")
-    p.add_argument("--report", help="write a Markdown report to this file")
+    p.add_argument("--report", help="write the report to this file: HTML for .html/.htm, else Markdown")
+    p.add_argument("--image", action="append", help="an image that belongs to the claim (path or URL; repeat "
+                   "for several; pipelines that look at images: defame)")
+    p.add_argument("--date", help="when the claim was made (YYYY-MM-DD): sources published later are ignored")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("eval", parents=[_model_options(), _pipeline_options()],
@@ -203,12 +231,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("pipelines", help="list pipelines and ablations")
     p.set_defaults(func=cmd_pipelines)
 
+    from .images.commands import register as register_images
     from .leaf.commands import register as register_leaf
     from .retrieval.commands import register as register_index
     from .server.commands import register as register_serve
     from .training.commands import register as register_selftrain
 
     register_index(sub)
+    register_images(sub)
     register_leaf(sub)
     register_serve(sub)
     register_selftrain(sub)

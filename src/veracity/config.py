@@ -82,6 +82,55 @@ class LeafConfig:
             raise ConfigError("leaf.rater_model must not be empty")
 
 
+DEFAME_LABELS = ("Supported", "Refuted", "Not Enough Information", "Conflicting Evidence/Cherrypicking")
+SEARCH_PROVIDERS = ("serper", "searxng", "local", "none")
+
+
+def _default_excluded() -> list[str]:
+    from .web.filters import DEFAULT_EXCLUDED
+
+    return list(DEFAULT_EXCLUDED)
+
+
+@dataclass
+class DefameConfig:
+    """DEFAME: tool-using verification of text and image claims (veracity.defame)."""
+
+    search: str | None = None  # serper | searxng | local | none; default: local with an index, else none
+    searxng_url: str | None = None  # e.g. http://127.0.0.1:8888 (JSON output enabled in its settings.yml)
+    serper_api_key: str | None = field(default=None, repr=False)  # default: $SERPER_API_KEY, read when used
+    image_collection: str | None = None  # folder from `veracity images build`: local image + reverse search
+    geoclip_weights: str | None = None  # local GeoCLIP/CLIP weights; without them geolocation is unavailable
+    top_k: int = 3  # results kept per search
+    max_iterations: int = 3  # plan-execute-judge rounds while the verdict is "not enough information"
+    max_actions: int = 3  # actions per plan
+    max_images: int = 8  # images one fact-check keeps (claim images first, then evidence images)
+    scrape: bool = True  # read the pages search results point to
+    allow_private_addresses: bool = False  # let the scraper fetch private/loopback addresses (SSRF guard off)
+    excluded_domains: list[str] = field(default_factory=_default_excluded)  # the paper's list by default
+    labels: list[str] = field(default_factory=lambda: list(DEFAME_LABELS))
+    nei_label: str = "Not Enough Information"  # the label that sends the check back to planning
+    rules: str = ""  # extra rules for the planner and the judge (benchmark-specific guidance)
+    timeout: float = 20.0  # seconds per search request and per page
+
+    def validate(self) -> None:
+        if self.search is not None and self.search not in SEARCH_PROVIDERS:
+            raise ConfigError(f"defame.search must be one of {', '.join(SEARCH_PROVIDERS)}, not {self.search!r}")
+        for name, lo, hi in (("top_k", 1, 10), ("max_iterations", 1, 10), ("max_actions", 1, 10),
+                             ("max_images", 0, 64)):
+            if not lo <= getattr(self, name) <= hi:
+                raise ConfigError(f"defame.{name} must be between {lo} and {hi}, not {getattr(self, name)}")
+        if len(self.labels) < 2 or any(not x.strip() for x in self.labels):
+            raise ConfigError("defame.labels must name at least two non-empty labels")
+        if self.nei_label not in self.labels:
+            raise ConfigError(f"defame.nei_label {self.nei_label!r} must be one of defame.labels "
+                              f"({', '.join(self.labels)})")
+        if self.timeout <= 0:
+            raise ConfigError(f"defame.timeout must be positive, not {self.timeout}")
+        if self.search == "searxng" and not self.searxng_url:
+            raise ConfigError("defame.search = searxng needs defame.searxng_url (e.g. --searxng-url http://127.0.0.1:8888)")
+
+
 @dataclass
 class Config:
     model: str = "embedded"
@@ -101,6 +150,7 @@ class Config:
     retrieval_mode: str | None = None  # bm25 | dense | hybrid; default: hybrid when the index has vectors
     qacheck: QACheckConfig = field(default_factory=QACheckConfig)
     leaf: LeafConfig = field(default_factory=LeafConfig)
+    defame: DefameConfig = field(default_factory=DefameConfig)
 
     def validate(self) -> None:
         if not self.model.strip():
@@ -117,6 +167,7 @@ class Config:
             raise ConfigError(f"retrieval_mode must be bm25, dense or hybrid, not {self.retrieval_mode!r}")
         self.qacheck.validate()
         self.leaf.validate()
+        self.defame.validate()
 
 
 def _check_type(value: Any, annotation: Any, where: str) -> Any:
@@ -148,6 +199,12 @@ def _check_type(value: Any, annotation: Any, where: str) -> Any:
     elif hint is str:
         if isinstance(value, str):
             return value
+    elif typing.get_origin(hint) is list:  # list[str]: a list, or "a, b, c" from the environment or a flag
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            return list(value)
+        raise ConfigError(f"{where} must be a list of strings, not {value!r}")
     else:  # pragma: no cover
         return value
     raise ConfigError(f"{where} must be {getattr(hint, '__name__', hint)}, not {value!r}")

@@ -121,6 +121,9 @@ class Dataset:
     reference: dict[str, float] = field(default_factory=dict)  # paper numbers, by pipeline name
     reference_note: str = ""  # which paper/model those numbers come from
     label_map: dict[str, str] = field(default_factory=dict)  # pipeline label -> dataset label
+    #: what the labels mean and the benchmark's rules, for pipelines that judge among `labels` (DEFAME's
+    #: extra rules; the direct and CoT baselines on sets with more than Supported/Refuted)
+    label_rules: str = ""
 
 
 # --------------------------------------------------------------------------- registry
@@ -362,6 +365,14 @@ def _load_hover(path: Path, setting: str | None, hops: int | None) -> Dataset:
 # --------------------------------------------------------------------------- AVeriTeC
 
 AVERITEC_LABELS = ("Supported", "Refuted", "Not Enough Evidence", "Conflicting Evidence/Cherrypicking")
+# The label definitions of the AVeriTeC annotation guidelines, in our words, and DEFAME's extra rule for
+# AVeriTeC (no argument from ignorance).
+AVERITEC_RULES = """- Supported: the evidence confirms the claim.
+- Refuted: the evidence contradicts the claim, or shows that it is false or misleading beyond repair.
+- Not Enough Evidence: the evidence neither confirms nor contradicts the claim.
+- Conflicting Evidence/Cherrypicking: some evidence confirms the claim and some contradicts it, or the claim is \
+technically true but cherry-picks facts and misleads by leaving out context.
+- Do not argue from ignorance: finding no evidence for a claim does not refute it; that is Not Enough Evidence."""
 _NO_ANSWER = "No answer could be found."  # also begins one "Extractive" answer that found nothing
 
 
@@ -462,12 +473,17 @@ def _load_averitec(path: Path, setting: str | None) -> Dataset:
         reference_note="DEFAME (Braun et al. 2025) Table 3, AVeriTeC dev (500 claims) 4-class accuracy, GPT-4o; "
         "DEFAME searched a knowledge base with ~1,000 distractor documents, CoT was closed-book",
         label_map={SUPPORTED: "Supported", REFUTED: "Refuted"},
+        label_rules=AVERITEC_RULES,
     )
 
 
 # --------------------------------------------------------------------------- VERITE
 
 VERITE_LABELS = ("true", "miscaptioned", "out-of-context")
+VERITE_RULES = """- true: the caption accurately describes the image (who, what, where, when).
+- miscaptioned: the image is real but the caption misstates who or what it shows, or where or when it was taken.
+- out-of-context: the caption is accurate for some other image; this image comes from a different event.
+- Judge the pairing of this caption with this image, not only whether the caption's event happened."""
 _VERITE_IMAGE = re.compile(r"(true|false)_(\d+)\.\w+$")
 
 
@@ -530,6 +546,7 @@ def _load_verite(path: Path, setting: str | None) -> Dataset:
         "accuracies on VERITE, true vs OOC 79.8 / vs miscaptioned 84.5 / vs false 84.5 "
         "(GPT-4o CoT 73.6 / 76.2 / 79.7); here 3-class accuracy on the captions alone",
         label_map={SUPPORTED: "true", REFUTED: "miscaptioned"},
+        label_rules=VERITE_RULES,
     )
 
 

@@ -176,7 +176,8 @@ def run_eval(dataset: Dataset, pipelines: list[str], model: "Model", config: "Co
         retriever = shared
         if item.evidence:
             retriever = Index.from_documents(item.evidence).retriever("bm25")
-        res = run_check(item.claim, pipes[name], model, config, retriever=retriever)
+        res = run_check(item.claim, pipes[name], model, config, retriever=retriever, labels=dataset.labels,
+                        label_rules=dataset.label_rules)
         pred = dataset.label_map.get(res.verdict.label, res.verdict.label)
         return {"dataset": dataset.name, "setting": dataset.setting, "pipeline": name, "id": item.id,
                 "gold": item.gold, "pred": pred, "correct": pred == item.gold, "seconds": round(res.seconds, 3),

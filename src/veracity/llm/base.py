@@ -139,6 +139,8 @@ class Backend(ABC):
 
     #: stable identifier of the model behind this backend; part of every cache key
     model_id: str = "backend"
+    #: whether requests may carry images (OpenAI-compatible image content); text-only models raise on them
+    accepts_images: bool = False
 
     @abstractmethod
     def _complete(self, request: CompletionRequest) -> Completion: ...

@@ -22,6 +22,10 @@ class Model:
     def model_id(self) -> str:
         return self.backend.model_id
 
+    @property
+    def accepts_images(self) -> bool:
+        return self.backend.accepts_images
+
     def _key(self, kind: str, request: CompletionRequest, extra: dict | None = None) -> str:
         return stable_key({"model": self.backend.model_id, "kind": kind, "request": request.key_dict(),
                            **(extra or {})})
@@ -61,6 +65,10 @@ class RunModel:
     @property
     def model_id(self) -> str:
         return self.model.model_id
+
+    @property
+    def accepts_images(self) -> bool:
+        return self.model.accepts_images
 
     def _record(self, stage: str, c: Completion) -> None:
         self.meter.record(stage, prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens,

@@ -37,6 +37,7 @@ def _image_part(ref: str) -> dict[str, Any]:
 
 
 class OpenAIBackend(Backend):
+    accepts_images = True  # sent as image_url parts; a text-only server model answers with an error
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
                  timeout: float = 120.0, max_retries: int = 3,
                  prices: dict[str, tuple[float, float]] | None = None) -> None:

@@ -29,7 +29,9 @@ def _count_tokens(text: str) -> int:
 
 
 class ScriptedBackend(Backend):
-    def __init__(self, rules: list[tuple[str, Reply]], model_id: str = "scripted") -> None:
+    def __init__(self, rules: list[tuple[str, Reply]], model_id: str = "scripted", *,
+                 accepts_images: bool = False) -> None:
+        self.accepts_images = accepts_images
         self.rules = [(re.compile(p, re.S), r) for p, r in rules]
         self.model_id = model_id
         self.calls: list[CompletionRequest] = []
@@ -42,11 +44,12 @@ class ScriptedBackend(Backend):
         try:
             data = json.loads(p.read_text(encoding="utf-8"))
             rules = [(r["match"], r["reply"]) for r in data["rules"]]
+            accepts_images = bool(data.get("accepts_images", False))
         except FileNotFoundError:
             raise UserError(f"scripted model file not found: {p}") from None
         except (ValueError, KeyError, TypeError) as e:
             raise UserError(f"scripted model file {p} is not valid: {e}") from None
-        return cls(rules, model_id=f"scripted:{p.name}")
+        return cls(rules, model_id=f"scripted:{p.name}", accepts_images=accepts_images)
 
     def _reply(self, request: CompletionRequest) -> str:
         text = request.messages[-1][1]

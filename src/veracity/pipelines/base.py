@@ -26,6 +26,10 @@ class Context:
     meter: "UsageMeter"
     config: "Config"
     retriever: "Retriever | None" = None
+    #: the label set the caller scores against (an evaluation's dataset), and its rules; None: the
+    #: pipeline's own. Pipelines that can predict any label set (DEFAME) judge with these.
+    labels: tuple[str, ...] | None = None
+    label_rules: str = ""
 
 
 class Pipeline(ABC):
@@ -57,8 +61,7 @@ def register(name: str, description: str) -> Callable[[Factory], Factory]:
 
 
 def get_pipeline(name: str, config: "Config") -> Pipeline:
-    from . import baselines, qacheck  # noqa: F401  (registration side effects)
-    from ..leaf import pipelines as _leaf  # noqa: F401  (answer:plain, answer:rag, answer:fc-rag, ...)
+    _register_all()
 
     if name not in REGISTRY:
         raise UserError(f"unknown pipeline {name!r}; choose one of: {', '.join(sorted(REGISTRY))}")
@@ -67,8 +70,13 @@ def get_pipeline(name: str, config: "Config") -> Pipeline:
     return pipe
 
 
+def _register_all() -> None:
+    from . import baselines, qacheck  # noqa: F401  (registration side effects)
+    from ..defame import pipeline as _defame  # noqa: F401  (defame and its ablations)
+    from ..leaf import pipelines as _leaf  # noqa: F401  (answer:plain, answer:rag, answer:fc-rag, ...)
+
+
 def available_pipelines() -> dict[str, str]:
-    from . import baselines, qacheck  # noqa: F401
-    from ..leaf import pipelines as _leaf  # noqa: F401
+    _register_all()
 
     return {k: v[1] for k, v in sorted(REGISTRY.items())}

@@ -4,10 +4,53 @@ from __future__ import annotations
 
 from ..llm.base import fewshot
 from ..prompts.parsers import FINAL_ANSWER_CUE, TRUE_FALSE, TRUTH_TO_LABEL, parse_rationale
-from ..types import Verdict
+from ..types import Claim, Verdict
 from .base import Context
 
 UNVERIFIED = "Unverified"  # the label when the model's final answer matched no allowed label
+
+#: what common labels mean, for prompts that judge among a label set without the set's own rules
+LABEL_MEANINGS = {
+    "supported": "the evidence confirms the claim",
+    "refuted": "the evidence contradicts the claim",
+    "not enough information": "the evidence neither confirms nor contradicts the claim",
+    "not enough evidence": "the evidence neither confirms nor contradicts the claim",
+    "conflicting evidence/cherrypicking": "some evidence confirms and some contradicts the claim, or the claim "
+                                          "is technically true but misleading by leaving out context",
+}
+
+
+def claim_line(claim: Claim) -> str:
+    """The claim as prompts show it: quoted, with its date, speaker, source and place when known."""
+    extras = [f"claim date: {claim.date}"] if claim.date else []
+    for key in ("speaker", "reporting_source", "location"):
+        if claim.metadata.get(key):
+            extras.append(f"{key.replace('_', ' ')}: {claim.metadata[key]}")
+    return f'Claim: "{claim.text}"' + (" (" + "; ".join(extras) + ")" if extras else "")
+
+
+def label_block(labels: list[str] | tuple[str, ...], rules: str) -> str:
+    """The labels to choose from for a prompt: the set's own rules when given, else each label's meaning."""
+    if rules.strip():
+        names = ", ".join(labels)
+        return f"{names}\n{rules.strip()}"
+    return "\n".join(f"- {x}" + (f": {LABEL_MEANINGS[x.lower()]}" if x.lower() in LABEL_MEANINGS else "")
+                     for x in labels)
+
+
+def choose_label(ctx: Context, prompt: str, labels: list[str], *, stage: str, fallback: str,
+                 images: tuple[str, ...] = ()) -> tuple[str, float | None, dict[str, float] | None, list[str]]:
+    """Pick one of `labels` after `prompt` (which ends where the label goes).
+
+    Returns (label, confidence, probabilities, parse failures); when the model names none of them,
+    `fallback` with the failure recorded, never a guess.
+    """
+    choice = ctx.model.choose(fewshot(prompt, max_tokens=16, images=images), list(labels), stage=stage)
+    if choice.option is None:
+        ctx.tracer.emit("parse_failure", for_stage=stage, raw=choice.raw,
+                        fallback=f"label {fallback!r}: the model named none of the labels")
+        return fallback, None, None, [f"{stage}: no label in {choice.raw[:120]!r}"]
+    return choice.option, choice.confidence, choice.probabilities, []
 
 
 def decide_label(ctx: Context, prompt: str, *, stage: str) -> tuple[str, float | None, list[str]]:

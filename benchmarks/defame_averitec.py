@@ -1,0 +1,92 @@
+"""DEFAME against the direct and chain-of-thought baselines on AVeriTeC (and VERITE captions).
+
+    python benchmarks/defame_averitec.py --n 20 --out runs/defame_averitec               # embedded model
+    python benchmarks/defame_averitec.py --n 50 --model m --base-url http://127.0.0.1:8080/v1 --workers 4
+    python benchmarks/defame_averitec.py --n 20 --verite 20                             # add VERITE captions
+
+AVeriTeC dev (first N of a seeded draw of ../shared/benchmarks/averitec/dev_200.json), pooled setting:
+DEFAME's web search is `--search local` over the knowledge base pooled from all 200 claims' annotated
+answers (BM25); direct and CoT are closed-book; all judge among the 4 AVeriTeC labels with the
+benchmark's label rules. VERITE: captions only (the images are not available offline), no search.
+Resumable (re-run the same command); prints one table: accuracy, actions, rounds, model calls, tokens
+and seconds per claim, and the predicted label distribution.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from veracity.config import load_config
+from veracity.eval.datasets import load_dataset
+from veracity.eval.runner import ITEMS, run_eval
+from veracity.llm import make_model
+
+BENCH = Path(__file__).resolve().parents[2] / "shared" / "benchmarks"
+PIPELINES = ["defame", "direct", "cot"]
+
+
+def rows_table(out: Path) -> str:
+    rows = [json.loads(x) for x in (out / ITEMS).read_text().splitlines() if x.strip()]
+    lines = ["| dataset | pipeline | n | accuracy | actions / claim | rounds / claim | calls / claim | "
+             "prompt tok / claim | compl. tok / claim | s / claim | predicted labels |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["dataset"], r["pipeline"]), []).append(r)
+    for (ds, pipe), rs in sorted(groups.items()):
+        n = len(rs)
+        acc = 100 * sum(r["correct"] for r in rs) / n
+        actions = sum(len(s["actions"]) for r in rs for s in r["trace"] if s["stage"] == "plan") / n
+        rounds = sum(sum(1 for s in r["trace"] if s["stage"] == "judge") for r in rs) / n
+        tot = [r["usage"].get("total", {}) for r in rs]
+        calls = sum(t.get("calls", 0) for t in tot) / n
+        ptok = sum(t.get("prompt_tokens", 0) for t in tot) / n
+        ctok = sum(t.get("completion_tokens", 0) for t in tot) / n
+        secs = sum(r["seconds"] for r in rs) / n
+        dist = ", ".join(f"{k} {v}" for k, v in Counter(r["pred"] for r in rs).most_common())
+        lines.append(f"| {ds} | {pipe} | {n} | {acc:.1f} | {actions:.1f} | {rounds:.1f} | {calls:.1f} | "
+                     f"{ptok:.0f} | {ctok:.0f} | {secs:.1f} | {dist} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=20, help="AVeriTeC claims (drawn with --seed)")
+    ap.add_argument("--verite", type=int, default=0, help="VERITE captions to add (0: none)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--model", default="embedded")
+    ap.add_argument("--base-url")
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--pipelines", default=",".join(PIPELINES))
+    ap.add_argument("--out", default="runs/defame_averitec")
+    args = ap.parse_args()
+    config = load_config(overrides={"model": args.model, "base_url": args.base_url, "n_threads": args.threads},
+                         env={})
+    model = make_model(config)
+    pipelines = args.pipelines.split(",")
+    out = Path(args.out)
+    t0 = time.perf_counter()
+    for name, rel, setting, n in (("averitec", "averitec/dev_200.json", "pooled", args.n),
+                                  ("verite", "verite/VERITE.csv", "closed-book", args.verite)):
+        path = BENCH / rel
+        if not n:
+            continue
+        if not path.exists():
+            print(f"skipping {name}: {path} not found")
+            continue
+        ds = load_dataset(name, path, setting=setting)
+        s = run_eval(ds, pipelines, model, config, out, limit=n, seed=args.seed, workers=args.workers)
+        print(f"{name}: {s.done} done, {s.skipped} already there, {s.errors} failed", flush=True)
+    print(f"\nmodel {model.model_id}, wall time {time.perf_counter() - t0:.0f} s\n")
+    print(rows_table(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
