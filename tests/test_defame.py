@@ -104,15 +104,16 @@ def test_full_run_over_a_local_index():
 
 def test_not_enough_information_goes_back_to_planning_at_most_three_rounds():
     config = load_config()
-    backend = ScriptedBackend(rules(['web_search("Eiffel Tower Rome")', 'web_search("Eiffel Tower Rome")',
-                                     'web_search("Colosseum 2023")', 'web_search("Eiffel Tower Paris")'],
-                                    verdict="Not Enough Information"))
+    # round 2 repeats an executed action; the scored tool choice (web_search) then gets a query that was
+    # executed too, so the explicit fallback searches the claim itself
+    backend = ScriptedBackend([(r'web_search\("$', "Eiffel Tower Rome")] + rules(
+        ['web_search("Eiffel Tower Rome")', 'web_search("Eiffel Tower Rome")', "web_search",
+         'web_search("Colosseum 2023")', 'web_search("Eiffel Tower Paris")'], verdict="Not Enough Information"))
     res = run(config, backend)
     plans = stages(res, "plan")
     assert [p["round"] for p in plans] == [1, 2, 3]
-    # round 2 repeated an executed action: rejected, and the explicit fallback searched the claim itself
     assert any("already executed" in r for r in plans[1]["rejected"])
-    assert plans[1]["fallback"] and plans[1]["actions"] == [f'web_search("{CLAIM}")']
+    assert plans[1]["how"] == "fallback" and plans[1]["actions"] == [f'web_search("{CLAIM}")']
     assert any(s["for_stage"] == "plan" for s in stages(res, "parse_failure"))
     assert plans[2]["actions"] == ['web_search("Colosseum 2023")']
     assert res.verdict.label == "Not Enough Information"
@@ -121,6 +122,24 @@ def test_not_enough_information_goes_back_to_planning_at_most_three_rounds():
     # each round's prompt sees the record so far
     third_plan = last_prompt(backend, "Actions:")[2]
     assert "Round 2" in third_plan and "Judgement: Not Enough Information" in third_plan
+
+
+def test_a_plan_without_actions_falls_back_to_a_scored_tool_and_a_generated_query():
+    backend = ScriptedBackend([(r'web_search\("$', 'Eiffel Tower 2023")')] + rules(
+        ["- [Some page](https://x.example) (2020): made-up evidence", "web_search"]))
+    res = run(load_config(overrides={"defame.max_iterations": 1}), backend)
+    plan = stages(res, "plan")[0]
+    assert plan["how"] == "constrained" and plan["actions"] == ['web_search("Eiffel Tower 2023")']
+    assert "tool scored, query generated" in stages(res, "parse_failure")[0]["fallback"]
+
+
+def test_a_summary_not_drawn_from_the_source_is_replaced_by_a_marked_excerpt():
+    backend = ScriptedBackend([(r"Summary:$", CLAIM)] + rules('web_search("Eiffel Tower 2023")'))
+    res = run(load_config(overrides={"defame.max_iterations": 1}), backend)
+    eiffel = [s for s in stages(res, "summary") if s["url"] == "https://example.org/eiffel-2023"][0]
+    assert eiffel["written_by"] == "excerpt"
+    assert eiffel["summary"].startswith('Excerpt: "In May 2023 the Eiffel Tower in Paris opened')
+    assert any(p["for_stage"] == "summarize" for p in stages(res, "parse_failure"))
 
 
 def test_labels_without_nei_force_a_decision_in_the_last_round():

@@ -128,3 +128,14 @@ def test_filter_hits_quiet_when_nothing_dropped():
     assert filter_hits(hits, excluded=DEFAULT_EXCLUDED, before=None) == (hits, [])
     assert filter_hits(hits, excluded=[], before="2020-01-01")[1] == [
         "dropped 1 result published after the claim date 2020-01-01"]
+
+
+@pytest.mark.parametrize("url, pattern", [
+    ("https://web.archive.org/web/20210310031315/https://www.politifact.com/", "politifact.com"),
+    ("https://archive.ph/2021.01.01-000000/https://www.snopes.com/fact-check/x", "snopes.com"),
+    ("https://web.archive.org/web/2021id_/http://reuters.com/fact-check/x", "reuters.com/fact-check"),
+    ("https://web.archive.org/web/20210415044925/https://fred.stlouisfed.org/series/payems", None),
+    ("https://archive.ph/abcde", None),
+])
+def test_archived_copies_are_judged_by_the_page_they_keep(url, pattern):
+    assert excluded_by(url, DEFAULT_EXCLUDED) == pattern

@@ -73,7 +73,10 @@ def _defame_sections(result: CheckResult) -> list[str]:
             if st == "plan":
                 lines += ["### Plan", ""]
                 lines += [f"- `{a}`" for a in s["actions"]] or ["- no new action"]
-                if s.get("fallback"):
+                if s.get("how") == "constrained":
+                    lines.append("- *(the model's plan named no usable action: the tool was chosen by scoring the "
+                                 "tools, then the model wrote the query)*")
+                elif s.get("fallback"):
                     lines.append("- *(the model named no usable action; veracity searched the claim itself)*")
                 if s.get("static"):
                     lines.append("- *(static actions: every tool once, no planning)*")

@@ -13,6 +13,7 @@ from ..prompts import load_prompt
 from ..tools.base import Action, ImageStore, ToolCall, ToolOutput
 from ..types import Claim, Evidence, Verdict
 from .actions import parse_plan
+from .parsing import clean_text, excerpt, grounded, parse_summary
 from .record import Finding, Record, Round, evidence_text
 from .toolbox import Toolbox, build_toolbox
 
@@ -24,21 +25,6 @@ RESULT_CHARS = 1500  # source text a summary is written from
 SUMMARY_CHARS = 400  # longest summary kept in the record
 TEXT_ONLY_NOTE = ("(The model reads text only: the images are known only through the tools' findings, "
                   "not seen directly.)")
-
-
-def _first_paragraph(text: str, limit: int) -> str:
-    text = text.strip().split("\n\n")[0]
-    text = re.split(r"\n\s*(?:Record|Claim|Search result|Round \d+)\s*:", text)[0]
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def parse_summary(text: str) -> str | None:
-    """A summary, or None when the model said the result is irrelevant (NONE) or wrote nothing."""
-    s = _first_paragraph(text, SUMMARY_CHARS)
-    if not s or re.match(r"^\W*(none|n/a|irrelevant|not relevant)\b", s, re.IGNORECASE):
-        return None
-    return s
 
 
 def _example_blocks(text: str) -> list[tuple[set[str], str]]:
@@ -154,18 +140,46 @@ class Defame(Pipeline):
         out = ctx.model.complete(fewshot(prompt, max_tokens=96, stop=["\n\n", "Record:", "Executed actions:"],
                                          images=self._images_for_model(store, ctx)), stage="plan")
         plan = parse_plan(out.text, offered, executed, self.dc.max_actions)
-        fallback = None
+        how = "planned"
         if not plan.actions:
-            fallback = self._fallback_action(record, offered, executed)
             failures.append(f"plan (round {rnd.number}): no usable action in {out.text[:120]!r}")
+            action = self._constrained_action(prompt, offered, executed, store, ctx)
+            how = "constrained"
+            if action is None:
+                action, how = self._fallback_action(record, offered, executed), "fallback"
             ctx.tracer.emit("parse_failure", for_stage="plan", raw=out.text,
-                            fallback=f"ran {fallback.render()}" if fallback else "no new action left to try")
-            if fallback:
-                plan.actions.append(fallback)
+                            fallback=(f"ran {action.render()} ({'tool scored, query generated' if how == 'constrained' else 'the claim itself'})"
+                                      if action else "no new action left to try"))
+            if action:
+                plan.actions.append(action)
         rnd.actions = [a.render() for a in plan.actions]
         ctx.tracer.emit("plan", round=rnd.number, actions=rnd.actions, rejected=plan.rejected, raw=out.text,
-                        fallback=fallback is not None, unavailable=unavailable)
+                        how=how, fallback=how == "fallback", unavailable=unavailable)
         return plan.actions
+
+    def _constrained_action(self, prompt: str, offered: dict, executed: set[tuple[str, str]], store: ImageStore,
+                            ctx: Context) -> Action | None:
+        """One action when the free plan named none: the tool by a scored choice, then its argument
+        (a generated query, or a scored choice among the images)."""
+        fresh = {n: t for n, t in offered.items()
+                 if not t.takes_image or any(Action(n, r).key() not in executed for r in store.refs())}
+        if not fresh:
+            return None
+        choice = ctx.model.choose(fewshot(prompt + "\n", max_tokens=8), list(fresh), stage="plan")
+        if choice.option is None:
+            return None
+        tool = fresh[choice.option]
+        head = f"{prompt}\n{tool.name}("
+        if tool.takes_image:
+            refs = [r for r in store.refs() if Action(tool.name, r).key() not in executed]
+            if len(refs) > 1:
+                pick = ctx.model.choose(fewshot(head, max_tokens=8), refs, stage="plan")
+                refs = [pick.option] if pick.option else refs
+            return Action(tool.name, refs[0]) if refs else None
+        out = ctx.model.complete(fewshot(head + '"', max_tokens=24, stop=['"', "\n", ")"]), stage="plan")
+        query = " ".join(out.text.split()).strip(" '\u201c\u201d")
+        action = Action(tool.name, query[:200])
+        return action if query and action.key() not in executed else None
 
     def _rules_line(self) -> str:
         rules = self.dc.rules  # planning guidance from the config; the label rules are the judge's
@@ -227,10 +241,20 @@ class Defame(Pipeline):
                                                           RESULT=evidence_text(ev, RESULT_CHARS))
                 gen = ctx.model.complete(fewshot(prompt, max_tokens=120, stop=["\n\n", "Record:", "Search result:"]),
                                          stage="summarize")
-                summary = parse_summary(gen.text)
+                summary = parse_summary(gen.text, SUMMARY_CHARS)
+                written_by = "model"
+                if summary and not grounded(summary, ev.text, record.claim.text):
+                    # the model wrote something not drawn from the source (often the claim again):
+                    # quote the source instead, and say so
+                    ctx.tracer.emit("parse_failure", for_stage="summarize", raw=gen.text,
+                                    fallback="quoted the source's sentences closest to the claim")
+                    summary = excerpt(ev.text, record.claim.text, SUMMARY_CHARS) or None
+                    written_by = "excerpt"
+                    if summary:
+                        summary = f'Excerpt: "{summary}"'
                 refs = self._evidence_images(ev, store, toolbox, ctx) if summary else []
                 ctx.tracer.emit("summary", round=rnd.number, action=action, source=ev.source, url=ev.url,
-                                date=ev.date, summary=summary, images=list(ev.images[:4]), image_refs=refs)
+                                date=ev.date, summary=summary, written_by=written_by, images=list(ev.images[:4]), image_refs=refs)
                 if summary:
                     rnd.findings.append(Finding(action=action, source=ev.source or ev.url or "source", url=ev.url,
                                                 date=ev.date, summary=summary, image_refs=refs))
@@ -252,7 +276,7 @@ class Defame(Pipeline):
         prompt = self.prompts["develop"].render(RECORD=record.render())
         out = ctx.model.complete(fewshot(prompt, max_tokens=160, stop=["\n\n", "Record:", "Judgement:"],
                                          images=self._images_for_model(store, ctx)), stage="develop")
-        rnd.elaboration = _first_paragraph(out.text, 800)
+        rnd.elaboration = clean_text(out.text, 800)
         ctx.tracer.emit("develop", round=rnd.number, text=rnd.elaboration)
 
     def _judge(self, rnd: Round, record: Record, store: ImageStore, labels: tuple[str, ...], nei: str | None,
@@ -264,7 +288,7 @@ class Defame(Pipeline):
         images = self._images_for_model(store, ctx)
         gen = ctx.model.complete(fewshot(prompt, max_tokens=100, stop=["\n\n", "Verdict:", "Record:"], images=images),
                                  stage="judge")
-        findings = _first_paragraph(gen.text, 600)
+        findings = clean_text(gen.text, 600)
         label, confidence, probabilities, failed = choose_label(
             ctx, f"{prompt} {findings}\nVerdict:", options, stage="judge",
             fallback=nei if nei in labels else labels[0], images=images)
@@ -276,9 +300,9 @@ class Defame(Pipeline):
 
     def _justify(self, record: Record, store: ImageStore, label: str, ctx: Context) -> str:
         prompt = self.prompts["justify"].render(RECORD=record.render(), VERDICT=label)
-        out = ctx.model.complete(fewshot(prompt, max_tokens=160, stop=["\n\n", "Record:"],
+        out = ctx.model.complete(fewshot(prompt, max_tokens=160, stop=["\n\n", "Record:", "Justification:"],
                                          images=self._images_for_model(store, ctx)), stage="justify")
-        text = _first_paragraph(out.text, 1200)
+        text = clean_text(out.text, 1200)
         links = [f"[{f.source}]({f.url})" for f in record.findings() if f.url]
         ctx.tracer.emit("justify", text=text, sources=links)
         return text

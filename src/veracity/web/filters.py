@@ -55,15 +55,27 @@ def _host_and_path(url: str) -> tuple[str, str]:
     return host.rstrip("."), parts.path or "/"
 
 
+# Web archives wrap the page they keep: web.archive.org/web/20210310031315/https://www.snopes.com/...
+_ARCHIVED = re.compile(r"^/(?:web/)?(?:[^/]*/)?(https?://.+)$", re.IGNORECASE)
+ARCHIVE_HOSTS = ("web.archive.org", "archive.org", "archive.ph", "archive.today", "archive.is", "archive.li")
+
+
 def excluded_by(url: str | None, patterns: Iterable[str]) -> str | None:
     """The first pattern that excludes `url`, or None (also for a missing URL).
 
     A pattern without "/" matches its host and every subdomain of it; a pattern with a path also
-    needs the URL's path to start with that path. Both parts are compared case-insensitively.
+    needs the URL's path to start with that path. Both parts are compared case-insensitively. An
+    archived copy (web.archive.org, archive.ph, ...) is judged by the URL it keeps.
     """
     if not url:
         return None
     host, path = _host_and_path(url)
+    if host in ARCHIVE_HOSTS:
+        m = _ARCHIVED.match(urlsplit(url.strip()).path or "")
+        if m:
+            patterns = list(patterns)
+            if inner := excluded_by(m.group(1), patterns):
+                return inner
     if not host:
         return None
     path = path.lower()
