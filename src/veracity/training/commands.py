@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -76,6 +77,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     e.add_argument("--base", default=None, help="the base model (default: --model, else embedded)")
     e.add_argument("--trained", help="the trained model (default hf:OUT/model)")
     e.add_argument("--limit", type=int, help="evaluate on N of the held-apart questions only (seeded draw)")
+    e.add_argument("--native-base", action="store_true",
+                   help="evaluate a GGUF base in llama.cpp as it is (default: its float32 transformers copy, the "
+                        "runtime the trained model runs in)")
     e.add_argument("--json", action="store_true")
     e.set_defaults(func=cmd_evaluate)
 
@@ -149,7 +153,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from ..leaf.commands import _config, _retriever
     from .evaluation import evaluate, to_text
-    from .training import MODEL_DIR
+    from .training import BASE_DIR, MODEL_DIR, export_base
 
     out = Path(args.out)
     config = _config(args)
@@ -157,6 +161,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     trained = args.trained or f"hf:{out / MODEL_DIR}"
     if trained.startswith("hf:") and not Path(trained[3:]).is_dir():
         raise UserError(f"no trained model at {trained[3:]}: run `veracity selftrain train --out {out}` first")
+    if trained.startswith("hf:") and (base == "embedded" or base.startswith("gguf:")) and not args.native_base:
+        # the trained model runs in transformers (float32): so must its base, or the comparison measures
+        # the runtime (llama.cpp on 4-bit weights vs transformers on float32) as much as the training
+        print(f"Base {base} as transformers float32 (in {out / BASE_DIR}) so before and after share a runtime",
+              file=sys.stderr)
+        base = f"hf:{export_base(base, out / BASE_DIR)}"
     if not config.leaf.rater_model:  # one rater for both, so the LEAF scores compare
         config.leaf = replace(config.leaf, rater_model=base)
     ds = _dataset(args)

@@ -22,6 +22,7 @@ from ..errors import UserError
 from .building import PAIRS, SFT
 
 MODEL_DIR = "model"
+BASE_DIR = "base_fp32"  # the base model as transformers float32, for a fair before/after evaluation
 
 
 @dataclass
@@ -81,6 +82,20 @@ def load_base(spec: str):
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     return model, tok
+
+
+def export_base(spec: str, dest: Path) -> Path:
+    """`spec` saved as a transformers float32 folder at `dest` (once; reused when there), so a trained
+    model (which runs in transformers) is compared with its base in the same runtime, not with the
+    GGUF base in llama.cpp."""
+    if (dest / "config.json").is_file():
+        return dest
+    model, tok = load_base(spec)
+    tmp = dest.with_name(dest.name + ".partial")
+    model.save_pretrained(str(tmp))
+    tok.save_pretrained(str(tmp))
+    tmp.rename(dest)
+    return dest
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
