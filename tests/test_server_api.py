@@ -288,7 +288,9 @@ def test_other_client_errors(fast):
     # a body that is not JSON (what a cross-site form could send) starts nothing
     r = fast.post("/api/checks", content=json.dumps({"claim": "A claim."}), headers={"content-type": "text/plain"})
     assert r.status_code == 422
-    r = fast.post("/api/checks", content=b"{" * 2_000_000, headers={"content-type": "application/json"})
+    r = fast.post("/api/checks", content=b"{" * 60_000_000, headers={"content-type": "application/json"})
+    assert r.status_code == 413 and r.json()["error"] == "body_too_large"  # past even a check with 4 images
+    r = fast.post("/login", content=b"{" * 2_000_000, headers={"content-type": "application/json"})
     assert r.status_code == 413 and r.json()["error"] == "body_too_large"
     # without a token the server answers only requests addressed to loopback (DNS rebinding)
     r = fast.get("/api/checks", headers={"host": "evil.example"})

@@ -122,7 +122,7 @@ def test_form_follows_the_pipeline_and_reports_errors(page, site):
     expect(qa).to_have_value("closed-book")
     page.get_by_label("Pipeline").select_option("qacheck")
     expect(qa).to_be_enabled()
-    expect(page.locator("#image-field")).to_be_hidden()  # no pipeline takes images yet
+    expect(page.locator("#image-field")).to_be_hidden()  # qacheck does not look at images
     assert page.locator("#qa option[value=retriever-reader]").is_disabled()  # no index on this server
 
     page.get_by_label("Claim", exact=True).fill("   ")
@@ -241,3 +241,120 @@ def test_answer_check_highlights_unsupported_sentences_with_evidence_on_click(pa
     link = page.locator("#history a", has_text=Q_CTS).first
     expect(link.locator(".badge")).to_have_text("LEAF 0.33")
     assert not page.failures, page.failures
+
+
+# -- DEFAME: a claim with an image and a date --------------------------------------------------------------
+
+DEFAME_SCREENSHOT = Path("/tmp/veracity_defame.png")
+DEFAME_CLAIM = "This photo shows the Orrin Bridge in Tallinn in May 2024."
+
+
+@pytest.fixture(scope="module")
+def defame_site(server_factory):
+    """test_server_defame.py's scripted DEFAME run, answered by the stub (0.25 s a call, 6 calls: long enough to
+    watch the steps arrive); images of at most 50 kB."""
+    from test_server_defame import DEFAME_RULES
+
+    rules = rules_responder(DEFAME_RULES, delay=0.25)
+    seen_images: list[str] = []
+
+    def respond(body):  # an OpenAI-compatible model gets the images too: the rules read the text parts
+        last = body["messages"][-1]
+        if isinstance(last["content"], list):
+            seen_images.extend(p["image_url"]["url"][:30] for p in last["content"] if p.get("type") == "image_url")
+            text = "".join(p.get("text", "") for p in last["content"] if p.get("type") == "text")
+            body = {**body, "messages": [*body["messages"][:-1], {**last, "content": text}]}
+        return rules(body)
+
+    respond.seen_images = seen_images
+    stub = StubServer(respond)
+    stub.seen_images = seen_images
+    srv = server_factory(["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0",
+                          "--max-image-mb", "0.05"], name="browser-defame")
+    srv.stub = stub
+    yield srv
+    stub.close()
+
+
+def test_defame_with_an_image_and_a_date(page, defame_site):
+    from playwright.sync_api import expect
+    from test_server_defame import png_bytes
+
+    page.goto(defame_site.url + "/")
+    image_input, date_input = page.get_by_label("Images"), page.get_by_label("Claim date")
+    expect(image_input).to_be_hidden()
+    page.get_by_label("Pipeline").select_option("defame")
+    expect(image_input).to_be_visible()
+    expect(date_input).to_be_visible()
+    expect(page.get_by_label("Question answering")).to_be_hidden()
+
+    # too large: said at once, nothing sent
+    image_input.set_input_files([{"name": "huge.png", "mimeType": "image/png", "buffer": b"\x89PNG" + bytes(60_000)}])
+    expect(page.locator("#form-error")).to_contain_text("huge.png is 60.0 kB; the limit is 50.0 kB")
+    page.get_by_label("Claim", exact=True).fill(DEFAME_CLAIM)
+    page.get_by_role("button", name="Check claim").click()
+    expect(image_input).to_be_focused()
+    assert page.locator("#run").count() == 0
+
+    image_input.set_input_files([{"name": "bridge.png", "mimeType": "image/png", "buffer": png_bytes((120, 80))}])
+    expect(page.locator("#form-error")).to_be_hidden()
+    expect(page.locator("#image-list")).to_contain_text("bridge.png")
+    date_input.fill("2024-05-15")
+    page.get_by_role("button", name="Check claim").click()
+
+    # the live view: the image and the date at once, then DEFAME's steps in words as they come
+    run = page.locator("#run")
+    expect(run.locator(".claim-date")).to_contain_text("2024-05-15")
+    thumb = run.locator(".thumbs img")
+    expect(thumb).to_have_attribute("alt", "Claim image 1: bridge.png")
+    live = page.locator("#run[data-live='1']")
+    expect(live.locator(".step.plan").first).to_contain_text("image_metadata(<image:1>)")
+    expect(live.locator(".step.tool").first).to_contain_text("EXIF metadata of <image:1>")
+    expect(live.locator(".step.tool .r-sum").first).to_contain_text("A PNG image with no EXIF metadata")
+    assert page.locator(".verdict").count() == 0
+
+    # the verdict, then the finished run as the server renders it
+    verdict = page.locator(".verdict")
+    expect(verdict).to_be_visible()
+    expect(verdict.locator(".verdict-label")).to_contain_text("Refuted")
+    expect(page.locator("#steps .step.judge")).to_contain_text("Refuted")
+    expect(page.locator("#steps .step.justify a")).to_have_attribute("href", "https://example.org/orrin")
+    thumb = page.locator("#run .thumbs img")
+    expect(thumb).to_be_visible()
+    assert thumb.evaluate("img => img.complete && img.naturalWidth") == 120  # the stored image, loaded
+    expect(page.locator("#run .claim-date")).to_contain_text("2024-05-15")
+    page.screenshot(path=str(DEFAME_SCREENSHOT), full_page=True)
+
+    # reopened: the form is ready to check again with the same pipeline and date
+    assert defame_site.stub.seen_images[0].startswith("data:image/png;base64,")  # the model saw the image
+    page.goto(page.url)
+    expect(page.get_by_label("Pipeline")).to_have_value("defame")
+    expect(page.get_by_label("Claim date")).to_have_value("2024-05-15")
+    expect(page.locator("#run .thumbs img")).to_be_visible()
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone: no sideways scrolling
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+    assert not page.failures, page.failures
+
+
+def test_defame_form_without_javascript(browser, defame_site, tmp_path):
+    from playwright.sync_api import expect
+    from test_server_defame import png_bytes
+
+    ctx = browser.new_context(java_script_enabled=False)
+    try:
+        p = ctx.new_page()
+        p.goto(defame_site.url + "/")
+        p.get_by_label("Claim", exact=True).fill(DEFAME_CLAIM)
+        p.get_by_label("Pipeline").select_option("defame")
+        image = tmp_path / "plain.png"
+        image.write_bytes(png_bytes((30, 20), "maroon"))
+        p.locator("#image-nojs").set_input_files(str(image))  # the <noscript> field (the other stays hidden)
+        expect(p.locator("#image")).to_be_hidden()
+        p.locator("#date-nojs").fill("2024-05-15")
+        p.get_by_role("button", name="Check claim").click()
+        expect(p).to_have_url(re.compile(r"/checks/[0-9a-f]{16}$"))
+        expect(p.locator("#run .claim-date")).to_contain_text("2024-05-15")  # reloads itself until done
+        expect(p.locator("#run .thumbs img")).to_have_attribute("alt", "Claim image 1: plain.png")
+        expect(p.locator(".verdict .verdict-label")).to_contain_text("Refuted", timeout=20_000)
+    finally:
+        ctx.close()

@@ -195,7 +195,7 @@ background:#f4f7fa}table{border-collapse:collapse}td,th{border:1px solid #d5dbe3
 td{text-align:right}td:first-child{text-align:left}a{color:#0b5cad}img{max-width:100%;max-height:24rem}
 """
 _LOCAL_IMG = re.compile(r'<img src="(/[^"]+)"')
-EMBED_LIMIT = 5_000_000  # local images larger than this stay links
+EMBED_LIMIT = 20_000_000  # local images larger than this stay links (the most `load_image` accepts)
 
 
 def _embed_local(match: re.Match[str]) -> str:

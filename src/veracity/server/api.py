@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import FileResponse
 from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
@@ -15,8 +16,9 @@ from . import store as st
 from .answers import NAME as ANSWER_CHECK
 from .answers import check_answer_input, leaf_summary
 from .errors import ApiError
-from .limits import check_claim
-from .reports import result_of, to_html, to_json, to_markdown
+from .limits import check_claim, check_date
+from .reports import StoredImage, result_of, to_html, to_json, to_markdown
+from .uploads import Upload, upload_from_base64
 from .views import iso
 
 if TYPE_CHECKING:
@@ -41,9 +43,34 @@ class ErrorBody(BaseModel):
     detail: str = Field(description="what went wrong and what to change")
 
 
+TINY_PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg=="
+            )  # a 1x1 PNG: the example of the OpenAPI document
+
+
+class ImageIn(BaseModel):
+    """One image of the claim, inline in the JSON request."""
+
+    data: str = Field(description="the image file's bytes in base64 (line breaks are ignored), or a data: URL "
+                                  "such as `data:image/png;base64,iVBORw0...`. JPEG, PNG, GIF or WebP; at most "
+                                  "`max_image_bytes` bytes decoded (GET /api/pipelines)",
+                      examples=[TINY_PNG])
+    filename: str | None = Field(None, max_length=255, description="the file's name: shown with the run and "
+                                                                   "named in errors", examples=["photo.png"])
+    media_type: str | None = Field(None, max_length=100,
+                                   description="the type the client says the image is (default: that of the "
+                                               "data: URL, if any); it must match the content, which is what "
+                                               "counts", examples=["image/png"])
+
+
 class CheckIn(BaseModel):
     claim: str | None = Field(None, description="the statement to check (claim pipelines)",
                               examples=["Lars Onsager won the Nobel prize when he was 30 years old."])
+    date: str | None = Field(None, description="when the claim was made, YYYY-MM-DD (not in the future). DEFAME "
+                                               "ignores sources published after it; other claim pipelines keep "
+                                               "it with the run", examples=["2024-05-15"])
+    images: list[ImageIn] | None = Field(None, description="images the claim is about, for pipelines with "
+                                                           "`accepts_images` (defame and its ablations): at most "
+                                                           "`max_images` of them (GET /api/pipelines)")
     question: str | None = Field(None, description="answer-check: the question the answer replies to")
     answer: str | None = Field(None, description="answer-check: the answer to fact-check sentence by sentence "
                                                  "against the server's index (LEAF)")
@@ -63,10 +90,23 @@ class Links(BaseModel):
     report_json: str
 
 
+class ImageOut(BaseModel):
+    index: int = Field(description="1 for the first image; the pipeline calls it <image:1>")
+    url: str = Field(description="the image itself, as uploaded")
+    filename: str | None
+    media_type: str
+    bytes: int
+    width: int
+    height: int
+    sha256: str
+
+
 class CheckAccepted(BaseModel):
     id: str
     status: str
     queue_position: int = Field(description="0 when the check starts at once, else its place in the queue")
+    date: str | None = Field(None, description="the claim's date, as the check will use it")
+    images: list[ImageOut] = Field([], description="the claim's images as stored (identical ones once)")
     links: Links
 
 
@@ -74,6 +114,8 @@ class RunSummary(BaseModel):
     id: str
     status: Literal["queued", "running", "done", "failed", "interrupted"]
     claim: str
+    date: str | None = Field(None, description="the claim's date, when given")
+    image_count: int = Field(0, description="how many images the claim has")
     pipeline: str
     qa: str | None
     model: str
@@ -90,6 +132,7 @@ class RunDetail(RunSummary):
     answer: str | None = Field(None, description="answer-check: the answer checked (`claim` is its question)")
     leaf: dict[str, Any] | None = Field(None, description="answer-check: score, supported, checked and the "
                                                           "per-sentence results (from the steps)")
+    images: list[ImageOut] = Field([], description="the claim's images, in the order given")
     started_at: str | None
     queue_position: int | None
     verdict: dict[str, Any] | None = Field(description="label, rationale, confidence, steps, parse_failures")
@@ -107,6 +150,10 @@ class HistoryPage(BaseModel):
 
 ERRORS = {400: {"model": ErrorBody}, 401: {"model": ErrorBody}, 404: {"model": ErrorBody},
           429: {"model": ErrorBody}}
+CHECK_ERRORS = {**ERRORS, 413: {"model": ErrorBody, "description": "image_too_large, body_too_large"},
+                415: {"model": ErrorBody, "description": "image_type: not a JPEG, PNG, GIF or WebP, or not the "
+                                                         "declared type"},
+                503: {"model": ErrorBody}}
 
 
 def links(run_id: str) -> dict[str, str]:
@@ -115,8 +162,21 @@ def links(run_id: str) -> dict[str, str]:
             "report_html": f"{base}/report.html", "report_json": f"{base}/report.json"}
 
 
+def image_url(run_id: str, index: int) -> str:
+    return f"/api/checks/{run_id}/images/{index}"
+
+
+def images_of(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """The claim's images as the API shows them (the stored file name stays the server's business)."""
+    return [{"index": i, "url": image_url(run["id"], i),
+             **{k: info.get(k) for k in ("filename", "media_type", "bytes", "width", "height", "sha256")}}
+            for i, info in enumerate((run.get("options") or {}).get("images") or [], start=1)]
+
+
 def summary(run: dict[str, Any]) -> dict[str, Any]:
-    return {"id": run["id"], "status": run["status"], "claim": run["claim"], "pipeline": run["pipeline"],
+    options = run.get("options") or {}
+    return {"id": run["id"], "status": run["status"], "claim": run["claim"], "date": options.get("date"),
+            "image_count": len(options.get("images") or []), "pipeline": run["pipeline"],
             "qa": run["qa"], "model": run["model"], "label": run["label"], "confidence": run["confidence"],
             "created_at": iso(run["created"]), "finished_at": iso(run["finished"]), "seconds": run["seconds"],
             "error": run["error"], "links": links(run["id"])}
@@ -125,7 +185,7 @@ def summary(run: dict[str, Any]) -> dict[str, Any]:
 def detail(s: "ServerState", run: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str, Any]:
     r = run.get("result") or {}
     return {**summary(run), "answer": (run.get("options") or {}).get("answer"), "leaf": leaf_summary(steps),
-            "started_at": iso(run["started"]),
+            "images": images_of(run), "started_at": iso(run["started"]),
             "queue_position": s.manager.queue_position(run["id"]) if run["status"] == st.QUEUED else None,
             "verdict": r.get("verdict"), "usage": r.get("usage"), "steps": steps}
 
@@ -138,16 +198,25 @@ def get_run(s: "ServerState", run_id: str) -> dict[str, Any]:
     return run
 
 
-def start_check(s: "ServerState", body: CheckIn, client: str) -> tuple[str, int]:
-    """Validate a request and queue the check (shared by the API and the page's plain form)."""
+def start_check(s: "ServerState", body: CheckIn, client: str, uploads: list[Upload] | None = None
+                ) -> tuple[str, int]:
+    """Validate a request and queue the check (shared by the API and the page's plain form). The images are
+    `body.images` (JSON, base64) or `uploads` (the form's files)."""
     s.limiter.check(client)
     answer_given = body.question is not None or body.answer is not None
     name = body.pipeline or (ANSWER_CHECK if answer_given else "qacheck")
     info = s.catalog.pipelines.get(name)
+    has_images = bool(body.images or uploads)
     if info is not None and info.input_kind == "answer":
         if body.claim is not None:
             raise ApiError(400, "claim_not_applicable", f"pipeline {name!r} checks an answer: send `question` and "
                                                         "`answer` instead of `claim`")
+        if has_images:
+            raise ApiError(400, "images_not_accepted", f"pipeline {name!r} checks an answer's text and does not "
+                                                       "look at images: leave `images` out")
+        if body.date is not None and str(body.date).strip():
+            raise ApiError(400, "date_not_applicable", f"pipeline {name!r} checks an answer against the index and "
+                                                       "takes no claim date: leave `date` out")
         pipeline, cfg, qa = s.catalog.resolve(name, body.qa, body.model, input_kind="answer")  # index first
         question, answer = check_answer_input(body.question, body.answer,
                                               max_question_chars=s.config.max_claim_chars,
@@ -163,20 +232,51 @@ def start_check(s: "ServerState", body: CheckIn, client: str) -> tuple[str, int]
                                                f"{ANSWER_CHECK!r})")
     claim = check_claim(body.claim, s.config.max_claim_chars)
     pipeline, cfg, qa = s.catalog.resolve(name, body.qa, body.model)
-    return s.manager.submit(claim=claim, pipeline=pipeline, config=cfg, qa=qa)
+    date = check_date(body.date)
+    images: list = []
+    if has_images:
+        if not pipeline.accepts_images:
+            takers = [p.name for p in s.catalog.pipelines.values() if p.accepts_images and p.available]
+            raise ApiError(400, "images_not_accepted",
+                           f"pipeline {name!r} does not look at images: leave `images` out, or choose a pipeline "
+                           f"that does ({', '.join(takers[:3]) or 'none on this server'})")
+        if uploads is None:
+            s.uploads.check_count(len(body.images or []))
+            uploads = [upload_from_base64(im.data, im.filename, im.media_type, i, s.uploads.max_bytes)
+                       for i, im in enumerate(body.images or [], start=1)]
+        images = s.uploads.check(uploads)
+    with s.uploads.lock:  # no delete may take a file between saving it and queueing the run that uses it
+        infos = s.uploads.save(images)
+        try:
+            return s.manager.submit(claim=claim, pipeline=pipeline, config=cfg, qa=qa, date=date,
+                                    images=[(str(s.uploads.folder / i["file"]), i) for i in infos])
+        except BaseException:
+            s.uploads.release([i["file"] for i in infos])
+            raise
 
 
 # -- routes ------------------------------------------------------------------------------------------
 
-@router.post("/checks", status_code=202, response_model=CheckAccepted, responses={**ERRORS, 503: {"model": ErrorBody}},
+@router.post("/checks", status_code=202, response_model=CheckAccepted, responses=CHECK_ERRORS,
              summary="Start a check")
 def create_check(body: CheckIn, request: Request, response: Response) -> dict[str, Any]:
     """Queue a check of `claim` and return its id at once (202). Follow it with GET .../events (SSE) or
-    poll GET /api/checks/{id}."""
+    poll GET /api/checks/{id}.
+
+    Images (pipelines with `accepts_images`, e.g. defame) come inline:
+    `"images": [{"data": "<base64>", "filename": "photo.jpg"}]` (or `"data": "data:image/jpeg;base64,..."`).
+    Each is checked before the check is queued: 400 `image_empty`, `image_encoding` (not base64) or
+    `image_broken` (does not decode: truncated or corrupt), 413 `image_too_large`, 415 `image_type` (not a
+    JPEG, PNG, GIF or WebP, or not the declared `media_type`), 400 `too_many_images`, 400 `images_not_accepted`
+    (the pipeline does not look at images). `date` (YYYY-MM-DD) is checked too: 400 `invalid_date`.
+    A run's images are served at GET /api/checks/{id}/images/{n} and deleted with the run (unless another
+    run uses the same image)."""
     s = state(request)
     run_id, position = start_check(s, body, request.client.host if request.client else "unknown")
     response.headers["Location"] = f"/api/checks/{run_id}"
-    return {"id": run_id, "status": st.QUEUED, "queue_position": position, "links": links(run_id)}
+    run = s.store.get(run_id) or {"id": run_id}
+    return {"id": run_id, "status": st.QUEUED, "queue_position": position,
+            "date": (run.get("options") or {}).get("date"), "images": images_of(run), "links": links(run_id)}
 
 
 @router.get("/checks", response_model=HistoryPage, responses=ERRORS, summary="List past runs, newest first")
@@ -198,10 +298,34 @@ def read_check(run_id: str, request: Request,
 
 @router.delete("/checks/{run_id}", status_code=204, responses=ERRORS, summary="Delete a run")
 def delete_check(run_id: str, request: Request) -> Response:
-    """Delete a run and its steps. A queued run never starts; a running one stops at its next step."""
-    if not state(request).manager.delete(run_id):
-        raise ApiError(404, "not_found", f"no run {run_id!r}: it never existed or was already deleted")
+    """Delete a run, its steps and its images (those no other run uses). A queued run never starts; a running
+    one stops at its next step."""
+    s = state(request)
+    with s.uploads.lock:
+        files = s.store.image_files(run_id)
+        if not s.manager.delete(run_id):
+            raise ApiError(404, "not_found", f"no run {run_id!r}: it never existed or was already deleted")
+        s.uploads.release(files)
     return Response(status_code=204)
+
+
+@router.get("/checks/{run_id}/images/{index}", responses=ERRORS, response_class=FileResponse,
+            summary="One of the claim's images, as uploaded")
+def check_image_file(run_id: str, index: int, request: Request) -> Response:
+    s = state(request)
+    run = get_run(s, run_id)
+    infos = (run.get("options") or {}).get("images") or []
+    if not 1 <= index <= len(infos):
+        raise ApiError(404, "not_found", f"run {run_id} has {len(infos)} image(s); there is no image {index}")
+    info = infos[index - 1]
+    path = s.uploads.path(info.get("file", ""))
+    if path is None or not path.is_file():
+        raise ApiError(404, "image_missing", f"image {index} of run {run_id} is no longer on the server (its file "
+                                             "was removed from the server's images folder)")
+    name = info.get("filename") or f"image-{index}.{path.suffix.lstrip('.')}"
+    return FileResponse(path, media_type=info.get("media_type"), content_disposition_type="inline", filename=name,
+                        headers={"Cache-Control": "private, max-age=86400", "X-Content-Type-Options": "nosniff",
+                                 "Content-Security-Policy": "default-src 'none'; sandbox"})
 
 
 REPORT_TYPES = {"md": "text/markdown; charset=utf-8", "html": "text/html; charset=utf-8",
@@ -223,12 +347,17 @@ def report(run_id: str, fmt: str, request: Request) -> Response:
         raise ApiError(409, "no_report", f"run {run_id} {run['status']} ({run['error']}): it has no report; "
                                          "its steps are at GET /api/checks/{id}")
     result = result_of(run, [d for _, d in s.store.steps(run_id)])
+    base = str(request.base_url).rstrip("/")
+    # the stored images' paths are the server's: a download links them by URL (HTML embeds them)
+    stored = {info["file"]: StoredImage(s.uploads.folder / info["file"], base + image_url(run_id, i),
+                                        info.get("media_type") or "application/octet-stream")
+              for i, info in enumerate((run.get("options") or {}).get("images") or [], start=1)}
     if fmt == "md":
-        body = to_markdown(run, result)
+        body = to_markdown(run, result, images=stored)
     elif fmt == "html":
-        body = to_html(run, result)
+        body = to_html(run, result, images=stored)
     else:
-        body = to_json(run, result)
+        body = to_json(run, result, images=[{**im, "url": base + im["url"]} for im in images_of(run)])
     return Response(body, media_type=REPORT_TYPES[fmt],
                     headers={"Content-Disposition": f'attachment; filename="veracity-{run_id}.{fmt}"'})
 

@@ -37,6 +37,7 @@ from .pages import router as pages_router, template_globals
 from .runs import RunManager
 from .settings import ServerSettings
 from .store import RunStore
+from .uploads import ImageUploads
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -49,6 +50,9 @@ DESCRIPTION = """Check claims with veracity's pipelines and follow every step as
 
 POST /api/checks starts a check and answers 202 with its id; GET /api/checks/{id}/events streams its
 trace steps (Server-Sent Events) and a final `done` event; GET /api/checks/{id} has the stored run.
+Pipelines that look at images (`accepts_images` in GET /api/pipelines: defame and its ablations) take
+the claim's images inline, `"images": [{"data": "<base64>", "filename": "photo.jpg"}]`, and any claim
+may carry its `date` (YYYY-MM-DD).
 Errors are JSON: `{"error": code, "detail": what to fix}`. When the server was started with
 VERACITY_API_TOKEN, send `Authorization: Bearer TOKEN`."""
 
@@ -63,16 +67,30 @@ class ServerState:
     manager: RunManager
     limiter: RateLimiter
     templates: Jinja2Templates
+    uploads: ImageUploads
+
+
+# POST bodies that may carry images: a check through the API (base64) or the page's plain form (multipart)
+UPLOAD_PATHS = {"/api/checks", "/checks"}
+
+
+class BodyTooLarge(StarletteHTTPException):
+    """A body without Content-Length that grew past the limit while being read."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"the request body is over the limit of {limit} bytes")
 
 
 class GuardMiddleware:
     """Answers, before any route: a Host header that is not loopback while no token is set (DNS rebinding),
-    and request bodies over the size limit."""
+    and request bodies over the size limit (`max_upload_bytes` for the POSTs that may carry images). A body
+    sent without Content-Length is counted as it is read."""
 
-    def __init__(self, app: Any, auth: Auth, max_body_bytes: int) -> None:
+    def __init__(self, app: Any, auth: Auth, max_body_bytes: int, max_upload_bytes: int | None = None) -> None:
         self.app = app
         self.auth = auth
         self.max_body = max_body_bytes
+        self.max_upload = max(max_body_bytes, max_upload_bytes or 0)
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -83,17 +101,38 @@ class GuardMiddleware:
             error = ApiError(421, "bad_host", "this server only answers requests addressed to localhost, 127.0.0.1 "
                                               "or [::1]; to serve other hosts, set VERACITY_API_TOKEN")
         else:
+            limit = (self.max_upload if scope.get("method") == "POST" and scope.get("path") in UPLOAD_PATHS
+                     else self.max_body)
             try:
                 length = int(headers.get("content-length") or 0)
             except ValueError:
                 length = 0
-            if length > self.max_body:
+            if length > limit:
+                what = (" (with its images in base64: send fewer or smaller images)" if limit > self.max_body
+                        else "")
                 error = ApiError(413, "body_too_large", f"the request body has {length} bytes; the limit is "
-                                                        f"{self.max_body}")
+                                                        f"{limit}{what}")
+            elif "transfer-encoding" in headers:  # chunked: no length to look at before reading
+                receive = self._counting(receive, limit)
         if error is None:
             return await self.app(scope, receive, send)
         resp = JSONResponse(error.body(), status_code=error.status, headers=error.headers)
         await resp(scope, receive, send)
+
+    @staticmethod
+    def _counting(receive: Any, limit: int) -> Any:
+        seen = 0
+
+        async def counted() -> dict:
+            nonlocal seen
+            message = await receive()
+            if message.get("type") == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    raise BodyTooLarge(limit)
+            return message
+
+        return counted
 
 
 def _templates() -> Jinja2Templates:
@@ -118,19 +157,26 @@ def create_app(config: "Config", settings: ServerSettings | None = None, *, env:
     settings.validate()
     auth = Auth.for_host(settings.host, os.environ if env is None else env)
     store = RunStore(settings.db_path)
-    catalog = Catalog(config, settings.extra_models, max_answer_chars=settings.max_answer_chars)
+    catalog = Catalog(config, settings.extra_models, max_answer_chars=settings.max_answer_chars,
+                      max_images=settings.max_images, max_image_bytes=settings.max_image_bytes)
+    uploads = ImageUploads(settings.images_path, store, max_bytes=settings.max_image_bytes,
+                           max_images=settings.max_images)
     if retriever is None and config.index:
         retriever = open_retriever(config)
     manager = RunManager(store, catalog, max_concurrent=settings.max_concurrent, max_queue=settings.max_queue,
                          retriever=retriever)
     state = ServerState(config=config, settings=settings, auth=auth, store=store, catalog=catalog, manager=manager,
-                        limiter=RateLimiter(settings.rate_limit, settings.rate_burst), templates=_templates())
+                        limiter=RateLimiter(settings.rate_limit, settings.rate_burst), templates=_templates(),
+                        uploads=uploads)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         ids = store.interrupt_unfinished()
         if ids:
             log.warning("marked %d run(s) cut off by the last shutdown as interrupted: %s", len(ids), ", ".join(ids))
+        swept = uploads.sweep()
+        if swept:
+            log.info("deleted %d uploaded image(s) that no run uses", swept)
         yield
         manager.shutdown()
 
@@ -152,7 +198,8 @@ def create_app(config: "Config", settings: ServerSettings | None = None, *, env:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        code = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}.get(exc.status_code,
+                                                                                         "http_error")
         detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
         if exc.status_code == 404:
             detail = f"nothing at {request.url.path}: see /openapi.json for the API"
@@ -163,5 +210,6 @@ def create_app(config: "Config", settings: ServerSettings | None = None, *, env:
     app.include_router(api_router)
     app.include_router(pages_router)
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
-    app.add_middleware(GuardMiddleware, auth=auth, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(GuardMiddleware, auth=auth, max_body_bytes=settings.max_body_bytes,
+                       max_upload_bytes=settings.upload_body_bytes)
     return app

@@ -19,6 +19,7 @@ from .answers import DEFAULT_MAX_ANSWER_CHARS, AnswerCheckPipeline
 from .answers import DESCRIPTION as ANSWER_CHECK_DESCRIPTION
 from .answers import NAME as ANSWER_CHECK
 from .errors import ApiError
+from .limits import IMAGE_TYPES
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -37,7 +38,7 @@ class PipelineInfo:
     description: str
     qa: str | None          # "choice" when the request's QA module applies, a fixed module name, or None
     needs_index: bool       # with the default QA module
-    accepts_images: bool    # DEFAME will; the page shows the image field only then
+    accepts_images: bool    # DEFAME: the page shows the image and date fields only then
     input_kind: str         # "claim", or "answer" (a question and an answer: the server's answer-check)
     available: bool
     unavailable_reason: str | None = None
@@ -63,10 +64,13 @@ def run_config(config: "Config", *, model: str | None = None, qa: str | None = N
 
 class Catalog:
     def __init__(self, config: "Config", extra_models: list[str] | None = None, *,
-                 max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS) -> None:
+                 max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS, max_images: int = 4,
+                 max_image_bytes: int = 10_000_000) -> None:
         self.config = config
         self.models = list(dict.fromkeys([config.model, *(extra_models or [])]))
         self.max_answer_chars = max_answer_chars
+        self.max_images = max_images
+        self.max_image_bytes = max_image_bytes
         self.rater = Rater(config)  # answer check's rater: leaf.rater_model, built once; else the run's model
         self.pipelines = self._describe_pipelines()
         self._built: dict[str, "Model"] = {}
@@ -112,7 +116,9 @@ class Catalog:
                 "qa_modules": self.qa_modules(),
                 "models": [{"name": m, "default": i == 0} for i, m in enumerate(self.models)],
                 "defaults": {"pipeline": "qacheck", "qa": self.config.qacheck.qa, "model": self.models[0]},
-                "max_claim_chars": self.config.max_claim_chars, "max_answer_chars": self.max_answer_chars}
+                "max_claim_chars": self.config.max_claim_chars, "max_answer_chars": self.max_answer_chars,
+                "max_images": self.max_images, "max_image_bytes": self.max_image_bytes,
+                "image_types": list(IMAGE_TYPES)}
 
     # -- resolving one request ----------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
     veracity serve                                  http://127.0.0.1:8000, the embedded model
     veracity serve --model scripted:rules.json --db runs.sqlite --max-concurrent 4
     veracity serve --index DIR                      also offers answer check (LEAF), which needs an index
+    veracity serve --max-images 2 --max-image-mb 5  DEFAME checks with at most 2 images of 5 MB each
     VERACITY_API_TOKEN=... veracity serve --host 0.0.0.0   (any non-loopback host needs the token)
 """
 
@@ -42,6 +43,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                        "(default 2000)")
     g.add_argument("--max-answer-chars", type=int, default=10_000, metavar="N",
                    help="answer check: longest answer accepted (default 10000)")
+    g.add_argument("--max-images", type=_non_negative, default=4, metavar="N",
+                   help="images a check may carry, for pipelines that look at images (defame; default 4, "
+                        "0 = none)")
+    g.add_argument("--max-image-mb", type=float, default=10.0, metavar="MB",
+                   help="the largest image accepted, in megabytes (default 10)")
+    g.add_argument("--images-dir", metavar="DIR",
+                   help="where uploaded images are kept (default: beside the --db file, <db name>-images/)")
     g.add_argument("--rater-model", metavar="SPEC",
                    help="answer check: the model that rates each sentence (default: leaf.rater_model of the config, "
                         "else the chosen model); same specs as --model")
@@ -64,13 +72,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
         config.leaf = replace(config.leaf, rater_model=args.rater_model)
     settings = ServerSettings(host=args.host, port=args.port, max_concurrent=args.max_concurrent,
                               max_queue=args.max_queue, rate_limit=args.rate_limit, extra_models=args.extra_model,
-                              max_answer_chars=args.max_answer_chars)
+                              max_answer_chars=args.max_answer_chars, max_images=args.max_images,
+                              max_image_bytes=int(args.max_image_mb * 1_000_000), images_dir=args.images_dir)
     if args.db:
         settings.db_path = args.db
     app = create_app(config, settings)
     app.state.veracity.catalog.preload()  # a bad model spec fails here, as one line, not on the first check
     shown = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"veracity: serving http://{shown}:{args.port}  (runs in {settings.db_path}; "
+    print(f"veracity: serving http://{shown}:{args.port}  (runs in {settings.db_path}, images in "
+          f"{settings.images_path}; "
           f"models: {', '.join(app.state.veracity.catalog.models)})", file=sys.stderr, flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=5)
     return 0

@@ -1,4 +1,4 @@
-"""Limits on what a client may ask: claim length, uploaded images, and how often.
+"""Limits on what a client may ask: claim length, claim date, uploaded images, and how often.
 
 Each check raises an `ApiError` whose detail says what to fix.
 """
@@ -6,14 +6,20 @@ Each check raises an `ApiError` whose detail says what to fix.
 from __future__ import annotations
 
 import math
+import re
 import threading
 import time
+from datetime import date, datetime, timedelta, timezone
 
 from ..check import ClaimError, clean_claim_text
 from .errors import ApiError
 
 # Image types DEFAME will accept, recognised by their first bytes (never by the name or declared type alone).
 IMAGE_TYPES = {"image/jpeg": "JPEG", "image/png": "PNG", "image/gif": "GIF", "image/webp": "WebP"}
+TYPE_NAMES = ", ".join(list(IMAGE_TYPES.values())[:-1]) + " or " + list(IMAGE_TYPES.values())[-1]
+# names clients use for those types (browsers and old software): they declare the same type
+TYPE_ALIASES = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg", "image/x-png": "image/png"}
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def check_claim(text: str, max_chars: int) -> str:
@@ -27,6 +33,30 @@ def check_claim(text: str, max_chars: int) -> str:
             raise ApiError(400, e.code, f"the claim has {e.length} characters; this server accepts at most "
                            f"{max_chars}: shorten it to the one statement you want checked") from None
         raise ApiError(400, e.code, str(e)) from None
+
+
+def size_text(n: int | float) -> str:
+    """A size as people read it: 2.4 MB, 50.0 kB."""
+    return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.1f} kB"
+
+
+def check_date(text: str | None) -> str | None:
+    """The claim date as YYYY-MM-DD (None when not given), or a 400 `invalid_date` saying what is wrong."""
+    if text is None or not str(text).strip():
+        return None
+    value = str(text).strip()
+    if not _ISO_DATE.fullmatch(value):
+        raise ApiError(400, "invalid_date", f"date {value[:40]!r} is not a date: write it as YYYY-MM-DD "
+                                            "(e.g. 2024-05-15)")
+    try:
+        day = date.fromisoformat(value)
+    except ValueError:
+        raise ApiError(400, "invalid_date", f"date {value!r} does not exist: check the month and the day") from None
+    # a claim cannot be made after today (a day of slack for time zones ahead of UTC)
+    latest = (datetime.now(timezone.utc) + timedelta(days=1)).date()
+    if day > latest:
+        raise ApiError(400, "invalid_date", f"date {value} is in the future: give the day the claim was made")
+    return day.isoformat()
 
 
 def sniff_image(data: bytes) -> str | None:
@@ -48,13 +78,14 @@ def check_image(data: bytes, declared_type: str | None, max_bytes: int) -> str:
         raise ApiError(400, "image_empty", "the uploaded image is empty")
     if len(data) > max_bytes:
         raise ApiError(413, "image_too_large",
-                       f"the image has {len(data) / 1e6:.1f} MB; the limit is {max_bytes / 1e6:.1f} MB: "
+                       f"the image has {size_text(len(data))}; the limit is {size_text(max_bytes)}: "
                        "upload a smaller or more compressed image")
     kind = sniff_image(data)
     if kind is None:
         raise ApiError(415, "image_type",
-                       f"the upload is not a {', '.join(IMAGE_TYPES.values())} image: convert it to one of these")
+                       f"the upload is not a {TYPE_NAMES} image: convert it to one of these")
     declared = (declared_type or "").split(";")[0].strip().lower()
+    declared = TYPE_ALIASES.get(declared, declared)
     if declared and declared not in ("application/octet-stream", kind):
         raise ApiError(415, "image_type",
                        f"the upload says it is {declared} but its content is {IMAGE_TYPES[kind]}: "

@@ -9,19 +9,22 @@ POST /checks      the form without JavaScript: queue the check and go to its pag
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, File, Form, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.datastructures import UploadFile as StarletteUploadFile  # what the form parser makes
 
 from . import store as st
 from .answers import NAME as ANSWER_CHECK
-from .api import CheckIn, start_check, state
+from .api import CheckIn, images_of, start_check, state
 from .auth import COOKIE
 from .errors import ApiError
-from .views import EXAMPLES, group_steps, human_time, iso, label_class, model_calls, source_of
+from .uploads import Upload, clean_filename
+from .views import EXAMPLES, group_steps, human_time, iso, label_class, link_parts, model_calls, source_of
 
 if TYPE_CHECKING:
     from .app import ServerState
@@ -63,13 +66,15 @@ def run_context(s: "ServerState", run: dict[str, Any]) -> dict[str, Any]:
     finished = run["status"] not in st.UNFINISHED
     steps = [d for _, d in s.store.steps(run["id"])] if finished else []  # a live run's steps come over SSE
     r = run.get("result") or {}
+    options = run.get("options") or {}
     return {"run": run, "live": not finished, "items": group_steps(steps), "calls": model_calls(steps),
-            "verdict": r.get("verdict"), "usage": r.get("usage"), "result": r}
+            "verdict": r.get("verdict"), "usage": r.get("usage"), "result": r, "images": images_of(run),
+            "claim_date": options.get("date")}
 
 
 def page_context(s: "ServerState", offset: int, run: dict[str, Any] | None = None) -> dict[str, Any]:
     catalog = s.catalog.to_dict()
-    form = {"mode": "claim", "claim": "", "question": "", "answer": "",
+    form = {"mode": "claim", "claim": "", "question": "", "answer": "", "date": "",
             "pipeline": catalog["defaults"]["pipeline"], "qa": catalog["defaults"]["qa"],
             "model": catalog["defaults"]["model"]}
     if run is not None:  # the form starts as this run was asked, ready to check again
@@ -77,9 +82,11 @@ def page_context(s: "ServerState", offset: int, run: dict[str, Any] | None = Non
         if run["pipeline"] == ANSWER_CHECK:
             form.update(mode="answer", question=run["claim"], answer=(run.get("options") or {}).get("answer", ""))
         else:
-            form.update(claim=run["claim"], pipeline=run["pipeline"], qa=run["qa"] or form["qa"])
+            form.update(claim=run["claim"], pipeline=run["pipeline"], qa=run["qa"] or form["qa"],
+                        date=(run.get("options") or {}).get("date") or "")
     ctx = {"catalog": catalog, "examples": EXAMPLES, "answer_check": s.catalog.pipelines.get(ANSWER_CHECK),
-           "form": form, "history": history(s, offset), "run": None,
+           "form": form, "history": history(s, offset), "run": None, "today": dt.date.today().isoformat(),
+           "image_pipelines": [p["name"] for p in catalog["pipelines"] if p["accepts_images"] and p["available"]],
            # inside <script type="application/json">: no "<" may close the element early
            "catalog_json": json.dumps(catalog).replace("<", "\\u003c")}
     if run is not None:
@@ -125,31 +132,50 @@ def history_panel(request: Request, offset: int = 0) -> Response:
     return render(request, "history.html", {"history": history(state(request), offset)})
 
 
+def chosen_files(parts: list[UploadFile | str] | None) -> list[StarletteUploadFile]:
+    """The files of the form's image input: an empty input sends one nameless, empty part, which arrives as
+    an empty string (or an empty file): not an image."""
+    return [f for f in parts or [] if isinstance(f, StarletteUploadFile) and (f.filename or f.size)]
+
+
+def form_uploads(files: list[StarletteUploadFile], max_bytes: int) -> list[Upload]:
+    """The form's chosen files, each read up to one byte past the limit (enough for check_image to refuse it).
+    The type a browser declares is its guess from the file name, so it does not count: the content decides."""
+    return [Upload(f.file.read(max_bytes + 1), clean_filename(f.filename), None) for f in files]
+
+
 @router.post("/checks")
 def submit_form(request: Request, claim: str = Form(""), pipeline: str = Form("qacheck"), qa: str = Form(""),
                 model: str = Form(""), mode: str = Form("claim"), question: str = Form(""),
-                answer: str = Form("")) -> Response:
-    """The form posted without JavaScript: queue the check and show its page (errors: the form again)."""
+                answer: str = Form(""), date: str = Form(""),
+                image: list[UploadFile | str] | None = File(None)) -> Response:
+    """The form posted without JavaScript (multipart, with the claim's images for pipelines that take them):
+    queue the check and show its page (errors: the form again)."""
     if (r := login_redirect(request)) is not None:
         return r
     s = state(request)
     origin = request.headers.get("origin")
     if origin and origin != "null" and origin.split("://", 1)[-1] != request.headers.get("host"):
         raise ApiError(403, "cross_origin", "checks can only be submitted from this server's own page")
+    uploads: list[Upload] = []
     if mode == "answer":
         pipeline = ANSWER_CHECK
         body = CheckIn(question=question, answer=answer, pipeline=pipeline, model=model or None)
     else:
-        body = CheckIn(claim=claim, pipeline=pipeline, qa=qa or None, model=model or None)
+        body = CheckIn(claim=claim, pipeline=pipeline, qa=qa or None, model=model or None, date=date or None)
     info = s.catalog.pipelines.get(pipeline)
     if info is not None and info.qa != "choice":
         body.qa = None  # the select is hidden for these pipelines; its value does not apply
     try:
-        run_id, _ = start_check(s, body, request.client.host if request.client else "unknown")
+        if mode != "answer":
+            files = chosen_files(image)
+            s.uploads.check_count(len(files))
+            uploads = form_uploads(files, s.uploads.max_bytes)
+        run_id, _ = start_check(s, body, request.client.host if request.client else "unknown", uploads or None)
     except ApiError as e:
         ctx = page_context(s, 0)
         ctx["form"].update(mode="answer" if mode == "answer" else "claim", claim=claim, question=question,
-                           answer=answer, qa=qa or ctx["form"]["qa"], model=model)
+                           answer=answer, qa=qa or ctx["form"]["qa"], model=model, date=date)
         if mode != "answer":
             ctx["form"]["pipeline"] = pipeline
         ctx["form_error"] = e.detail
@@ -182,4 +208,5 @@ def safe_next(target: str) -> str:
 
 
 def template_globals() -> dict[str, Any]:
-    return {"human_time": human_time, "iso": iso, "label_class": label_class, "source_of": source_of}
+    return {"human_time": human_time, "iso": iso, "label_class": label_class, "source_of": source_of,
+            "link_parts": link_parts}

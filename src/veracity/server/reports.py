@@ -9,12 +9,17 @@ so every format says what `veracity check --report/--json` says for the same run
 
 from __future__ import annotations
 
+import base64
 import html
 import json
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePath
 from typing import Any
+from urllib.parse import unquote
 
 from ..check import CheckResult
-from ..report import _evidence_lines
+from ..report import _evidence_lines, markdown_to_html
 from ..report import to_markdown as check_markdown
 from ..types import Claim, Evidence, QAStep, Verdict
 from .answers import leaf_summary
@@ -38,8 +43,11 @@ def result_of(run: dict[str, Any], steps: list[dict[str, Any]]) -> CheckResult:
                        trace=steps, usage=r.get("usage", {}), seconds=r.get("seconds", 0.0))
 
 
-def to_json(run: dict[str, Any], result: CheckResult) -> str:
+def to_json(run: dict[str, Any], result: CheckResult, images: list[dict[str, Any]] | None = None) -> str:
+    """`images`: the claim's images as the API describes them (with their URLs on this server)."""
     doc = {"id": run["id"], **result.to_dict()}
+    if images:
+        doc["images"] = images
     leaf = leaf_summary(result.trace)
     if leaf is not None:
         doc["answer"] = (run.get("options") or {}).get("answer")
@@ -71,9 +79,52 @@ def answer_markdown(answer: str | None, leaf: dict[str, Any]) -> list[str]:
     return lines
 
 
-def to_markdown(run: dict[str, Any], result: CheckResult) -> str:
-    """`report.to_markdown`; for an answer check, with the answer and its sentences before the result."""
-    md = check_markdown(result)
+@dataclass
+class StoredImage:
+    """One of the claim's uploaded images: where the server keeps it, and its URL on the server."""
+
+    path: Path
+    url: str
+    media_type: str
+
+
+def _stored(src: str, images: dict[str, StoredImage] | None) -> StoredImage | None:
+    """The uploaded image a local path in a report stands for, found by its file name (a content hash), so
+    that a run still finds its images after the data folder moved."""
+    if not images or src.startswith(("http://", "https://", "data:")):
+        return None
+    return images.get(PurePath(unquote(html.unescape(src))).name)
+
+
+def _link_images(md: str, images: dict[str, StoredImage] | None) -> str:
+    """The claim's images (`report.to_markdown` shows their local path on the server) by their URL."""
+    def sub(m: re.Match[str]) -> str:
+        im = _stored(m.group(1), images)
+        return f"]({im.url})" if im else m.group(0)
+
+    return re.sub(r"\]\(<([^<>\n]+)>\)", sub, md) if images else md
+
+
+def _embed_stored(page: str, images: dict[str, StoredImage] | None) -> str:
+    """In the HTML page, each of the claim's images that `report.markdown_to_html` left as a local path (over
+    its size limit for embedding, or moved): embedded from the images folder, else shown from the server."""
+    def sub(m: re.Match[str]) -> str:
+        im = _stored(m.group(1), images)
+        if im is None:
+            return m.group(0)
+        try:
+            data = im.path.read_bytes()
+        except OSError:
+            return f'<img src="{html.escape(im.url)}"'
+        return f'<img src="data:{im.media_type};base64,{base64.b64encode(data).decode("ascii")}"'
+
+    return re.sub(r'<img src="(/[^"]+)"', sub, page) if images else page
+
+
+def to_markdown(run: dict[str, Any], result: CheckResult, images: dict[str, StoredImage] | None = None) -> str:
+    """`report.to_markdown`; for an answer check, with the answer and its sentences before the result.
+    `images` (stored file name -> StoredImage): the claim's images are linked by URL, not by the server's path."""
+    md = _link_images(check_markdown(result), images)
     leaf = leaf_summary(result.trace)
     if leaf is None:
         return md
@@ -82,22 +133,8 @@ def to_markdown(run: dict[str, Any], result: CheckResult) -> str:
     return head + extra + sep + tail if sep else md + "\n" + extra
 
 
-_CSS = """
-body{font:16px/1.55 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:48rem;margin:2rem auto;
-padding:0 1rem;color:#1d232b;background:#fff}
-h1{font-size:1.5rem;line-height:1.3}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #d5dbe3}
-h3{font-size:1.05rem}blockquote{margin:.5rem 0;padding:.4rem .8rem;border-left:4px solid #9fb3c8;
-background:#f4f7fa}table{border-collapse:collapse}td,th{border:1px solid #d5dbe3;padding:.25rem .5rem}
-td{text-align:right}td:first-child{text-align:left}a{color:#0b5cad}
-"""
-
-
-def to_html(run: dict[str, Any], result: CheckResult) -> str:
-    from markdown_it import MarkdownIt
-
-    md = MarkdownIt("commonmark", {"html": False}).enable("table")  # raw HTML in a claim stays text
-    body = md.render(to_markdown(run, result))
-    title = html.escape(f"Fact-check: {result.claim.text}")
-    return (f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{title}</title><style>{_CSS}</style></head>\n<body>\n{body}</body></html>\n")
+def to_html(run: dict[str, Any], result: CheckResult, images: dict[str, StoredImage] | None = None) -> str:
+    """One self-contained page, the claim's images embedded (`report.markdown_to_html`, and here the ones it
+    left out)."""
+    page = markdown_to_html(to_markdown(run, result), f"Fact-check: {result.claim.text}")
+    return _embed_stored(page, images)

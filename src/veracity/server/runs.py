@@ -86,6 +86,8 @@ class Job:
     config: "Config"
     model: str
     metadata: dict[str, Any] = field(default_factory=dict)  # e.g. {"answer": ...} for an answer check
+    images: list[str] = field(default_factory=list)  # the claim's images: paths of the stored uploads
+    date: str | None = None  # the claim's date (YYYY-MM-DD)
 
 
 def new_run_id() -> str:
@@ -109,8 +111,16 @@ class RunManager:
     # -- submitting --------------------------------------------------------------------------------
 
     def submit(self, *, claim: str, pipeline: "Pipeline", config: "Config", qa: str | None,
-               options: dict[str, Any] | None = None) -> tuple[str, int]:
-        """Store a new queued run and schedule it; returns (run id, position in the queue, 0 = starting)."""
+               options: dict[str, Any] | None = None, date: str | None = None,
+               images: list[tuple[str, dict[str, Any]]] | None = None) -> tuple[str, int]:
+        """Store a new queued run and schedule it; returns (run id, position in the queue, 0 = starting).
+        `images`: (path, description) of each stored upload (uploads.ImageUploads.save); the run keeps the
+        descriptions and the date in its options."""
+        stored = dict(options or {})
+        if date:
+            stored["date"] = date
+        if images:
+            stored["images"] = [info for _, info in images]
         with self._lock:
             if self._closed:
                 raise ApiError(503, "shutting_down", "the server is shutting down: try again in a moment",
@@ -122,12 +132,13 @@ class RunManager:
                                headers={"Retry-After": "60"})
             run_id = new_run_id()
             self.store.create(run_id, claim=claim, pipeline=pipeline.name, qa=qa, model=config.model,
-                              options=options)
+                              options=stored, image_files=[info["file"] for _, info in images or []])
             live = LiveRun(run_id)
             self._live[run_id] = live
             self._waiting.append(run_id)
             position = max(0, len(self._waiting) - max(0, self.max_concurrent - running))
-            job = Job(run_id, claim, pipeline, config, config.model, dict(options or {}))
+            job = Job(run_id, claim, pipeline, config, config.model, dict(options or {}),
+                      images=[path for path, _ in images or []], date=date)
             live.future = self._executor.submit(self._execute, job)
         return run_id, position
 
@@ -174,7 +185,8 @@ class RunManager:
         final: dict[str, Any]
         try:
             model = self.catalog.model(job.model)
-            result = run_check(Claim(text=job.claim, metadata=job.metadata), job.pipeline, model, job.config,
+            claim = Claim(text=job.claim, images=list(job.images), date=job.date, metadata=job.metadata)
+            result = run_check(claim, job.pipeline, model, job.config,
                                retriever=self.retriever, listeners=[listener])
             out = result.to_dict()
             with live.lock:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..errors import UserError
 
@@ -11,6 +12,9 @@ from ..errors import UserError
 def default_db_path() -> str:
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return os.path.join(base, "veracity", "runs.sqlite")
+
+
+MAX_IMAGE_BYTES = 20_000_000  # what the pipelines load (images.files.MAX_BYTES): a larger upload could not run
 
 
 @dataclass
@@ -23,8 +27,10 @@ class ServerSettings:
     rate_limit: int = 30             # checks started per minute per client (0: no limit)
     rate_burst: int = 10             # ... of which this many may come at once
     extra_models: list[str] = field(default_factory=list)  # models offered besides config.model
-    max_image_bytes: int = 10 * 1024 * 1024  # DEFAME uploads (not accepted by any pipeline yet)
-    max_body_bytes: int = 1024 * 1024        # JSON request bodies
+    max_image_bytes: int = 10_000_000        # one uploaded image (pipelines that look at images: DEFAME)
+    max_images: int = 4                      # images one check may carry (0: no uploads)
+    images_dir: str | None = None            # where uploads are kept; default: next to the database
+    max_body_bytes: int = 1024 * 1024        # JSON request bodies (a check with images may add its images)
     max_answer_chars: int = 10_000           # answer check: the longest answer accepted
 
     def validate(self) -> None:
@@ -38,5 +44,25 @@ class ServerSettings:
             raise UserError(f"--rate-burst must be positive, not {self.rate_burst}")
         if self.max_answer_chars < 1:
             raise UserError(f"--max-answer-chars must be positive, not {self.max_answer_chars}")
+        if not 0 <= self.max_images <= 16:
+            raise UserError(f"--max-images must be between 0 and 16, not {self.max_images}")
+        if not 1000 <= self.max_image_bytes <= MAX_IMAGE_BYTES:
+            raise UserError(f"--max-image-mb must be between 0.001 and {MAX_IMAGE_BYTES / 1e6:g}, not "
+                            f"{self.max_image_bytes / 1e6:g}")
         if not 0 <= self.port <= 65535:
             raise UserError(f"--port must be between 0 and 65535, not {self.port}")
+
+    @property
+    def images_path(self) -> Path:
+        """Uploaded images, by content hash: `images_dir`, else `<db name>-images/` next to the database (so two
+        databases in one folder never share, and deleting a run can delete the images only it used)."""
+        if self.images_dir:
+            return Path(self.images_dir).expanduser().resolve()
+        db = Path(self.db_path).expanduser().resolve()
+        return db.with_name(f"{db.stem}-images")
+
+    @property
+    def upload_body_bytes(self) -> int:
+        """The largest request body a check with images may send: its images in base64, plus the JSON around."""
+        per_image = (self.max_image_bytes + 2) // 3 * 4 + 4096  # base64, a data: prefix and a filename
+        return self.max_body_bytes + self.max_images * per_image

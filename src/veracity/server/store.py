@@ -36,7 +36,7 @@ CREATE TABLE IF NOT EXISTS runs (
     pipeline TEXT NOT NULL,
     qa TEXT,
     model TEXT NOT NULL,
-    options TEXT NOT NULL DEFAULT '{}',   -- what else the request carried (for DEFAME/LEAF inputs later)
+    options TEXT NOT NULL DEFAULT '{}',   -- what else the request carried: answer, date, images
     label TEXT,
     confidence REAL,
     result TEXT,                          -- CheckResult.to_dict() without the trace (that is the steps table)
@@ -51,6 +51,12 @@ CREATE TABLE IF NOT EXISTS steps (
     data TEXT NOT NULL,                   -- Step.to_dict(), exactly as the tracer emitted it
     PRIMARY KEY (run_id, seq)
 );
+CREATE TABLE IF NOT EXISTS run_images (   -- which run uses which uploaded image file (one file, many runs)
+    run_id TEXT NOT NULL,
+    file TEXT NOT NULL,                   -- its name in the server's images folder: <sha256[:16]>.<ext>
+    PRIMARY KEY (run_id, file)
+);
+CREATE INDEX IF NOT EXISTS run_images_file ON run_images (file);
 """
 
 _RUN_COLUMNS = ("id", "created", "started", "finished", "status", "claim", "pipeline", "qa", "model", "options",
@@ -85,10 +91,19 @@ class RunStore:
     # -- writing ----------------------------------------------------------------------------------
 
     def create(self, run_id: str, *, claim: str, pipeline: str, qa: str | None, model: str,
-               options: dict[str, Any] | None = None) -> None:
-        self._conn().execute(
-            "INSERT INTO runs (id, created, status, claim, pipeline, qa, model, options) VALUES (?,?,?,?,?,?,?,?)",
-            (run_id, time.time(), QUEUED, claim, pipeline, qa, model, json.dumps(options or {})))
+               options: dict[str, Any] | None = None, image_files: list[str] | None = None) -> None:
+        c = self._conn()
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            c.execute("INSERT INTO runs (id, created, status, claim, pipeline, qa, model, options) "
+                      "VALUES (?,?,?,?,?,?,?,?)",
+                      (run_id, time.time(), QUEUED, claim, pipeline, qa, model, json.dumps(options or {})))
+            c.executemany("INSERT OR IGNORE INTO run_images (run_id, file) VALUES (?,?)",
+                          [(run_id, f) for f in image_files or []])
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
 
     def mark_running(self, run_id: str) -> None:
         self._conn().execute("UPDATE runs SET status=?, started=? WHERE id=?", (RUNNING, time.time(), run_id))
@@ -131,6 +146,7 @@ class RunStore:
         try:
             n = c.execute("DELETE FROM runs WHERE id=?", (run_id,)).rowcount
             c.execute("DELETE FROM steps WHERE run_id=?", (run_id,))
+            c.execute("DELETE FROM run_images WHERE run_id=?", (run_id,))
             c.execute("COMMIT")
         except BaseException:
             c.execute("ROLLBACK")
@@ -164,6 +180,16 @@ class RunStore:
                          (limit, offset)).fetchall()
         total = c.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
         return [self._row(r) for r in rows], total
+
+    def image_files(self, run_id: str) -> list[str]:
+        """The uploaded image files a run uses."""
+        return [r[0] for r in self._conn().execute("SELECT file FROM run_images WHERE run_id=?", (run_id,))]
+
+    def image_in_use(self, file: str) -> bool:
+        return self._conn().execute("SELECT 1 FROM run_images WHERE file=? LIMIT 1", (file,)).fetchone() is not None
+
+    def all_image_files(self) -> set[str]:
+        return {r[0] for r in self._conn().execute("SELECT DISTINCT file FROM run_images")}
 
     def count_by_status(self) -> dict[str, int]:
         return {r[0]: r[1] for r in self._conn().execute("SELECT status, COUNT(*) FROM runs GROUP BY status")}

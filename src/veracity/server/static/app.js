@@ -42,6 +42,7 @@
     const qaField = $("#qa-field"), qaDesc = $("#qa-desc"), pipeDesc = $("#pipeline-desc");
     const imageField = $("#image-field"), errorBox = $("#form-error"), submit = $("#submit");
     const question = $("#question"), answer = $("#answer");
+    const imageInput = $("#image"), dateInput = $("#date"), imageList = $("#image-list");
     const max = catalog.max_claim_chars || 2000;
     const mode = () => (form.querySelector("input[name=mode]:checked") || { value: "claim" }).value;
 
@@ -61,8 +62,7 @@
       if (answerMode) {
         qaField.hidden = true;
         qa.disabled = true;
-        imageField.hidden = true;
-        $("#image").disabled = true;
+        showImages(false);
       } else {
         updatePipeline();
       }
@@ -94,9 +94,58 @@
         qaField.hidden = true;
         qa.disabled = true;
       }
-      // DEFAME will take an image: the field shows only for pipelines that accept one.
-      imageField.hidden = !info.accepts_images;
-      $("#image").disabled = !info.accepts_images;
+      // Images and the claim date: only for pipelines that look at images (DEFAME).
+      showImages(info.accepts_images);
+    }
+    function showImages(on) {
+      imageField.hidden = !on;
+      imageInput.disabled = !on;
+      dateInput.disabled = !on;
+      if (!on && errorBox.dataset.images) {  // a problem with images that are no longer sent
+        errorBox.dataset.images = "";
+        showError("");
+      } else if (on && imageInput.files && imageInput.files.length) {
+        updateImages();
+      }
+    }
+
+    // The chosen images, checked here first (the server checks them again, by their content): each one
+    // listed with its size, and a message naming the one that is too large or not an image.
+    const MB = 1e6;
+    const size = (n) => (n >= MB ? `${(n / MB).toFixed(1)} MB` : `${(n / 1e3).toFixed(1)} kB`);
+    const maxImages = catalog.max_images || 0, maxBytes = catalog.max_image_bytes || 10 * MB;
+    const types = catalog.image_types || ["image/jpeg", "image/png", "image/gif", "image/webp"];
+    function imageProblem() {
+      const files = Array.from(imageInput.files || []);
+      if (files.length > maxImages) {
+        return maxImages ? `You chose ${files.length} images; at most ${maxImages} can go with a check.`
+                         : "This server takes no images.";
+      }
+      for (const f of files) {
+        if (f.size === 0) return `${f.name} is empty.`;
+        if (f.size > maxBytes) {
+          return `${f.name} is ${size(f.size)}; the limit is ${size(maxBytes)}: ` +
+                 "choose a smaller or more compressed image.";
+        }
+        if (f.type && !types.includes(f.type)) return `${f.name} is not a JPEG, PNG, GIF or WebP image.`;
+      }
+      return "";
+    }
+    function updateImages() {
+      const files = Array.from(imageInput.files || []);
+      imageList.replaceChildren(...files.map((f) => el("li", null, f.name, " ",
+        el("span", { class: "hint" }, size(f.size)))));
+      const problem = imageProblem();
+      errorBox.dataset.images = problem ? "1" : "";
+      showError(problem);
+    }
+    function readBase64(file) {
+      return new Promise((resolve, reject) => {
+        const r = new FileReader();
+        r.onload = () => resolve(String(r.result).slice(String(r.result).indexOf(",") + 1));
+        r.onerror = () => reject(new Error(`could not read ${file.name}`));
+        r.readAsDataURL(file);
+      });
     }
     function showError(text) {
       errorBox.textContent = text;
@@ -106,6 +155,7 @@
     for (const r of form.querySelectorAll("input[name=mode]")) r.addEventListener("change", updateMode);
     claim.addEventListener("input", updateCount);
     pipeline.addEventListener("change", updatePipeline);
+    imageInput.addEventListener("change", updateImages);
     qa.addEventListener("change", updateQaDesc);
     for (const b of document.querySelectorAll("button.example")) {
       b.addEventListener("click", () => {
@@ -126,8 +176,23 @@
         : { claim: claim.value, pipeline: pipeline.value, model: $("#model").value };
       const info = pipelineInfo(body.pipeline);
       if (!answerMode && info && info.qa === "choice") body.qa = qa.value;
+      const withImages = !answerMode && !imageInput.disabled;
+      if (withImages) {
+        const problem = imageProblem();
+        if (problem) {
+          showError(problem);
+          imageInput.focus();
+          return;
+        }
+        if (dateInput.value) body.date = dateInput.value;
+      }
       submit.disabled = true;
       try {
+        if (withImages && imageInput.files.length) {
+          // the file's own bytes: the server reads the type from the content, not from the file name
+          body.images = await Promise.all(Array.from(imageInput.files).map(
+            async (f) => ({ data: await readBase64(f), filename: f.name })));
+        }
         const resp = await fetch("/api/checks", {
           method: "POST", credentials: "same-origin",
           headers: { "Content-Type": "application/json", Accept: "application/json" },
@@ -138,11 +203,14 @@
           let msg = data.detail || `The server answered ${resp.status}.`;
           if (resp.status === 401) msg += " Reload the page to sign in.";
           showError(msg);
-          (answerMode ? (/answer/.test(data.error || "") ? answer : question) : claim).focus();
+          const code = data.error || "";
+          (answerMode ? (/answer/.test(code) ? answer : question)
+            : /^image|images/.test(code) && withImages ? imageInput
+            : code === "invalid_date" && withImages ? dateInput : claim).focus();
           return;
         }
         history.pushState({ run: data.id }, "", `/checks/${data.id}`);
-        const panel = livePanel(data.id, body, info);
+        const panel = livePanel(data.id, body, info, data);
         const area = $("#run-area");
         area.replaceChildren(panel);
         attach(panel);
@@ -159,7 +227,22 @@
 
   // ---- a run, live -------------------------------------------------------------------------------
 
-  function livePanel(id, body, info) {
+  // The claim's date and images (as templates/run.html shows them), from the 202 answer.
+  function claimExtra(accepted) {
+    const images = accepted.images || [];
+    if (!accepted.date && !images.length) return null;
+    return el("div", { class: "claim-extra" },
+      accepted.date ? el("p", { class: "claim-date" }, key("Claim date"), " ", accepted.date) : null,
+      images.length ? el("ul", { class: "thumbs", "aria-label": "The claim’s images" }, ...images.map((im) =>
+        el("li", null,
+          el("a", { href: im.url, target: "_blank", rel: "noopener" },
+             el("img", { src: im.url, alt: `Claim image ${im.index}${im.filename ? `: ${im.filename}` : ""}`,
+                         width: im.width, height: im.height })),
+          el("span", { class: "hint" }, `<image:${im.index}>${im.filename ? ` ${im.filename}` : ""} · ` +
+                                        `${im.width}×${im.height}`)))) : null);
+  }
+
+  function livePanel(id, body, info, accepted) {
     const qaName = info && info.qa === "choice" ? body.qa : info && info.qa;
     const meta = [body.pipeline, qaName ? `QA: ${qaName}` : null, body.model].filter(Boolean).join(" · ");
     const title = body.pipeline === "answer-check" ? body.question : body.claim;
@@ -167,6 +250,7 @@
                            "data-live": "1", "aria-labelledby": "run-h" },
       el("h2", { id: "run-h", class: "run-claim" }, title.trim().split(/\s+/).join(" ")),
       el("p", { class: "run-meta" }, meta),
+      claimExtra(accepted || {}),
       el("p", { id: "run-status", class: "status status-queued", role: "status", "aria-live": "polite" }, "Starting…"),
       el("h3", { class: "steps-h" }, body.pipeline === "answer-check"
         ? "Answer, sentence by sentence (select one for its evidence)" : "Steps"),
@@ -246,6 +330,9 @@
       state.status = "Weighing the answers…";
     } else if (st in REASONING) {
       item = note("reasoning", REASONING[st], s.label, conf(s.confidence));
+    } else if (DEFAME.has(st)) {
+      item = defameStep(s, state);
+      if (item === undefined) return null;  // a summary: it went into its tool call's card
     } else {
       const data = Object.assign({}, s);
       delete data.stage; delete data.t;
@@ -255,10 +342,123 @@
     return item;
   }
 
+  // ---- DEFAME's steps (as views.defame_item and templates/steps.html) -------------------------------
+
+  const DEFAME = new Set(["images", "plan", "action", "summary", "develop", "judge", "justify"]);
+  const httpUrl = (u) => (typeof u === "string" && /^https?:\/\//i.test(u) ? u : null);
+  const link = (title, href) => (href ? el("a", { href, rel: "noopener noreferrer nofollow" }, title) : title);
+  const labelClass = (l) => ({ Supported: "supported", Refuted: "refuted" })[l] || "other";
+  const notRelevant = () => el("span", { class: "badge b-muted" }, "not relevant");
+
+  function resultRow(r) {
+    const title = el("p", { class: "r-title" }, link(r.source || r.url || "result", httpUrl(r.url)),
+                     r.date ? " " : null, r.date ? el("span", { class: "hint" }, `(${r.date})`) : null);
+    const li = el("li", { class: "result" }, title,
+                  r.text ? el("details", { class: "r-text" }, el("summary", null, "Source text"), el("p", null, r.text))
+                         : null);
+    return { url: r.url || null, summarized: false, li, title };
+  }
+
+  // The next result of the call still without a summary gets this one (the summarizer reads them in order).
+  function attachSummary(card, s) {
+    const r = card.results.find((x) => !x.summarized && (!s.url || !x.url || x.url === s.url));
+    if (!r) return false;
+    r.summarized = true;
+    if (s.summary) {
+      r.title.after(el("p", { class: "r-sum" }, key("Summary"), " ", s.summary));
+    } else {
+      r.li.classList.add("irrelevant");
+      r.title.append(" ", notRelevant());
+    }
+    return true;
+  }
+
+  function defameStep(s, state) {
+    const st = s.stage;
+    if (st === "images") {
+      return note("images", "Claim images", (s.refs || []).join(", "), !s.model_sees_images
+        ? el("span", { class: "hint" },
+             " (the model reads text only: it knows the images through the tools’ findings)")
+        : null);
+    }
+    if (st === "plan") {
+      const head = el("div", { class: "step-head" }, el("span", { class: "depth" }, `Round ${s.round} · Plan`));
+      if (s.fallback) {
+        head.append(" ", el("span", { class: "badge b-dropped" }, "no usable action: searched the claim itself"));
+      }
+      if (s.static) head.append(" ", el("span", { class: "badge b-muted" }, "static: every tool once"));
+      const actions = s.actions || [];
+      const unavailable = s.round === 1 ? Object.entries(s.unavailable || {}) : [];
+      state.status = actions.length ? `Round ${s.round}: running ${actions.join(", ")}`
+                                    : `Round ${s.round}: no new action`;
+      return el("li", { class: "step plan", "data-round": s.round }, head,
+        actions.length ? el("ul", { class: "acts" }, ...actions.map((a) => el("li", null, el("code", null, a))))
+                       : el("p", { class: "hint" }, `No new action${s.note ? `: ${s.note}` : ""}`),
+        (s.rejected || []).length ? el("p", { class: "hint" }, `Not run: ${s.rejected.join("; ")}`) : null,
+        unavailable.length ? el("p", { class: "hint" },
+          `Unavailable: ${unavailable.map(([n, why]) => `${n} (${why})`).join("; ")}`) : null);
+    }
+    if (st === "action") {
+      const head = el("div", { class: "step-head" }, el("span", { class: "depth" }, `Round ${s.round}`), " ",
+                      el("code", { class: "act" }, s.action || ""));
+      if (s.error) head.append(" ", el("span", { class: "badge b-dropped" }, "failed"));
+      const results = (s.results || []).map(resultRow);
+      state.tools[`${s.round}|${s.action}`] = { results };
+      state.status = `Round ${s.round}: ${s.action} ${s.error ? "failed" : `found ${results.length} result(s)`}`;
+      return el("li", { class: `step tool${s.error ? " failed" : ""}`, "data-round": s.round }, head,
+        s.error ? el("p", { class: "warn-text" }, s.error) : null,
+        ...(s.notes || []).map((n) => el("p", { class: "hint" }, n)),
+        results.length ? el("ol", { class: "results" }, ...results.map((r) => r.li))
+                       : (s.error ? null : el("p", { class: "hint" }, "No results.")));
+    }
+    if (st === "summary") {
+      state.status = `Round ${s.round}: reading the results`;
+      const card = state.tools[`${s.round}|${s.action}`];
+      if (card && attachSummary(card, s)) return undefined;
+      return note("summary", "Summary", link(s.source || s.url || "result", httpUrl(s.url)), ": ",
+                  s.summary ? s.summary : notRelevant());
+    }
+    if (st === "develop") {
+      state.status = `Round ${s.round}: judging`;
+      return note("develop", `Reasoning · round ${s.round}`, s.text || "");
+    }
+    if (st === "judge") {
+      state.status = s.final ? "Writing the justification…"
+                             : `Round ${s.round}: not enough to decide, planning again`;
+      return note("judge", `Judgement · round ${s.round}`,
+                  el("span", { class: `badge label-${labelClass(s.label)}` }, s.label || ""), conf(s.confidence),
+                  s.findings ? el("p", { class: "findings" }, s.findings) : null,
+                  s.final ? null : el("p", { class: "hint" }, "Not enough to decide yet: planning another round."));
+    }
+    // justify: the text, and its sources (written as Markdown links) as links
+    const sources = Array.from(new Set(s.sources || [])).map((x) => {
+      const m = /^\[(.*)\]\((\S+)\)$/.exec(String(x).trim());
+      return m ? link(m[1], httpUrl(m[2])) : String(x);
+    });
+    state.status = "Finishing…";
+    const hint = sources.length ? el("p", { class: "hint" }, "Sources: ") : null;
+    sources.forEach((x, i) => hint.append(...(i ? [", ", x] : [x])));
+    return note("justify", "Justification", ...linkParts(s.text || ""), hint);
+  }
+
+  // The model's Markdown links [title](http...) as links, the rest as text (as views.link_parts).
+  function linkParts(text) {
+    const out = [];
+    const re = /\[([^\[\]\n]{1,300})\]\((https?:\/\/[^\s()<>]{1,2000})\)/g;
+    let pos = 0, m;
+    while ((m = re.exec(text)) !== null) {
+      if (m.index > pos) out.push(text.slice(pos, m.index));
+      out.push(link(m[1], m[2]));
+      pos = m.index + m[0].length;
+    }
+    if (pos < text.length) out.push(text.slice(pos));
+    return out;
+  }
+
   function attach(panel) {
     const id = panel.dataset.runId;
     const list = $("#steps", panel), status = $("#run-status", panel);
-    const state = { card: null, calls: 0, status: "Running…" };
+    const state = { card: null, tools: {}, calls: 0, status: "Running…" };
     bindDelete(panel);
     const source = new EventSource(`/api/checks/${id}/events`);
     const setStatus = (cls, text) => {
