@@ -74,3 +74,35 @@ def test_cli_check_on_the_embedded_default(cli_env, tmp_path):
     questions = [s for s in doc["trace"] if s["stage"] == "question"]
     assert questions and all(q["question"].endswith("?") for q in questions)
     assert doc["usage"]["by_stage"]["recite"]["calls"] >= 1
+
+
+def test_defame_on_the_embedded_model_with_an_image_and_a_local_index(tmp_path, cli_env):
+    """DEFAME end to end on SmolLM2: a real plan (or its recorded fallback), real BM25 search, summaries, a
+    judgement among the four labels, and an HTML report that embeds the claim's image."""
+    from PIL import Image
+
+    (tmp_path / "docs.jsonl").write_text("\n".join(json.dumps(d) for d in [
+        {"id": "e", "title": "Eiffel Tower", "text": "The Eiffel Tower is a wrought-iron tower in Paris, France. "
+         "It was completed in 1889 and stands on the Champ de Mars.", "url": "https://example.org/eiffel"},
+        {"id": "c", "title": "Colosseum", "text": "The Colosseum is an amphitheatre in the centre of Rome."},
+    ]) + "\n")
+    idx = tmp_path / "idx"
+    r = subprocess.run(veracity_cmd() + ["index", "build", str(tmp_path / "docs.jsonl"), "--out", str(idx)],
+                       capture_output=True, text=True, env=cli_env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    Image.new("RGB", (32, 32), (90, 120, 200)).save(tmp_path / "photo.png")
+    report = tmp_path / "r.html"
+    r = subprocess.run(veracity_cmd() + ["check", "--pipeline", "defame-single-turn", "--index", str(idx),
+                                         "--image", str(tmp_path / "photo.png"), "--date", "2020-01-01",
+                                         "--report", str(report), "--json", "The Eiffel Tower stands in Rome."],
+                       capture_output=True, text=True, env=cli_env, timeout=600)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["verdict"]["label"] in ("Supported", "Refuted", "Not Enough Information",
+                                       "Conflicting Evidence/Cherrypicking")
+    stages = [s["stage"] for s in out["trace"]]
+    assert stages.count("plan") == 1 and "action" in stages and "judge" in stages and "justify" in stages
+    plan = next(s for s in out["trace"] if s["stage"] == "plan")
+    assert plan["actions"]  # planned, or (recorded) constrained / fallback: never nothing on round 1
+    page = report.read_text()
+    assert "data:image/png;base64," in page and "reads text only" in page

@@ -80,8 +80,9 @@ def _defame_sections(result: CheckResult) -> list[str]:
                     lines.append("- *(the model named no usable action; veracity searched the claim itself)*")
                 if s.get("static"):
                     lines.append("- *(static actions: every tool once, no planning)*")
-                for name, why in (s.get("unavailable") or {}).items():
-                    lines.append(f"- *{name} unavailable: {why}*")
+                if n == rounds[0]:  # the same every round: said once
+                    for name, why in (s.get("unavailable") or {}).items():
+                        lines.append(f"- *{name} unavailable: {why}*")
                 lines += [""]
             elif st == "action":
                 lines += [f"### Evidence from `{s['action']}`", ""]
@@ -123,7 +124,8 @@ def to_markdown(result: CheckResult) -> str:
              f"- **Verdict:** {v.label}" + (f" (confidence {v.confidence:.2f})" if v.confidence is not None else ""),
              f"- **Pipeline:** {result.pipeline}", f"- **Model:** {result.model}",
              f"- **Usage:** {usage_line(result)}", ""]
-    if any(s["stage"] == "plan" for s in result.trace):
+    defame = any(s["stage"] == "plan" for s in result.trace)
+    if defame:
         lines += _defame_sections(result)
     answers = [s for s in result.trace if s["stage"] == "answer"]
     if answers:
@@ -136,7 +138,7 @@ def to_markdown(result: CheckResult) -> str:
             if ev:
                 lines += ["**Evidence:**", ""] + [f"> {e}" for e in ev] + [""]
     lines += ["## Prediction with rationale", "", f"**{v.label}**", ""]
-    if v.rationale:
+    if v.rationale and not defame:  # DEFAME's rationale is the justification, shown above
         lines += [_md_text(v.rationale), ""]
     if v.parse_failures:
         lines += ["## What the model got wrong", ""] + [f"- {p}" for p in v.parse_failures] + [""]
