@@ -171,4 +171,7 @@ def test_evaluate_compares_models_on_the_held_apart_questions_only(tmp_path):
                      config(cache=False), Index.from_documents(DOCS).retriever(), progress=False)
     assert [(r["model"], r["n"], r["accuracy"]) for r in table] == [("before", 1, 0.0), ("after", 1, 1.0)]
     assert table[1]["mean_score"] == 1.0 and table[0]["mean_score"] == pytest.approx(1 / 3)
-    assert "| after | 1 | 100.0 | 1.000 | 1 | 100.0 |" in to_text(table)
+    assert table[0]["predicted"] == {"B": 1} and table[1]["predicted"] == {"A": 1}
+    text = to_text(table)
+    assert "| after | 1 | 100.0 | 1.000 | 1 | 100.0 | A 1 |" in text
+    assert "most frequent gold option would score 100.0" in text
