@@ -29,8 +29,8 @@ SETS = [
     ("hover-2", "hover/two_hop_100.json", "closed-book", ["qacheck", "direct", "cot"]),
     ("hover-3", "hover/three_hop_100.json", "closed-book", ["qacheck", "direct", "cot"]),
     ("hover-4", "hover/four_hop_100.json", "closed-book", ["qacheck", "direct", "cot"]),
-    ("averitec", "averitec/dev_200.json", "pooled", ["qacheck-retriever-reader", "direct", "cot"]),
-    ("verite", "verite/VERITE.csv", "closed-book", ["qacheck", "direct", "cot"]),
+    ("averitec", "averitec/dev_200.json", "pooled", ["defame", "qacheck-retriever-reader", "direct", "cot"]),
+    ("verite", "verite/VERITE.csv", "closed-book", ["defame", "qacheck", "direct", "cot"]),
 ]
 
 
