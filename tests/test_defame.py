@@ -321,3 +321,40 @@ def test_bad_input_is_one_clear_line(args, message, tmp_path, cli_env):
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert message in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_an_openai_compatible_model_receives_the_claim_image(tmp_path, cli_env):
+    """Over real HTTP: the image goes to the server as an image_url part of the request, next to the prompt."""
+    from stub_server import StubServer, chat_response
+
+    replies = [(re.compile(p, re.S), r) for p, r in rules("image_metadata(<image:1>)") if isinstance(r, str)]
+    replies.insert(0, (re.compile(r"Summary:$"), "The photo's EXIF data names a Canon camera."))
+
+    def text_of(body):  # the prompt, whether the message is a string or text and image parts
+        content = body["messages"][-1]["content"]
+        return content if isinstance(content, str) else next(p["text"] for p in content if p["type"] == "text")
+
+    def respond(body):
+        text = text_of(body)
+        for pat, reply in replies:
+            if pat.search(text.rstrip("\n")):
+                return 200, chat_response(reply), 0
+        return 400, {"error": {"message": f"no rule for {text[-60:]!r}"}}, 0
+
+    stub = StubServer(respond)
+    try:
+        image = _png(tmp_path / "photo", exif=True)
+        r = subprocess.run([sys.executable, "-m", "veracity.cli", "check", "--pipeline", "defame-single-turn",
+                            "--model", "stub", "--base-url", stub.url, "--no-cache",
+                            "--image", str(image), "--json", "This photo was taken with a Nikon."],
+                           capture_output=True, text=True, env=cli_env, timeout=120)
+    finally:
+        stub.close()
+    assert r.returncode == 0, r.stderr
+    plan = next(b for b in stub.requests if text_of(b).rstrip().endswith("Actions:"))
+    parts = plan["messages"][-1]["content"]
+    assert any(p["type"] == "image_url" and p["image_url"]["url"].startswith("data:image/jpeg;base64,")
+               for p in parts)
+    out = json.loads(r.stdout)
+    assert "reads text only" not in json.dumps(out["trace"])
+    assert next(s for s in out["trace"] if s["stage"] == "action")["action"] == "image_metadata(<image:1>)"
