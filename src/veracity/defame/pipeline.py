@@ -59,6 +59,12 @@ class Defame(Pipeline):
     # ------------------------------------------------------------------ the run
     def check(self, claim: Claim, ctx: Context) -> Verdict:
         toolbox = build_toolbox(self.dc, ctx.retriever, drop=self.drop_tools)
+        try:
+            return self._check(claim, ctx, toolbox)
+        finally:
+            toolbox.close()
+
+    def _check(self, claim: Claim, ctx: Context, toolbox: Toolbox) -> Verdict:
         store = ImageStore()
         record = Record(claim=claim)
         failures: list[str] = []

@@ -38,7 +38,11 @@ class UnavailableTool(Tool):
 class Toolbox:
     tools: dict[str, Tool]
     fetch_image: Callable[[str], bytes] | None = None  # reads remote images (the scraper's, SSRF-guarded)
-    notes: list[str] = field(default_factory=list)
+    closers: list[Callable[[], None]] = field(default_factory=list)  # HTTP clients to close after the check
+
+    def close(self) -> None:
+        for close in self.closers:
+            close()
 
     def offered(self, *, has_images: bool) -> dict[str, Tool]:
         """The tools the planner may name now: available ones, image tools only when there is an image."""
@@ -116,4 +120,5 @@ def build_toolbox(config: "DefameConfig", retriever: "Retriever | None", *, drop
     tools["geolocate"] = Geolocate(Geolocator.from_config(config.geoclip_weights))
     for n in drop:
         tools.pop(n, None)
-    return Toolbox(tools=tools, fetch_image=scraper.fetch_image if scraper is not None else None)
+    closers = [c.close for c in (scraper, provider) if c is not None and hasattr(c, "close")]
+    return Toolbox(tools=tools, fetch_image=scraper.fetch_image if scraper is not None else None, closers=closers)
