@@ -3,6 +3,7 @@
     python benchmarks/defame_averitec.py --n 20 --out runs/defame_averitec               # embedded model
     python benchmarks/defame_averitec.py --n 50 --model m --base-url http://127.0.0.1:8080/v1 --workers 4
     python benchmarks/defame_averitec.py --n 20 --verite 20                             # add VERITE captions
+    python benchmarks/defame_averitec.py --n 20 --pipelines defame --retrieval hybrid --out runs/defame_hybrid
 
 AVeriTeC dev (first N of a seeded draw of ../shared/benchmarks/averitec/dev_200.json), pooled setting:
 DEFAME's web search is `--search local` over the knowledge base pooled from all 200 claims' annotated
@@ -64,6 +65,8 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--pipelines", default=",".join(PIPELINES))
+    ap.add_argument("--retrieval", choices=["bm25", "hybrid"], default="bm25",
+                    help="DEFAME's local search over the knowledge base (hybrid adds MiniLM embeddings)")
     ap.add_argument("--out", default="runs/defame_averitec")
     args = ap.parse_args()
     config = load_config(overrides={"model": args.model, "base_url": args.base_url, "n_threads": args.threads},
@@ -81,7 +84,8 @@ def main() -> int:
             print(f"skipping {name}: {path} not found")
             continue
         ds = load_dataset(name, path, setting=setting)
-        s = run_eval(ds, pipelines, model, config, out, limit=n, seed=args.seed, workers=args.workers)
+        s = run_eval(ds, pipelines, model, config, out, limit=n, seed=args.seed, workers=args.workers,
+                     retrieval_mode=args.retrieval)
         print(f"{name}: {s.done} done, {s.skipped} already there, {s.errors} failed", flush=True)
     print(f"\nmodel {model.model_id}, wall time {time.perf_counter() - t0:.0f} s\n")
     print(rows_table(out))
