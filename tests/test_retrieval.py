@@ -21,6 +21,7 @@ from veracity.retrieval import (
     reciprocal_rank_fusion,
 )
 from veracity.retrieval.commands import register
+from web_stub import pdf_bytes
 
 CORPUS = [
     {"id": "everest", "title": "Mount Everest", "url": "https://example.org/everest", "date": "2020-05-01",
@@ -47,30 +48,6 @@ PARAPHRASE_QUERY = "Which big cat is the quickest animal on land?"
 def write_jsonl(path: Path, records: list[dict]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     return path
-
-
-def make_pdf(text: str, title: str) -> bytes:
-    """A minimal valid one-page PDF showing `text` in Helvetica, with a document title."""
-    content = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-        b"/Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(content), content),
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-        b"<< /Title (%s) >>" % title.encode(),
-    ]
-    out = b"%PDF-1.4\n"
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R /Info 6 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return out
 
 
 def run_cli(*argv: str) -> int:
@@ -134,7 +111,7 @@ def test_folder_of_txt_html_pdf(tmp_path, caplog):
         "flights across Europe for days, stranding millions of travellers in airports.</p>"
         "<p>Hekla is one of the most active volcanoes in Iceland, with more than twenty eruptions "
         "since the year 874.</p></article></body></html>")
-    (folder / "report.pdf").write_bytes(make_pdf("The glacier lost forty metres of ice in one summer.",
+    (folder / "report.pdf").write_bytes(pdf_bytes("The glacier lost forty metres of ice in one summer.",
                                                  "Glacier Report"))
     (folder / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
     (folder / "ignored.csv").write_text("a,b\n1,2\n")

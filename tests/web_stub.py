@@ -113,8 +113,9 @@ def png_bytes(size: tuple[int, int] = (8, 8), color: str = "red") -> bytes:
     return buf.getvalue()
 
 
-def pdf_bytes(text: str) -> bytes:
-    """A one-page PDF showing `text` in Helvetica (no dependencies; offsets computed for the xref)."""
+def pdf_bytes(text: str, title: str | None = None) -> bytes:
+    """A minimal valid one-page PDF showing `text` in Helvetica (offsets computed for the xref), with a
+    document title when given. No dependencies."""
     stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
@@ -124,6 +125,8 @@ def pdf_bytes(text: str) -> bytes:
         b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     ]
+    if title is not None:
+        objects.append(b"<< /Title (%s) >>" % title.encode())
     out = io.BytesIO()
     out.write(b"%PDF-1.4\n")
     offsets = []
@@ -134,5 +137,6 @@ def pdf_bytes(text: str) -> bytes:
     out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
     for offset in offsets:
         out.write(b"%010d 00000 n \n" % offset)
-    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref))
+    info = b" /Info %d 0 R" % len(objects) if title is not None else b""
+    out.write(b"trailer\n<< /Size %d /Root 1 0 R%s >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, info, xref))
     return out.getvalue()
