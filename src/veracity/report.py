@@ -80,6 +80,8 @@ def _defame_sections(result: CheckResult) -> list[str]:
                     lines.append("- *(the model named no usable action; veracity searched the claim itself)*")
                 if s.get("static"):
                     lines.append("- *(static actions: every tool once, no planning)*")
+                if s.get("note"):
+                    lines.append(f"- *{_md_text(s['note'])}*")
                 if n == rounds[0]:  # the same every round: said once
                     for name, why in (s.get("unavailable") or {}).items():
                         lines.append(f"- *{name} unavailable: {why}*")
@@ -169,7 +171,9 @@ def format_step(step: dict[str, Any]) -> str | None:
         return f"    verifier: {'enough to decide' if step['enough'] else 'not enough yet'}"
     if st == "plan":
         acts = ", ".join(step["actions"]) or "no new action"
-        return f"\n[round {step['round']}] plan: {acts}" + (" (fallback)" if step.get("fallback") else "")
+        how = {"constrained": " (tool scored, query written)", "fallback": " (fallback: the claim itself)"}
+        line = f"\n[round {step['round']}] plan: {acts}{how.get(step.get('how', ''), '')}"
+        return line + (f"\n    {step['note']}" if step.get("note") else "")
     if st == "action":
         if step.get("error"):
             return f"    {step['action']}: failed: {step['error']}"

@@ -136,7 +136,8 @@ class Defame(Pipeline):
             return actions
         if not offered:
             ctx.tracer.emit("plan", round=rnd.number, actions=[], unavailable=unavailable,
-                            note="no tool is available: the verdict rests on the claim alone")
+                            note="no tool is available (search needs --index DIR or --search serper|searxng): "
+                                 "the verdict rests on the claim alone")
             return []
         examples = "\n\n".join(body for uses, body in self.examples if uses <= set(offered))
         prompt = self.prompts["plan"].render(
