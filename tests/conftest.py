@@ -103,12 +103,12 @@ def write_rules(path: Path, rules: dict | None = None) -> str:
 
 def rules_responder(rules: dict | None = None, delay: float = 0.0):
     """A StubServer responder answering like the scripted rules, after `delay` seconds (settable: .delay)."""
-    from stub_server import chat_response
+    from stub_server import chat_response, message_text
 
     compiled = [(_re.compile(r["match"], _re.S), r["reply"]) for r in (rules or SERVER_RULES)["rules"]]
 
     def respond(body):
-        text = body["messages"][-1]["content"]
+        text = message_text(body)
         for pat, reply in compiled:
             if pat.search(text):
                 return 200, chat_response(reply if isinstance(reply, str) else reply[0]), respond.delay

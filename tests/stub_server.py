@@ -25,6 +25,20 @@ QACHECK_RULES = {"rules": [
 Responder = Callable[[dict[str, Any]], tuple[int, dict[str, Any], float]]
 
 
+def message_text(body: dict[str, Any]) -> str:
+    """The last message's text, whether its content is a string or parts (text and image_url, as sent with images)."""
+    content = body["messages"][-1]["content"]
+    if isinstance(content, str):
+        return content
+    return "".join(p.get("text", "") for p in content if p.get("type") == "text")
+
+
+def image_parts(body: dict[str, Any]) -> list[str]:
+    """The image URLs (data: URLs included) of the last message."""
+    content = body["messages"][-1]["content"]
+    return [] if isinstance(content, str) else [p["image_url"]["url"] for p in content if p.get("type") == "image_url"]
+
+
 def chat_response(text: str, prompt_tokens: int = 11, completion_tokens: int = 2) -> dict[str, Any]:
     return {"id": "x", "object": "chat.completion", "created": 0, "model": "stub",
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],

@@ -258,7 +258,7 @@ def web():
     stub.routes["/news/eiffel"] = Reply(200, "<html><head><title>Eiffel Tower opens summer season</title></head>"
                                         "<body><article><h1>Eiffel Tower opens summer season</h1><p>" +
                                         "The Eiffel Tower in Paris opened its summer season on 30 May 2023. " * 5 +
-                                        f"</p><img src=\"/img/tower.png\" width=\"300\" height=\"200\"></article>"
+                                        "</p><img src=\"/img/tower.png\" width=\"300\" height=\"200\"></article>"
                                         "</body></html>")
     stub.routes["/img/tower.png"] = Reply(200, png_bytes((40, 30), "blue"), {"Content-Type": "image/png"})
     yield stub
@@ -325,17 +325,13 @@ def test_bad_input_is_one_clear_line(args, message, tmp_path, cli_env):
 
 def test_an_openai_compatible_model_receives_the_claim_image(tmp_path, cli_env):
     """Over real HTTP: the image goes to the server as an image_url part of the request, next to the prompt."""
-    from stub_server import StubServer, chat_response
+    from stub_server import StubServer, chat_response, image_parts, message_text
 
     replies = [(re.compile(p, re.S), r) for p, r in rules("image_metadata(<image:1>)") if isinstance(r, str)]
     replies.insert(0, (re.compile(r"Summary:$"), "The photo's EXIF data names a Canon camera."))
 
-    def text_of(body):  # the prompt, whether the message is a string or text and image parts
-        content = body["messages"][-1]["content"]
-        return content if isinstance(content, str) else next(p["text"] for p in content if p["type"] == "text")
-
     def respond(body):
-        text = text_of(body)
+        text = message_text(body)
         for pat, reply in replies:
             if pat.search(text.rstrip("\n")):
                 return 200, chat_response(reply), 0
@@ -351,10 +347,8 @@ def test_an_openai_compatible_model_receives_the_claim_image(tmp_path, cli_env):
     finally:
         stub.close()
     assert r.returncode == 0, r.stderr
-    plan = next(b for b in stub.requests if text_of(b).rstrip().endswith("Actions:"))
-    parts = plan["messages"][-1]["content"]
-    assert any(p["type"] == "image_url" and p["image_url"]["url"].startswith("data:image/jpeg;base64,")
-               for p in parts)
+    plan = next(b for b in stub.requests if message_text(b).rstrip().endswith("Actions:"))
+    assert any(url.startswith("data:image/jpeg;base64,") for url in image_parts(plan))
     out = json.loads(r.stdout)
     assert "reads text only" not in json.dumps(out["trace"])
     assert next(s for s in out["trace"] if s["stage"] == "action")["action"] == "image_metadata(<image:1>)"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CHROMIUM_ARGS, rules_responder
-from stub_server import StubServer
+from stub_server import StubServer, image_parts
 
 ONSAGER = "Lars Onsager won the Nobel prize when he was 30 years old."
 SCREENSHOT = Path("/tmp/veracity_screenshot.png")
@@ -258,12 +258,8 @@ def defame_site(server_factory):
     rules = rules_responder(DEFAME_RULES, delay=0.25)
     seen_images: list[str] = []
 
-    def respond(body):  # an OpenAI-compatible model gets the images too: the rules read the text parts
-        last = body["messages"][-1]
-        if isinstance(last["content"], list):
-            seen_images.extend(p["image_url"]["url"][:30] for p in last["content"] if p.get("type") == "image_url")
-            text = "".join(p.get("text", "") for p in last["content"] if p.get("type") == "text")
-            body = {**body, "messages": [*body["messages"][:-1], {**last, "content": text}]}
+    def respond(body):  # an OpenAI-compatible model gets the images too (the rules read the text parts)
+        seen_images.extend(url[:30] for url in image_parts(body))
         return rules(body)
 
     respond.seen_images = seen_images
