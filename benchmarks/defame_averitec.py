@@ -43,7 +43,7 @@ def rows_table(out: Path) -> str:
         n = len(rs)
         acc = 100 * sum(r["correct"] for r in rs) / n
         actions = sum(len(s["actions"]) for r in rs for s in r["trace"] if s["stage"] == "plan") / n
-        rounds = sum(sum(1 for s in r["trace"] if s["stage"] == "judge") for r in rs) / n
+        rounds = sum(len({s["round"] for s in r["trace"] if s["stage"] == "judge"}) for r in rs) / n
         tot = [r["usage"].get("total", {}) for r in rs]
         calls = sum(t.get("calls", 0) for t in tot) / n
         ptok = sum(t.get("prompt_tokens", 0) for t in tot) / n

@@ -155,6 +155,23 @@ def test_labels_without_nei_force_a_decision_in_the_last_round():
     assert res.verdict.label == "miscaptioned"
 
 
+@pytest.mark.parametrize("labels, final", [(None, "Not Enough Information"),
+                                            (("true", "miscaptioned", "out-of-context"), "miscaptioned")])
+def test_when_nothing_new_can_be_done_the_check_ends(labels, final):
+    """Round 2 finds no new action (the plan repeats, the scored fallback repeats, the claim was searched): with a
+    "not enough information" label that judgement stands; without one, the last round's record is judged again
+    with only the real labels."""
+    backend = ScriptedBackend([(r'web_search\("$', CLAIM)] + rules(
+        [f'web_search("{CLAIM}")', f'web_search("{CLAIM}")', "web_search"],
+        verdict=["Not Enough Information", "miscaptioned"]))
+    res = run(load_config(), backend, labels=labels)
+    plans, judges = stages(res, "plan"), stages(res, "judge")
+    assert [p["round"] for p in plans] == [1, 2] and plans[1]["actions"] == []
+    assert [j["round"] for j in judges] == ([1] if labels is None else [1, 1])
+    assert res.verdict.label == final
+    assert len(last_prompt(backend, "Key findings:")) == len(judges)
+
+
 def test_unusable_judge_output_is_a_recorded_failure_not_a_guess():
     backend = ScriptedBackend(rules('web_search("Eiffel Tower Rome")', verdict="I cannot say.")
                               + [(r"word only\.\s*$", "Still unsure.")])

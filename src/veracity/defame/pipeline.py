@@ -76,10 +76,11 @@ class Defame(Pipeline):
         for n in range(1, self.max_rounds + 1):
             rnd = record.new_round()
             actions = self._plan(rnd, record, toolbox, store, executed, ctx, failures)
-            if not actions and n > 1:
-                record.rounds.pop()  # nothing new to do: judge what is there, for good
-                label, confidence = self._judge(record.rounds[-1], record, store, labels, None, rules, ctx,
-                                                failures, final=True)
+            if not actions and n > 1:  # nothing new to do: the last judgement is final
+                record.rounds.pop()
+                if nei not in labels:  # ... but "not enough information" is not an answer here: decide now
+                    label, confidence = self._judge(record.rounds[-1], record, store, labels, nei, rules, ctx,
+                                                    failures, final=True)
                 break
             outputs = self._execute(actions, toolbox, call, ctx, n)
             for a in actions:
