@@ -9,9 +9,12 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from .errors import IndexError_, UserError
+
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,25 @@ class FolderFormat:
             raise IndexError_(f"{self.what} {path} has format version {version!r}; this veracity reads up to "
                               f"{self.version}: rebuild it or upgrade veracity")
         return manifest
+
+    def read_rows(self, path: Path, name: str, parse: Callable[[Any], T], expected: int, noun: str) -> list[T]:
+        """The JSON lines of `path/name`, each through `parse` (which raises ValueError, KeyError, TypeError or
+        AttributeError on a bad row); exactly `expected` of them, as the manifest says, or a corruption error."""
+        if not (path / name).is_file():
+            raise self.corrupt(path, f"{name} is missing")
+        rows: list[T] = []
+        try:
+            with (path / name).open(encoding="utf-8") as f:
+                for lineno, line in enumerate(f, start=1):
+                    try:
+                        rows.append(parse(json.loads(line)))
+                    except (ValueError, KeyError, TypeError, AttributeError):
+                        raise self.corrupt(path, f"{name} line {lineno} is unreadable") from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise self.corrupt(path, f"{name} is unreadable ({e})") from None
+        if len(rows) != expected:
+            raise self.corrupt(path, f"{self.manifest} says {expected} {noun} but {name} has {len(rows)}")
+        return rows
 
     def write(self, out_dir: Path, fill: Callable[[Path], None], manifest: dict[str, Any]) -> None:
         """Write a folder atomically: `fill` writes the files into a temporary folder, then the manifest

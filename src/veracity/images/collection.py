@@ -390,22 +390,12 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     return manifest
 
 
+def _record(row: Any) -> CollectionImage:
+    img = CollectionImage.from_dict(row)
+    if not (_HASH.fullmatch(str(img.phash)) and _HASH.fullmatch(str(img.dhash))):
+        raise ValueError("not an image record")
+    return img
+
+
 def _read_records(path: Path, expected: int) -> list[CollectionImage]:
-    if not (path / RECORDS).is_file():
-        raise _corrupt(path, f"{RECORDS} is missing")
-    images: list[CollectionImage] = []
-    try:
-        with (path / RECORDS).open(encoding="utf-8") as f:
-            for lineno, line in enumerate(f, start=1):
-                try:
-                    img = CollectionImage.from_dict(json.loads(line))
-                except (ValueError, TypeError, AttributeError):
-                    img = None
-                if img is None or not (_HASH.fullmatch(str(img.phash)) and _HASH.fullmatch(str(img.dhash))):
-                    raise _corrupt(path, f"{RECORDS} line {lineno} is unreadable")
-                images.append(img)
-    except (OSError, UnicodeDecodeError) as e:
-        raise _corrupt(path, f"{RECORDS} is unreadable ({e})") from None
-    if len(images) != expected:
-        raise _corrupt(path, f"{MANIFEST} says {expected} images but {RECORDS} has {len(images)}")
-    return images
+    return STORED.read_rows(path, RECORDS, _record, expected, "images")

@@ -261,18 +261,4 @@ def _read_manifest(path: Path) -> dict[str, Any]:
 
 
 def _read_passages(path: Path, expected: int) -> list[Passage]:
-    if not (path / PASSAGES).is_file():
-        raise _corrupt(path, f"{PASSAGES} is missing")
-    passages: list[Passage] = []
-    try:
-        with (path / PASSAGES).open(encoding="utf-8") as f:
-            for lineno, line in enumerate(f, start=1):
-                try:
-                    passages.append(Passage.from_dict(json.loads(line)))
-                except (ValueError, KeyError, TypeError, AttributeError):
-                    raise _corrupt(path, f"{PASSAGES} line {lineno} is unreadable") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise _corrupt(path, f"{PASSAGES} is unreadable ({e})") from e
-    if len(passages) != expected:
-        raise _corrupt(path, f"{MANIFEST} says {expected} passages but {PASSAGES} has {len(passages)}")
-    return passages
+    return STORED.read_rows(path, PASSAGES, Passage.from_dict, expected, "passages")
