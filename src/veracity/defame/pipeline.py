@@ -131,7 +131,7 @@ class Defame(Pipeline):
         offered = toolbox.offered(has_images=has_images)
         unavailable = {n: t.unavailable() for n, t in toolbox.tools.items() if t.unavailable()}
         if self.static_actions:
-            actions = [] if executed else self._static_plan(record, offered, store)
+            actions = [] if executed else self._static_plan(record, offered)
             rnd.actions = [a.render() for a in actions]
             ctx.tracer.emit("plan", round=rnd.number, actions=rnd.actions, static=True, unavailable=unavailable)
             return actions
@@ -205,7 +205,7 @@ class Defame(Pipeline):
         return next((a for a in candidates if a.key() not in executed), None)
 
     @staticmethod
-    def _static_plan(record: Record, offered: dict, store: ImageStore) -> list[Action]:
+    def _static_plan(record: Record, offered: dict) -> list[Action]:
         """Static actions (ablation): every offered tool once, on the claim text or the claim's images."""
         actions = []
         for name, tool in offered.items():
