@@ -8,6 +8,23 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT.parent / "shared" / "benchmarks"
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Tests marked `native` load native model code in this process: they run in a forked child (tests/forked.py),
+    so a crash of llama.cpp on an unusual CPU fails that one test with its signal and the run still ends with a
+    summary line."""
+    if not item.get_closest_marker("native") or not hasattr(os, "fork"):
+        return None
+    from forked import run_forked
+
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    for report in run_forked(item, nextitem):
+        item.ihook.pytest_runtest_logreport(report=report)
+    item.session._setupstate.teardown_exact(nextitem)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+
+
 @pytest.fixture(autouse=True)
 def _isolated_env(tmp_path, monkeypatch):
     """No test reads the user's config, keys or cache."""

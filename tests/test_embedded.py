@@ -11,7 +11,7 @@ from veracity.prompts import load_prompt
 
 from conftest import veracity_cmd
 
-pytestmark = pytest.mark.embedded
+pytestmark = [pytest.mark.embedded, pytest.mark.native]
 
 
 @pytest.fixture(scope="module")

@@ -572,6 +572,7 @@ def test_cli_leaf_bad_input_is_one_line(case, cli_setup, cli_env, tmp_path):
 # ------------------------------------------------------------------------------------ the embedded model
 
 @pytest.mark.embedded
+@pytest.mark.native
 def test_embedded_model_scores_a_short_answer_end_to_end(tmp_path):
     Index.build(DOCS, tmp_path / "idx")
     cfg = load_config(overrides={"index": str(tmp_path / "idx"), "n_threads": 2, "n_ctx": 4096, "cache": False},

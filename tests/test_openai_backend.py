@@ -90,7 +90,7 @@ def llama_server():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(default_model_path()),
+    proc = subprocess.Popen([sys.executable, "-m", "veracity.llm.llama_server", "--model", str(default_model_path()),
                              "--model_alias", "smollm2", "--host", "127.0.0.1", "--port", str(port),
                              "--n_ctx", "8192", "--n_threads", "2", "--cache", "true"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

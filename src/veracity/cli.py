@@ -3,6 +3,7 @@
     veracity check "claim"                 check a claim (default: QACheck on the embedded model)
     veracity index build|search|info ...   build and query retrieval indexes
     veracity pipelines                     list the pipelines and ablations by name
+    veracity doctor                        check this installation and whether the model runs on this CPU
 
 User errors print one line and exit 2; backend failures exit 3.
 """
@@ -231,6 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("pipelines", help="list pipelines and ablations")
     p.set_defaults(func=cmd_pipelines)
 
+    from .doctor import register as register_doctor
     from .images.commands import register as register_images
     from .leaf.commands import register as register_leaf
     from .retrieval.commands import register as register_index
@@ -238,6 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .training.commands import register as register_selftrain
 
     register_index(sub)
+    register_doctor(sub)
     register_images(sub)
     register_leaf(sub)
     register_serve(sub)

@@ -13,7 +13,8 @@ read at import time, and keys are never prompted for.
     validator = true
 
 Environment: VERACITY_CONFIG (file), VERACITY_MODEL, VERACITY_BASE_URL, VERACITY_API_KEY (or
-OPENAI_API_KEY), VERACITY_CACHE_PATH, VERACITY_INDEX, VERACITY_N_THREADS, VERACITY_MAX_CLAIM_CHARS.
+OPENAI_API_KEY), VERACITY_CACHE_PATH, VERACITY_INDEX, VERACITY_N_THREADS, VERACITY_MAX_CLAIM_CHARS,
+VERACITY_LLAMA_EXTRA_BUFFERS (auto | on | off: llama.cpp's repacking and AMX kernels, see llm/llama_guard.py).
 """
 
 from __future__ import annotations
@@ -142,6 +143,7 @@ class Config:
     n_threads: int | None = None
     seed: int = 0
     keep_states: bool = True  # embedded backend: keep evaluated prompt prefixes between calls
+    llama_extra_buffers: str = "auto"  # llama.cpp weight repacking / AMX kernels: auto | on | off (llm/llama_guard.py)
     cache: bool = True
     cache_path: str = field(default_factory=default_cache_path)
     max_claim_chars: int = 2000
@@ -163,6 +165,8 @@ class Config:
             raise ConfigError(f"max_retries must be between 0 and 10, not {self.max_retries}")
         if self.n_ctx < 512:
             raise ConfigError(f"n_ctx must be at least 512, not {self.n_ctx}")
+        if self.llama_extra_buffers not in ("auto", "on", "off"):
+            raise ConfigError(f"llama_extra_buffers must be auto, on or off, not {self.llama_extra_buffers!r}")
         if self.retrieval_mode not in (None, "bm25", "dense", "hybrid"):
             raise ConfigError(f"retrieval_mode must be bm25, dense or hybrid, not {self.retrieval_mode!r}")
         self.qacheck.validate()
@@ -228,7 +232,7 @@ def _apply(obj: Any, values: dict[str, Any], prefix: str = "") -> None:
 
 
 ENV_KEYS = ("model", "base_url", "api_key", "cache_path", "index", "n_threads", "max_claim_chars",
-            "timeout", "max_retries", "prompts_dir")
+            "timeout", "max_retries", "prompts_dir", "llama_extra_buffers")
 
 
 def load_config(path: str | os.PathLike | None = None, overrides: dict[str, Any] | None = None,

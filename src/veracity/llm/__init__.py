@@ -43,10 +43,12 @@ def make_backend(config: "Config") -> Backend:
             path = Path(spec.split(":", 1)[1]).expanduser()
             if not path.is_file():
                 raise UserError(f"GGUF model file not found: {path}")
-        key = (str(path), config.n_ctx, config.n_threads, config.seed, config.keep_states)
+        key = (str(path), config.n_ctx, config.n_threads, config.seed, config.keep_states,
+               config.llama_extra_buffers)
         if key not in _EMBEDDED:
             _EMBEDDED[key] = EmbeddedBackend(path, n_ctx=config.n_ctx, n_threads=config.n_threads, seed=config.seed,
-                                             keep_states=config.keep_states)
+                                             keep_states=config.keep_states,
+                                             extra_buffers=config.llama_extra_buffers)
         return _EMBEDDED[key]
     if spec.startswith("hf:"):  # a Hugging Face model folder (e.g. from `veracity selftrain train`)
         from .transformers_local import TransformersBackend

@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BackendError, BackendUnavailable
+from .llama_guard import decide as decide_runtime
+from .llama_guard import extra_buffers as llama_extra_buffers
 from .base import Backend, Choice, Completion, CompletionRequest
 
 DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -98,7 +100,7 @@ class PrefixStateCache:
 class EmbeddedBackend(Backend):
     def __init__(self, model_path: str | os.PathLike | None = None, *, n_ctx: int = 8192,
                  n_threads: int | None = None, seed: int = 0, keep_states: bool = True,
-                 state_cache_bytes: int = 1 << 30) -> None:
+                 state_cache_bytes: int = 1 << 30, extra_buffers: str | None = None) -> None:
         path = Path(model_path) if model_path else default_model_path()
         if not path.is_file():
             raise BackendUnavailable(f"model file not found: {path}")
@@ -107,9 +109,18 @@ class EmbeddedBackend(Backend):
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
         except ImportError:
             raise BackendUnavailable("llama-cpp-python is not installed (pip install llama-cpp-python)") from None
+        threads = n_threads or max(1, os.cpu_count() or 1)
+        # Native code that crashes on this CPU would end the process: decide (probing in a child process
+        # where the CPU reports AMX) whether llama.cpp's extra buffer types are safe here.
+        setting = extra_buffers or os.environ.get("VERACITY_LLAMA_EXTRA_BUFFERS") or "auto"
+        self.runtime = decide_runtime(path, setting, n_threads=threads)
+        if not self.runtime.usable:
+            raise BackendUnavailable(f"llama.cpp crashes on this CPU even with its extra buffer types off "
+                                     f"({self.runtime.probes[-1].detail}); run `veracity doctor` for details, "
+                                     f"or use an OpenAI-compatible server (--base-url)")
         try:
-            self.llm = Llama(str(path), n_ctx=n_ctx, n_threads=n_threads or max(1, os.cpu_count() or 1),
-                             seed=seed, verbose=False)
+            with llama_extra_buffers(self.runtime.extra_buffers):
+                self.llm = Llama(str(path), n_ctx=n_ctx, n_threads=threads, seed=seed, verbose=False)
         except (ValueError, RuntimeError, OSError) as e:
             raise BackendUnavailable(f"cannot load GGUF model {path}: {e}") from None
         self.path = path

@@ -1,0 +1,41 @@
+"""llama-cpp-python's OpenAI-compatible server, with veracity's guard against native crashes.
+
+    python -m veracity.llm.llama_server --model any.gguf --port 8080 [any llama_cpp.server option]
+
+The same as `python -m llama_cpp.server`, except that the model loads with the settings that
+`llama_guard.decide` found safe on this CPU (on CPUs with AMX, llama.cpp's AMX kernels can kill
+the server at its first request). VERACITY_LLAMA_EXTRA_BUFFERS=on|off overrides the decision.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .llama_guard import decide, set_extra_buffers_for_process
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--model")
+    pre.add_argument("--n_threads", type=int)
+    known, _ = pre.parse_known_args(argv)
+    setting = os.environ.get("VERACITY_LLAMA_EXTRA_BUFFERS", "auto")
+    if known.model:
+        decision = decide(known.model, setting, n_threads=known.n_threads)
+        print(f"veracity: llama.cpp extra buffer types {'on' if decision.extra_buffers else 'off'}: "
+              f"{decision.reason}", file=sys.stderr, flush=True)
+        if not decision.usable:
+            sys.exit("veracity: llama.cpp crashes on this CPU even with its extra buffer types off; "
+                     "run `veracity doctor`")
+        set_extra_buffers_for_process(decision.extra_buffers)
+    from llama_cpp.server.__main__ import main as server_main
+
+    sys.argv = [sys.argv[0], *argv]
+    server_main()
+
+
+if __name__ == "__main__":
+    main()
