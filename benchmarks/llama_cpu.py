@@ -8,7 +8,10 @@ A child that crashes (SIGILL from the AMX kernels on some Xeons) is reported as 
     python benchmarks/llama_cpu.py --claims 2              # 2 claims per hop count -> 6 claims per setting
     python benchmarks/llama_cpu.py --llama-site DIR        # another llama-cpp-python build (DIR/llama_cpp) first
 
-Prints one Markdown table, headed by the CPU model and the flags that pick llama.cpp's kernels.
+Prints one Markdown table, headed by the CPU model and the flags that pick llama.cpp's kernels. Two
+builds or settings can take different paths through QACheck (their numerics differ slightly), so the
+table also gives the work per claim: model calls, prompt tokens actually evaluated, tokens generated.
+Run it on an idle machine: llama.cpp's threads slow down many times over when the cores are shared.
 """
 
 from __future__ import annotations
@@ -52,13 +55,15 @@ def child(setting: str, threads: int, texts: list[str]) -> dict:
     backend = model.backend
     speeds = [backend.speed(n_prompt=512, n_gen=64) for _ in range(3)]
     pipe = get_pipeline("qacheck", cfg)
-    per_claim = []
+    per_claim, work = [], []
     for text in texts:
         r = run_check(Claim(text=text), pipe, model, cfg)
         per_claim.append(r.seconds)
+        t = r.usage["total"]
+        work.append((t["calls"], t["prompt_tokens"] - t.get("reused_prompt_tokens", 0), t["completion_tokens"]))
     return {"ok": True, "load_s": load_s, "build": llama_build_info().get("system_info", ""),
             "prompt_tps": statistics.median(s["prompt_tps"] for s in speeds),
-            "gen_tps": statistics.median(s["gen_tps"] for s in speeds), "claims": per_claim}
+            "gen_tps": statistics.median(s["gen_tps"] for s in speeds), "claims": per_claim, "work": work}
 
 
 def run_setting(setting: str, threads: int, n: int, llama_site: str | None) -> dict:
@@ -94,16 +99,19 @@ def main() -> int:
         print(f"llama-cpp-python from {args.llama_site}")
     print(f"QACheck (reciter-reader) on {len(claims(args.claims))} HoVer claims, embedded SmolLM2-135M Q4_1, "
           f"{args.threads} threads, no response cache\n")
-    print("| extra buffer types | prompt tok/s | generation tok/s | s/claim median (min-max) | result |")
-    print("|---|---:|---:|---:|---|")
+    print("| extra buffer types | prompt tok/s | generation tok/s | s/claim median (min-max) | calls/claim | "
+          "evaluated prompt tokens/claim | generated tokens/claim | result |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
     for setting in args.settings.split(","):
         res = run_setting(setting, args.threads, args.claims, args.llama_site)
         if not res["ok"]:
-            print(f"| {setting} | - | - | - | crashed: {res['error']} |", flush=True)
+            print(f"| {setting} | - | - | - | - | - | - | crashed: {res['error']} |", flush=True)
             continue
-        c = res["claims"]
+        c, w = res["claims"], res["work"]
+        calls, evaluated, generated = (statistics.median(x[i] for x in w) for i in range(3))
         print(f"| {setting} | {res['prompt_tps']:.0f} | {res['gen_tps']:.1f} | "
-              f"{statistics.median(c):.1f} ({min(c):.1f}-{max(c):.1f}) | ok |", flush=True)
+              f"{statistics.median(c):.1f} ({min(c):.1f}-{max(c):.1f}) | {calls:.0f} | {evaluated:.0f} | "
+              f"{generated:.0f} | ok |", flush=True)
     if not args.llama_site:
         from veracity.llm.embedded import default_model_path
 
