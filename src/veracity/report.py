@@ -8,19 +8,80 @@ from __future__ import annotations
 import html
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable
+from urllib.parse import quote, unquote, urlsplit
 
 from .check import CheckResult
 
+# Markdown safety. Every piece of text a model, a web page, an index document or a user wrote (claim, question,
+# answer, evidence, titles, summaries, reasoning, notes, errors) enters the Markdown through `_md_text` (or
+# `_md_code`), which escapes it so that it renders as literal text: no link, image, HTML, heading, list, code
+# or emphasis can come from it. Links and images come only from veracity's own structure: links through
+# `_md_link` (http(s) URLs only), images through `_image_md`, and the HTML page embeds only the local images in
+# the allow-list built from the result's own image fields (`own_images`); `markdown_to_html` renders no raw
+# HTML and drops any other link or image target.
 
-def _evidence_lines(evidence: list[dict[str, Any]], width: int | None = None) -> list[str]:
+_MD_ESCAPE = re.compile(r"([\\`*_\[\]<>&#|~])")  # everywhere: inline markup, entities, table cells
+_MD_BLOCK_START = re.compile(r"^(?:([-+=])|(\d{1,9})([.)]))")  # at the start of a line: list items, setext
+_HTTP = re.compile(r"https?://", re.I)
+_NOT_A_PATH = re.compile(r"(?i)\s*(data|javascript|vbscript|mailto|about|blob):")
+_URL_SAFE = "!#$%&'*+,/:;=?@[]~"  # kept as they are in a link's URL (with letters, digits and -._)
+
+
+def _md_text(text: Any) -> str:
+    """Untrusted text placed in Markdown: one line that renders as exactly its words (markup escaped)."""
+    text = " ".join(str(text).split())
+    text = _MD_ESCAPE.sub(r"\\\1", text)
+    return _MD_BLOCK_START.sub(lambda m: "\\" + m.group(1) if m.group(1) else f"{m.group(2)}\\{m.group(3)}", text)
+
+
+def _md_strong(text: Any) -> str:
+    """Untrusted text in bold (a label); an empty one as *(none)* (`****` would be a horizontal rule)."""
+    text = _md_text(text)
+    return f"**{text}**" if text else "*(none)*"
+
+
+def _md_code(text: Any) -> str:
+    """Untrusted text as an inline code span (one line), fenced so that no backtick in it can end the span."""
+    text = " ".join(str(text).split())
+    if not text:
+        return "*(empty)*"
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _md_url(url: Any) -> str | None:
+    """An http(s) URL as a Markdown link destination (percent-encoded where Markdown would read it); None for any
+    other kind of target (javascript:, file:, data:, a path)."""
+    url = str(url or "").strip()
+    if not _HTTP.match(url):
+        return None
+    return quote(url, safe=_URL_SAFE, errors="replace").replace("&", "\\&")  # `&`: no entity decoded
+
+
+def _md_link(text: Any, url: Any) -> str:
+    """A link to a source: escaped text, linked when `url` is http(s)."""
+    dest = _md_url(url)
+    label = _md_text(text) or _md_text(url) or "source"
+    return f"[{label}]({dest})" if dest else label
+
+
+def _evidence_lines(evidence: list[dict[str, Any]], width: int | None = None, markdown: bool = False) -> list[str]:
+    """Evidence as lines: for the terminal (`width` cuts long text), or `markdown` (escaped, linked)."""
     out = []
     for e in evidence:
         text = " ".join(str(e.get("text", "")).split())
         if width and len(text) > width:
             text = text[: width - 1] + "…"
         src = e.get("source") or "evidence"
-        if e.get("url"):
+        if markdown:
+            text = _md_text(text)
+            if e.get("url"):
+                src = _md_link(src, e["url"])
+            else:
+                src = _md_text(src) + (f" ({_md_text(e['doc_id'])})" if e.get("doc_id") else "")
+        elif e.get("url"):
             src = f"[{src}]({e['url']})"
         elif e.get("doc_id"):
             src = f"{src} ({e['doc_id']})"
@@ -35,44 +96,87 @@ def usage_line(result: CheckResult) -> str:
             f"{result.seconds:.1f} s")
 
 
-def _md_text(text: str) -> str:
-    """Model or source text placed in Markdown: one line, no raw HTML, no heading or image markup."""
-    text = " ".join(str(text).split())
-    return text.replace("<", "&lt;").replace(">", "&gt;").replace("![", "!\\[")
+def _local_path(src: Any) -> str | None:
+    """The absolute local path an image reference names (a path or a file:// URL); None for URLs and the rest."""
+    if not isinstance(src, str) or not src.strip():
+        return None
+    src = src.strip()
+    if src[:7].lower() == "file://":
+        src = unquote(urlsplit(src).path)
+    elif "://" in src or _NOT_A_PATH.match(src):  # as `load_image` reads it: a URL, else a path
+        return None
+    try:
+        return str(Path(src).expanduser().resolve())
+    except (OSError, RuntimeError, ValueError):
+        return None
 
 
-def _image_md(src: str, alt: str) -> str:
-    """An image in Markdown: a remote one by its URL, a local one by its absolute path."""
-    if src.startswith(("http://", "https://")):
-        return f"![{alt}]({src.replace(' ', '%20').replace(')', '%29')})"
-    if src.startswith("data:"):
-        return f"*{alt}: inline image*"
-    return f"![{alt}](<{Path(src).resolve()}>)"
+def own_images(result: CheckResult) -> set[str]:
+    """The local image files the HTML report may embed: the claim's own images (given by the user: `--image`,
+    the server's uploads) and the evidence images DEFAME's tools returned, read from the result's image fields
+    (never from text)."""
+    refs: list[Any] = list(result.claim.images or [])
+    for step in result.trace:
+        if step.get("stage") == "images":
+            refs += list(step.get("sources") or [])
+        elif step.get("stage") == "summary":
+            refs += list(step.get("images") or [])
+    return {p for p in map(_local_path, refs) if p}
 
 
-def _defame_sections(result: CheckResult) -> list[str]:
+ImageLink = Callable[[str], "str | None"]
+
+
+def _image_md(src: str, alt: str, image_url: ImageLink | None = None) -> str:
+    """An image in Markdown: a remote one by its URL, a local one by its absolute path (or the URL `image_url`
+    gives for that path), anything else as text."""
+    alt_md = _md_text(alt) or "image"
+    src = str(src).strip()
+    dest = _md_url(src)
+    if dest:
+        return f"![{alt_md}]({dest})"
+    if src[:5].lower() == "data:":
+        return f"*{alt_md}: inline image*"
+    path = _local_path(src)
+    if path is None:
+        return f"*{alt_md}: {_md_text(src)}*"
+    if image_url is not None:
+        dest = _md_url(image_url(path) or "")
+        if dest:
+            return f"![{alt_md}]({dest})"
+    return f"![{alt_md}](<{_md_path(path)}>)"
+
+
+def _md_path(path: str) -> str:
+    """A local path as a `<...>` link destination: what Markdown would read in it escaped or percent-encoded
+    (`markdown_to_html` decodes it back to match the allow-list)."""
+    path = re.sub(r"[\x00-\x1f\x7f%]", lambda m: f"%{ord(m.group(0)):02X}", path)
+    return re.sub(r"([<>&\\])", r"\\\1", path)
+
+
+def _defame_sections(result: CheckResult, image_url: ImageLink | None = None) -> list[str]:
     """The DEFAME report: the claim and its images, then per round the plan, evidence, reasoning, judgement."""
     trace = result.trace
     lines: list[str] = ["## Claim", "", f"> {_md_text(result.claim.text)}", ""]
     if result.claim.date:
-        lines += [f"Claim date: {result.claim.date}", ""]
+        lines += [f"Claim date: {_md_text(result.claim.date)}", ""]
     for step in trace:
         if step["stage"] == "images":
             for ref, src in zip(step["refs"], step["sources"]):
-                lines += [_image_md(src, ref), ""]
+                lines += [_image_md(src, ref, image_url), ""]
             if not step.get("model_sees_images"):
                 lines += ["*The model reads text only: it did not see the images; the tools' textual findings "
                           "(reverse search, metadata, geolocation) stand in for them.*", ""]
     rounds = sorted({s["round"] for s in trace if s["stage"] in ("plan", "judge") and "round" in s})
     for n in rounds:
-        lines += [f"## Round {n}", ""]
+        lines += [f"## Round {_md_text(n)}", ""]
         for s in trace:
             if s.get("round") != n:
                 continue
             st = s["stage"]
             if st == "plan":
                 lines += ["### Plan", ""]
-                lines += [f"- `{a}`" for a in s["actions"]] or ["- no new action"]
+                lines += [f"- {_md_code(a)}" for a in s["actions"]] or ["- no new action"]
                 if s.get("how") == "constrained":
                     lines.append("- *(the model's plan named no usable action: the tool was chosen by scoring the "
                                  "tools, then the model wrote the query)*")
@@ -84,10 +188,10 @@ def _defame_sections(result: CheckResult) -> list[str]:
                     lines.append(f"- *{_md_text(s['note'])}*")
                 if n == rounds[0]:  # the same every round: said once
                     for name, why in (s.get("unavailable") or {}).items():
-                        lines.append(f"- *{name} unavailable: {why}*")
+                        lines.append(f"- *{_md_text(name)} unavailable: {_md_text(why)}*")
                 lines += [""]
             elif st == "action":
-                lines += [f"### Evidence from `{s['action']}`", ""]
+                lines += [f"### Evidence from {_md_code(s['action'])}", ""]
                 if s.get("error"):
                     lines += [f"- **failed:** {_md_text(s['error'])}"]
                 lines += [f"- *{_md_text(note)}*" for note in s.get("notes", [])]
@@ -95,12 +199,12 @@ def _defame_sections(result: CheckResult) -> list[str]:
                     lines.append("- no results")
                 for sm in trace:
                     if sm["stage"] == "summary" and sm.get("round") == n and sm["action"] == s["action"]:
-                        src = _md_text(sm.get("source") or sm.get("url") or "source")
-                        where = f"[{src}]({sm['url']})" if sm.get("url") else src
-                        when = f" ({sm['date']})" if sm.get("date") else ""
+                        where = _md_link(sm.get("source") or sm.get("url") or "source", sm.get("url"))
+                        when = f" ({_md_text(sm['date'])})" if sm.get("date") else ""
                         if sm.get("summary"):
                             lines.append(f"- {where}{when}: {_md_text(sm['summary'])}")
-                            lines += [f"  {_image_md(img, 'evidence image')}" for img in sm.get("images", [])[:2]]
+                            lines += [f"  {_image_md(img, 'evidence image', image_url)}"
+                                      for img in (sm.get("images") or [])[:2]]
                         else:
                             lines.append(f"- {where}{when}: *not relevant (summarizer said NONE)*")
                 lines += [""]
@@ -108,7 +212,7 @@ def _defame_sections(result: CheckResult) -> list[str]:
                 lines += ["### Reasoning", "", _md_text(s["text"]) or "*(empty)*", ""]
             elif st == "judge":
                 conf = f" (confidence {s['confidence']:.2f})" if s.get("confidence") is not None else ""
-                lines += ["### Judgement", "", f"**{s['label']}**{conf}"]
+                lines += ["### Judgement", "", f"{_md_strong(s['label'])}{conf}"]
                 if s.get("findings"):
                     lines += ["", f"Key findings: {_md_text(s['findings'])}"]
                 lines += [""]
@@ -116,47 +220,60 @@ def _defame_sections(result: CheckResult) -> list[str]:
         if s["stage"] == "justify":
             lines += ["## Justification", "", _md_text(s["text"]) or "*(empty)*", ""]
             if s.get("sources"):
-                lines += ["Sources: " + ", ".join(dict.fromkeys(s["sources"])), ""]
+                lines += ["Sources: " + ", ".join(_md_link(x, x) for x in dict.fromkeys(map(str, s["sources"]))), ""]
     return lines
 
 
-def to_markdown(result: CheckResult) -> str:
+def to_markdown(result: CheckResult, image_url: ImageLink | None = None) -> str:
+    """The report as Markdown. `image_url` (a local image's absolute path -> the URL to show it by, or None):
+    the server links the claim's uploads by their URL instead of its own paths."""
     v = result.verdict
+    conf = f" (confidence {v.confidence:.2f})" if v.confidence is not None else ""
     lines = [f"# Fact-check: {_md_text(result.claim.text)}", "",
-             f"- **Verdict:** {v.label}" + (f" (confidence {v.confidence:.2f})" if v.confidence is not None else ""),
-             f"- **Pipeline:** {result.pipeline}", f"- **Model:** {result.model}",
-             f"- **Usage:** {usage_line(result)}", ""]
+             f"- **Verdict:** {_md_text(v.label)}{conf}",
+             f"- **Pipeline:** {_md_text(result.pipeline)}", f"- **Model:** {_md_text(result.model)}",
+             f"- **Usage:** {_md_text(usage_line(result))}", ""]
     defame = any(s["stage"] == "plan" for s in result.trace)
     if defame:
-        lines += _defame_sections(result)
+        lines += _defame_sections(result, image_url)
     answers = [s for s in result.trace if s["stage"] == "answer"]
     if answers:
         lines += ["## Reasoning steps", ""]
         kept = {s["question"]: s.get("useful", True) for s in result.trace if s["stage"] == "validator"}
         for s in answers:
             note = "" if kept.get(s["question"], True) else " *(discarded by the validator)*"
-            lines += [f"### Step {s['depth']}: {s['question']}{note}", "", f"**Answer:** {s['answer']}", ""]
-            ev = _evidence_lines(s.get("evidence", []))
+            lines += [f"### Step {_md_text(s['depth'])}: {_md_text(s['question'])}{note}", "",
+                      f"**Answer:** {_md_text(s['answer'])}", ""]
+            ev = _evidence_lines(s.get("evidence", []), markdown=True)
             if ev:
                 lines += ["**Evidence:**", ""] + [f"> {e}" for e in ev] + [""]
-    lines += ["## Prediction with rationale", "", f"**{v.label}**", ""]
+    lines += ["## Prediction with rationale", "", _md_strong(v.label), ""]
     if v.rationale and not defame:  # DEFAME's rationale is the justification, shown above
         lines += [_md_text(v.rationale), ""]
     if v.parse_failures:
-        lines += ["## What the model got wrong", ""] + [f"- {p}" for p in v.parse_failures] + [""]
+        lines += ["## What the model got wrong", ""] + [f"- {_md_text(p)}" for p in v.parse_failures] + [""]
     by_stage = result.usage.get("by_stage", {})
     if by_stage:
         lines += ["## Usage by stage", "", "| stage | calls | prompt tokens | completion tokens | seconds |",
                   "|---|---:|---:|---:|---:|"]
         for stage, u in by_stage.items():
-            lines.append(f"| {stage} | {u['calls']} | {u['prompt_tokens']} | {u['completion_tokens']} | "
+            lines.append(f"| {_md_text(stage)} | {u['calls']} | {u['prompt_tokens']} | {u['completion_tokens']} | "
                          f"{u['seconds']:.2f} |")
         lines.append("")
     return "\n".join(lines)
 
 
+_TERMINAL_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
 def format_step(step: dict[str, Any]) -> str | None:
-    """One trace step as a line (or a few) of terminal output; None for steps not shown."""
+    """One trace step as a line (or a few) of terminal output; None for steps not shown. Control characters
+    (escape sequences a model or a page could send to the terminal) are shown as U+FFFD."""
+    text = _format_step(step)
+    return None if text is None else _TERMINAL_CONTROL.sub("\ufffd", text)
+
+
+def _format_step(step: dict[str, Any]) -> str | None:
     st = step["stage"]
     if st == "question":
         dup = " (already asked; skipped)" if step.get("duplicate") else ""
@@ -193,48 +310,103 @@ def format_step(step: dict[str, Any]) -> str | None:
 
 
 _CSS = """
+*,*::before,*::after{box-sizing:border-box}html{-webkit-text-size-adjust:100%;text-size-adjust:100%}
 body{font:16px/1.55 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:48rem;margin:2rem auto;
-padding:0 1rem;color:#1d232b;background:#fff}
+padding:0 1rem;color:#1d232b;background:#fff;overflow-wrap:anywhere;word-wrap:break-word}
 h1{font-size:1.5rem;line-height:1.3}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #d5dbe3}
 h3{font-size:1.05rem}blockquote{margin:.5rem 0;padding:.4rem .8rem;border-left:4px solid #9fb3c8;
-background:#f4f7fa}table{border-collapse:collapse}td,th{border:1px solid #d5dbe3;padding:.25rem .5rem}
-td{text-align:right}td:first-child{text-align:left}a{color:#0b5cad}img{max-width:100%;max-height:24rem}
+background:#f4f7fa}ul,ol{padding-left:1.25rem}a,code{overflow-wrap:anywhere;word-break:break-word}
+pre{max-width:100%;overflow-x:auto;white-space:pre}pre code{overflow-wrap:normal;word-break:normal}
+table{display:block;max-width:100%;overflow-x:auto;border-collapse:collapse}
+td,th{border:1px solid #d5dbe3;padding:.25rem .5rem;overflow-wrap:normal;word-break:normal}
+td{text-align:right}td:first-child{text-align:left}a{color:#0b5cad}
+img{max-width:100%;height:auto;max-height:24rem;object-fit:contain}
+@media (max-width:30rem){body{margin:1rem auto;padding:0 .75rem}h1{font-size:1.3rem}}
 """
-_LOCAL_IMG = re.compile(r'<img src="(/[^"]+)"')
 EMBED_LIMIT = 20_000_000  # local images larger than this stay links (the most `load_image` accepts)
+_DATA_IMAGE = re.compile(r"data:image/(?:gif|png|jpeg|webp);", re.I)
 
 
-def _embed_local(match: re.Match[str]) -> str:
-    """A local image (the claim's, or one from a local image collection) inlined when it decodes as one."""
-    from urllib.parse import unquote
-
+def embed_local(path: str) -> str | None:
+    """A local image file (one of the report's own, see `own_images`) as a data: URL; None when it is missing,
+    too large or not an image."""
     from .errors import UserError
     from .images.files import load_image
 
     try:
-        image = load_image(unquote(html.unescape(match.group(1))), max_bytes=EMBED_LIMIT)
-    except UserError:
-        return match.group(0)  # missing, too large or not an image: stays a path
-    return f'<img src="{image.data_url()}"'
+        return load_image(path, max_bytes=EMBED_LIMIT).data_url()
+    except (UserError, OSError, ValueError):
+        return None
 
 
+def _safe_targets(allowed: set[str], embed: Callable[[str], "str | None"]) -> Callable[[Any], None]:
+    """A markdown-it core rule: links only to http(s) URLs; images only from http(s) URLs, data:image URLs, or
+    the allowed local files (embedded by `embed`, else left as their path); every other link or image target
+    dropped (its text kept)."""
+    from markdown_it.token import Token
 
-def markdown_to_html(markdown: str, title: str) -> str:
-    """A Markdown report as one self-contained HTML page: local images embedded, remote ones linked.
+    def local(src: str) -> str | None:
+        path = unquote(src)
+        return path if path in allowed else None
 
-    Raw HTML in the Markdown (from claims, sources or the model) is escaped, never rendered.
+    def rule(state: Any) -> None:
+        for block in state.tokens:
+            if block.type != "inline" or not block.children:
+                continue
+            out: list[Any] = []
+            dropped_link = False
+            for tok in block.children:
+                if tok.type == "link_open":
+                    dropped_link = not _HTTP.match(str(tok.attrGet("href") or ""))
+                    if dropped_link:
+                        continue
+                elif tok.type == "link_close" and dropped_link:
+                    dropped_link = False
+                    continue
+                elif tok.type == "image":
+                    src = str(tok.attrGet("src") or "")
+                    path = local(src)
+                    if path is not None:
+                        tok.attrSet("src", embed(path) or src)
+                    elif not (_HTTP.match(src) or _DATA_IMAGE.match(src)):
+                        text = Token("text", "", 0)
+                        text.content = "".join(c.content for c in tok.children or [])
+                        out.append(text)
+                        continue
+                out.append(tok)
+            block.children = out
+
+    return rule
+
+
+def markdown_to_html(markdown: str, title: str, images: Iterable[str] = (),
+                     embed: Callable[[str], "str | None"] | None = None) -> str:
+    """A Markdown report as one self-contained HTML page: the allowed local images embedded, remote ones linked.
+
+    `images`: the local image files the page may show (`own_images`: the claim's own and DEFAME's evidence
+    images, never a path from text); `embed` (path -> data: URL or URL, None to leave the path) defaults to
+    `embed_local`. Raw HTML in the Markdown is escaped, never rendered; links go only to http(s) URLs, and an
+    image shows only from an http(s) URL, a data:image URL or an allowed file.
     """
     from markdown_it import MarkdownIt
 
-    body = MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown)
-    body = _LOCAL_IMG.sub(_embed_local, body)
+    allowed = {p for p in (_local_path(x) for x in images) if p}
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
+    md.disable(["html_block", "html_inline"])
+
+    def validate(url: str) -> bool:
+        return bool(_HTTP.match(url) or _DATA_IMAGE.match(url) or unquote(url) in allowed)
+
+    md.validateLink = validate  # type: ignore[method-assign]
+    md.core.ruler.push("veracity_safe_targets", _safe_targets(allowed, embed or embed_local))
+    body = md.render(markdown)
     return (f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>\n<body>\n{body}</body></html>\n")
 
 
 def to_html(result: CheckResult) -> str:
-    return markdown_to_html(to_markdown(result), f"Fact-check: {result.claim.text}")
+    return markdown_to_html(to_markdown(result), f"Fact-check: {result.claim.text}", images=own_images(result))
 
 
 def write_report(result: CheckResult, path: str) -> None:

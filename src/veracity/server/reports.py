@@ -10,16 +10,13 @@ so every format says what `veracity check --report/--json` says for the same run
 from __future__ import annotations
 
 import base64
-import html
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any
-from urllib.parse import unquote
 
 from ..check import CheckResult
-from ..report import _evidence_lines, markdown_to_html
+from ..report import _evidence_lines, _md_text, embed_local, markdown_to_html, own_images
 from ..report import to_markdown as check_markdown
 from ..types import Claim, Evidence, QAStep, Verdict
 from .answers import leaf_summary
@@ -56,26 +53,28 @@ def to_json(run: dict[str, Any], result: CheckResult, images: list[dict[str, Any
 
 
 def answer_markdown(answer: str | None, leaf: dict[str, Any]) -> list[str]:
-    """The answer check's sections: the answer, then each sentence with its rating and evidence."""
+    """The answer check's sections: the answer, then each sentence with its rating and evidence. Every text
+    (the answer, the sentences, the rater's queries, evidence and reasoning) is escaped (`report._md_text`)."""
     lines = []
     if answer is not None:
-        lines += ["## Answer", ""] + [f"> {line}" if line.strip() else ">" for line in answer.splitlines()] + [""]
+        lines += ["## Answer", ""] + [f"> {_md_text(line)}" if line.strip() else ">"
+                                      for line in str(answer).splitlines()] + [""]
     if "score" in leaf:
         lines += [f"**LEAF score:** {leaf['score']:.2f} ({leaf.get('supported', 0)} of {leaf.get('checked', 0)} "
                   "sentences supported)", ""]
     if leaf.get("note"):
-        lines += [f"*Note: {leaf['note']}*", ""]
+        lines += [f"*Note: {_md_text(leaf['note'])}*", ""]
     lines += ["## Sentences", ""]
     for s in leaf["sentences"]:
-        rating = s.get("rating") or "no decision (counted as Not Supported)"
+        rating = _md_text(s.get("rating") or "no decision (counted as Not Supported)")
         conf = f" (confidence {s['confidence']:.2f})" if s.get("confidence") is not None else ""
         mark = "" if s.get("supported") else " ⚠"
-        lines += [f"### Sentence {s.get('index')}: {rating}{conf}{mark}", "", f"> {s.get('sentence', '')}", "",
-                  f"**Query:** {s.get('query', '')}", ""]
-        ev = _evidence_lines(s.get("evidence", []))
+        lines += [f"### Sentence {_md_text(s.get('index'))}: {rating}{conf}{mark}", "",
+                  f"> {_md_text(s.get('sentence', ''))}", "", f"**Query:** {_md_text(s.get('query', ''))}", ""]
+        ev = _evidence_lines(s.get("evidence", []), markdown=True)
         lines += (["**Evidence:**", ""] + [f"> {e}" for e in ev] + [""]) if ev else ["**Evidence:** none found", ""]
         if s.get("reasoning"):
-            lines += [f"**Reasoning:** {s['reasoning']}", ""]
+            lines += [f"**Reasoning:** {_md_text(s['reasoning'])}", ""]
     return lines
 
 
@@ -88,53 +87,55 @@ class StoredImage:
     media_type: str
 
 
-def _stored(src: str, images: dict[str, StoredImage] | None) -> StoredImage | None:
-    """The uploaded image a local path in a report stands for, found by its file name (a content hash), so
-    that a run still finds its images after the data folder moved."""
-    if not images or src.startswith(("http://", "https://", "data:")):
-        return None
-    return images.get(PurePath(unquote(html.unescape(src))).name)
+def _stored(path: str, images: dict[str, StoredImage] | None) -> StoredImage | None:
+    """The uploaded image a local path in a run stands for, found by its file name (a content hash), so that a
+    run still finds its images after the data folder moved."""
+    return images.get(PurePath(path).name) if images else None
 
 
-def _link_images(md: str, images: dict[str, StoredImage] | None) -> str:
-    """The claim's images (`report.to_markdown` shows their local path on the server) by their URL."""
-    def sub(m: re.Match[str]) -> str:
-        im = _stored(m.group(1), images)
-        return f"]({im.url})" if im else m.group(0)
+def _image_url(images: dict[str, StoredImage] | None):
+    """For `report.to_markdown`: the URL on this server of each of the claim's uploaded images (by its path)."""
+    def url(path: str) -> str | None:
+        im = _stored(path, images)
+        return im.url if im else None
 
-    return re.sub(r"\]\(<([^<>\n]+)>\)", sub, md) if images else md
+    return url
 
 
-def _embed_stored(page: str, images: dict[str, StoredImage] | None) -> str:
-    """In the HTML page, each of the claim's images that `report.markdown_to_html` left as a local path (over
-    its size limit for embedding, or moved): embedded from the images folder, else shown from the server."""
-    def sub(m: re.Match[str]) -> str:
-        im = _stored(m.group(1), images)
+def _embed(images: dict[str, StoredImage] | None):
+    """For `report.markdown_to_html`: an allowed local image embedded from its path; one of the claim's uploads
+    that is not there any more (moved, or over the size limit for embedding) embedded from the images folder,
+    else shown by its URL on this server."""
+    def embed(path: str) -> str | None:
+        url = embed_local(path)
+        if url is not None:
+            return url
+        im = _stored(path, images)
         if im is None:
-            return m.group(0)
+            return None
         try:
             data = im.path.read_bytes()
         except OSError:
-            return f'<img src="{html.escape(im.url)}"'
-        return f'<img src="data:{im.media_type};base64,{base64.b64encode(data).decode("ascii")}"'
+            return im.url
+        return f"data:{im.media_type};base64,{base64.b64encode(data).decode('ascii')}"
 
-    return re.sub(r'<img src="(/[^"]+)"', sub, page) if images else page
+    return embed
 
 
 def to_markdown(run: dict[str, Any], result: CheckResult, images: dict[str, StoredImage] | None = None) -> str:
     """`report.to_markdown`; for an answer check, with the answer and its sentences before the result.
     `images` (stored file name -> StoredImage): the claim's images are linked by URL, not by the server's path."""
-    md = _link_images(check_markdown(result), images)
+    md = check_markdown(result, image_url=_image_url(images) if images else None)
     leaf = leaf_summary(result.trace)
     if leaf is None:
         return md
     extra = "\n".join(answer_markdown((run.get("options") or {}).get("answer"), leaf)) + "\n"
-    head, sep, tail = md.partition(PREDICTION_H)
-    return head + extra + sep + tail if sep else md + "\n" + extra
+    head, sep, tail = md.partition("\n" + PREDICTION_H + "\n")
+    return head + "\n" + extra + sep.lstrip("\n") + tail if sep else md + "\n" + extra
 
 
 def to_html(run: dict[str, Any], result: CheckResult, images: dict[str, StoredImage] | None = None) -> str:
-    """One self-contained page, the claim's images embedded (`report.markdown_to_html`, and here the ones it
-    left out)."""
-    page = markdown_to_html(to_markdown(run, result), f"Fact-check: {result.claim.text}")
-    return _embed_stored(page, images)
+    """One self-contained page, the claim's images embedded: only the result's own images (`report.own_images`),
+    never a path from text."""
+    return markdown_to_html(to_markdown(run, result), f"Fact-check: {result.claim.text}",
+                            images=own_images(result), embed=_embed(images))
