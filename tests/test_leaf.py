@@ -346,8 +346,9 @@ def test_fc_rag_regenerates_with_exactly_the_failed_sentences_documents_and_stop
     assert rnd["failed_sentences"] == [2, 3] and [e["doc_id"] for e in rnd["knowledge"]] == failed_ids
     fc_prompt = prompts(backend, r"^Pick the correct answer")[0]
     knowledge = fc_prompt.split("KNOWLEDGE:\n", 1)[1].split("\n\nQUESTION:", 1)[0]
-    assert knowledge.splitlines() == [
-        "[1] Carpal tunnel syndrome: " + DOCS[1].text, "[2] Carpal tunnel release: " + DOCS[2].text]
+    assert knowledge.splitlines() == [  # quoted as data (issue 11)
+        "<result>", "[1] Carpal tunnel syndrome: " + DOCS[1].text, "[2] Carpal tunnel release: " + DOCS[2].text,
+        "</result>"]
     assert "Numbness and tingling" not in fc_prompt  # sentence 1 passed: its passage stays out
     # the new answer is checked again; it scores 1.0, so there is no second round
     assert [s["score"] for s in steps(result, "leaf_score")] == [pytest.approx(1 / 3), 1.0]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..llm.base import fewshot
 from ..pipelines.base import Context, Pipeline, register
-from ..pipelines.reasoning import choose_label, label_block
+from ..pipelines.reasoning import UNVERIFIED, choose_label, label_block
 from ..prompts import load_prompt
 from ..tools.base import Action, ImageStore, ToolCall, ToolOutput
 from ..types import Claim, Evidence, Verdict
@@ -258,14 +258,15 @@ class Defame(Pipeline):
                                     fallback="quoted the source's sentences closest to the claim")
                     summary = excerpt(ev.text, record.claim.text, SUMMARY_CHARS) or None
                     written_by = "excerpt"
-                    if summary:
-                        summary = f'Excerpt: "{summary}"'
                 refs = self._evidence_images(ev, store, toolbox, ctx) if summary else []
+                shown = f'Excerpt: "{summary}"' if summary and written_by == "excerpt" else summary
                 ctx.tracer.emit("summary", round=rnd.number, action=action, source=ev.source, url=ev.url,
-                                date=ev.date, summary=summary, written_by=written_by, images=list(ev.images[:4]), image_refs=refs)
+                                date=ev.date, summary=shown, written_by=written_by, images=list(ev.images[:4]), image_refs=refs)
                 if summary:
+                    # the record quotes it as data (record.Finding.line), an excerpt marked as such
                     rnd.findings.append(Finding(action=action, source=ev.source or ev.url or "source", url=ev.url,
-                                                date=ev.date, summary=summary, image_refs=refs))
+                                                date=ev.date, summary=summary, image_refs=refs,
+                                                excerpt=written_by == "excerpt"))
 
     def _evidence_images(self, ev: Evidence, store: ImageStore, toolbox: Toolbox, ctx: Context) -> list[str]:
         """The first image of a relevant result joins the fact-check (for reverse search and the report)."""
@@ -299,7 +300,7 @@ class Defame(Pipeline):
         findings = clean_text(gen.text, 600)
         label, confidence, probabilities, failed = choose_label(
             ctx, f"{prompt} {findings}\nVerdict:", options, stage="judge",
-            fallback=nei if nei in labels else labels[0], images=images)
+            fallback=nei if nei in options else UNVERIFIED, images=images)  # never a default label
         failures += failed
         rnd.judgement = label
         ctx.tracer.emit("judge", round=rnd.number, label=label, confidence=confidence, findings=findings,

@@ -4,27 +4,27 @@ The record grows block by block (the claim, then per round: the actions, the evi
 the elaboration and the judgement). It is rendered as plain text for the model; the user's report
 is rendered from the trace (veracity.report), where every block was also emitted as a step.
 
-Source material never goes into a prompt bare: the raw text of a search result only reaches the
-summarizer, between <result> tags that the prompt declares to be data; what enters the record is
-the model's own summary, with the source named.
+Source material never goes into a prompt bare (veracity.prompts.quoting): the raw text of a search
+result only reaches the summarizer, in a <result> block that the prompt declares to be data; what
+enters the record is the model's summary of it, or a verbatim excerpt when the summary was rejected,
+and both are quoted data too (`<result>...</result>` in the evidence bullet), as is every prompt that
+shows the record.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from ..pipelines.reasoning import claim_line
+from ..prompts.quoting import neutralise, quote_data, quote_inline
 from ..types import Claim, Evidence
 
-_TAGS = re.compile(r"</?\s*(result|record|evidence)\b[^>]*>", re.IGNORECASE)
+SOURCE_CHARS = 200  # longest source name (a page title) shown in the record
 
 
 def as_data(text: str, limit: int) -> str:
     """Source text made safe to put between <result> tags: no tag of ours inside, at most `limit` chars."""
-    text = _TAGS.sub(" ", text)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    return neutralise(text, limit)
 
 
 @dataclass
@@ -35,12 +35,16 @@ class Finding:
     date: str | None
     summary: str
     image_refs: list[str] = field(default_factory=list)
+    excerpt: bool = False  # the summary is the source's own text (the model's summary was rejected)
 
     def line(self) -> str:
-        where = f"[{self.source}]({self.url})" if self.url else self.source
+        """`- <result>[source](url) (date): summary</result>`: all of it comes from (or is drawn from) the page."""
+        source = neutralise(self.source, SOURCE_CHARS)
+        where = f"[{source}]({self.url})" if self.url else source
         when = f" ({self.date})" if self.date else ""
         images = (" " + " ".join(self.image_refs)) if self.image_refs else ""
-        return f"- {where}{when}: {self.summary}{images}"
+        kind = "verbatim excerpt: " if self.excerpt else ""
+        return f"- {kind}{quote_inline(f'{where}{when}: {self.summary}')}{images}"
 
 
 @dataclass
@@ -90,7 +94,7 @@ class Record:
             if r.actions or r.findings:
                 lines.append("Evidence:")
                 lines += [f.line() for f in r.findings] or ["- nothing relevant found"]
-                lines += [f"- {x}" for x in r.failures]
+                lines += [f"- {neutralise(x, 300)}" for x in r.failures]
             if r.elaboration:
                 lines.append("Elaboration: " + r.elaboration)
             if r.judgement:
@@ -99,10 +103,10 @@ class Record:
 
 
 def evidence_text(e: Evidence, limit: int) -> str:
-    """One search result as the summarizer sees it: source line, then the delimited text."""
-    head = e.source or e.url or "source"
+    """One search result as the summarizer sees it: source line, then the text as a quoted-data block."""
+    head = neutralise(e.source or e.url or "source", SOURCE_CHARS)
     if e.url:
-        head += f" <{e.url}>"
+        head += f" <{neutralise(e.url)}>"
     if e.date:
-        head += f" (published {e.date})"
-    return f"{head}\n<result>\n{as_data(e.text, limit)}\n</result>"
+        head += f" (published {neutralise(e.date, 40)})"
+    return f"{head}\n{quote_data(e.text, limit)}"

@@ -11,7 +11,8 @@ LEAF score = supported sentences / checked sentences. Every sentence keeps its q
 the rater's reasoning and its rating, and is emitted as one `leaf_sentence` trace step; the result
 is emitted as `leaf_score`.
 
-A decision that matched neither label (HTTP backends, after one retry) counts as Not Supported and
+A decision that asserts neither label unambiguously (HTTP backends, after one retry; read strictly by
+`strict_choose`: "I cannot tell whether it is Supported" is not Supported) counts as Not Supported and
 is recorded as a parse failure: a sentence is only supported when the rater said so.
 """
 
@@ -23,7 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from ..llm.base import fewshot
+from ..pipelines.reasoning import strict_choose
 from ..prompts import load_prompt
+from ..prompts.quoting import quote_passages
 from ..types import Evidence
 from .parsing import parse_query, parse_reasoning
 from .sentences import answer_sentences
@@ -120,9 +123,8 @@ class LeafResult:
 
 
 def numbered_passages(passages: list[Evidence]) -> str:
-    """Passages as `[1] source: text` lines (the format the prompts' demonstrations use)."""
-    return "\n".join(f"[{i}] {p.source or 'Passage'}: {' '.join(p.text.split())}"
-                     for i, p in enumerate(passages, 1)) or NO_PASSAGES
+    """Passages as `[1] source: text` lines in one quoted-data block (the format of the prompts' demonstrations)."""
+    return quote_passages(passages) if passages else NO_PASSAGES
 
 
 def ensure_searchable(retriever: "Retriever | None") -> None:
@@ -207,10 +209,11 @@ class AnswerChecker:
                                  stage="leaf_rating")
             check.reasoning = parse_reasoning(out.text)
             prompt = f"{prompt} {check.reasoning}" if check.reasoning else prompt
-        choice = model.choose(fewshot(f"{prompt}\n{DECISION_CUE}", max_tokens=8), RATINGS, stage="leaf_rating")
+        choice = strict_choose(model, fewshot(f"{prompt}\n{DECISION_CUE}", max_tokens=8), RATINGS,
+                               stage="leaf_rating")
         if choice.option is None:
             tracer.emit("parse_failure", for_stage="leaf_rating", raw=choice.raw,
-                        fallback=f"counted as {NOT_SUPPORTED!r}: the rater named neither label")
+                        fallback=f"counted as {NOT_SUPPORTED!r}: the rater asserted neither label unambiguously")
             result.parse_failures.append(f"leaf_rating: {choice.raw[:120]!r}")
         check.rating = choice.option
         check.confidence = choice.confidence

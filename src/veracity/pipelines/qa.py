@@ -8,6 +8,7 @@ from ..errors import UserError
 from ..llm.base import fewshot
 from ..prompts import load_prompt
 from ..prompts.parsers import parse_closed_book, parse_passage, parse_short_answer
+from ..prompts.quoting import quote_passages
 from ..types import Evidence
 from .base import Context
 
@@ -28,9 +29,8 @@ class QAModule(ABC):
         ctx.tracer.emit("parse_failure", for_stage=stage, raw=raw, fallback=fallback)
 
     def read(self, question: str, passages: list[Evidence], ctx: Context) -> str:
-        """The reader: answer `question` from numbered passages."""
-        block = "\n".join(f"[{i}] {p.source or 'Passage'}: {' '.join(p.text.split())}"
-                          for i, p in enumerate(passages, 1))
+        """The reader: answer `question` from numbered passages, quoted as data (they may be any page's text)."""
+        block = quote_passages(passages)
         prompt = load_prompt("reader", self.prompts_dir).render(PASSAGES=block, QUESTION=question)
         out = ctx.model.complete(fewshot(prompt, max_tokens=32, stop=["\n"]), stage="answer")
         ans = parse_short_answer(out.text)

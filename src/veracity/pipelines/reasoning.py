@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from ..llm.base import fewshot
-from ..prompts.parsers import FINAL_ANSWER_CUE, TRUE_FALSE, TRUTH_TO_LABEL, parse_rationale
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from ..llm.base import FORMAT_REMINDER, Choice, CompletionRequest, fewshot
+from ..prompts.parsers import (FINAL_ANSWER_CUE, TRUE_FALSE, TRUTH_TO_LABEL, choice_text, is_parsed, parse_label,
+                               parse_rationale)
 from ..types import Claim, Verdict
 from .base import Context
+
+if TYPE_CHECKING:
+    from ..llm.model import RunModel
 
 UNVERIFIED = "Unverified"  # the label when the model's final answer matched no allowed label
 
@@ -38,27 +45,54 @@ def label_block(labels: list[str] | tuple[str, ...], rules: str) -> str:
                      for x in labels)
 
 
+def strict_choose(model: "RunModel", request: CompletionRequest, labels: list[str], *, stage: str) -> Choice:
+    """The model's choice among `labels`, read strictly when it was read from text.
+
+    Scored decisions (log-probabilities) stand as they are. A decision the backend read from free text
+    is re-read with `parse_label`, which takes a label only when the text asserts exactly one: a
+    negated label, several labels, a refusal or a hedge give `option=None` (after one retry with the
+    format reminder when the backend had not retried), never a guessed label.
+    """
+    choice = model.choose(request, list(labels), stage=stage)
+    if not is_parsed(choice.method):
+        return choice
+    option = parse_label(choice_text(choice.raw, choice.method), labels)
+    if option is not None or choice.method == "parse-retry":
+        return replace(choice, option=option, probabilities=choice.probabilities if option else None)
+    # the backend's first-match reading took a label from an answer that does not assert one: ask once more
+    retry = model.complete(replace(request.with_reminder(FORMAT_REMINDER.format(options=", ".join(labels))),
+                                   n=1, max_tokens=16), stage=stage)
+    option = parse_label(retry.text, labels)
+    return replace(choice, option=option, probabilities=None, raw=f"{choice.raw}\n---retry---\n{retry.text}",
+                   method="parse-retry")
+
+
+def decide(ctx: Context, request: CompletionRequest, labels: list[str], *, stage: str) -> Choice:
+    """`strict_choose` with the run's model."""
+    return strict_choose(ctx.model, request, labels, stage=stage)
+
+
 def choose_label(ctx: Context, prompt: str, labels: list[str], *, stage: str, fallback: str,
                  images: tuple[str, ...] = ()) -> tuple[str, float | None, dict[str, float] | None, list[str]]:
     """Pick one of `labels` after `prompt` (which ends where the label goes).
 
-    Returns (label, confidence, probabilities, parse failures); when the model names none of them,
-    `fallback` with the failure recorded, never a guess.
+    Returns (label, confidence, probabilities, parse failures); when the model asserts none of them
+    unambiguously (see `decide`), `fallback` with the failure recorded, never a guess.
     """
-    choice = ctx.model.choose(fewshot(prompt, max_tokens=16, images=images), list(labels), stage=stage)
+    choice = decide(ctx, fewshot(prompt, max_tokens=16, images=images), list(labels), stage=stage)
     if choice.option is None:
         ctx.tracer.emit("parse_failure", for_stage=stage, raw=choice.raw,
-                        fallback=f"label {fallback!r}: the model named none of the labels")
+                        fallback=f"label {fallback!r}: the model asserted none of the labels unambiguously")
         return fallback, None, None, [f"{stage}: no label in {choice.raw[:120]!r}"]
     return choice.option, choice.confidence, choice.probabilities, []
 
 
 def decide_label(ctx: Context, prompt: str, *, stage: str) -> tuple[str, float | None, list[str]]:
     """Ask for True/False after `prompt`; returns (label, confidence, parse failures)."""
-    choice = ctx.model.choose(fewshot(prompt, max_tokens=8), TRUE_FALSE, stage=stage)
+    choice = decide(ctx, fewshot(prompt, max_tokens=8), TRUE_FALSE, stage=stage)
     if choice.option is None:
         ctx.tracer.emit("parse_failure", for_stage=stage, raw=choice.raw,
-                        fallback=f"label {UNVERIFIED!r}: the model named neither True nor False")
+                        fallback=f"label {UNVERIFIED!r}: the model asserted neither True nor False unambiguously")
         return UNVERIFIED, None, [f"{stage}: no True/False in {choice.raw[:120]!r}"]
     label = TRUTH_TO_LABEL[choice.option]
     return label, choice.confidence, []
