@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from . import __version__
 from .errors import BackendError, UserError
@@ -86,8 +85,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     config = _config_from(args)
     if args.claim_file:
-        data = sys.stdin.buffer.read() if args.claim_file == "-" else _read_bytes(args.claim_file)
-        raw: str | bytes = data
+        raw: str | bytes = _read_bytes(args.claim_file, _claim_file_limit(config.max_claim_chars),
+                                       "the claim file")
     elif args.claim is not None:
         raw = args.claim
     else:
@@ -127,22 +126,34 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _claim_date(value: str | None) -> str | None:
-    """The --date flag as an ISO date, or a UserError saying what form it needs."""
+    """The --date flag as an ISO date (YYYY-MM-DD, not in the future), or a UserError saying what is wrong.
+
+    The rule is `inputs.check_claim_date`, the same as the HTTP API's.
+    """
     if value is None:
         return None
-    from datetime import date
+    from .inputs import DateError, check_claim_date
 
+    if not value.strip():
+        raise UserError("--date is empty: write it as YYYY-MM-DD (e.g. 2024-05-15)")
     try:
-        return date.fromisoformat(value.strip()).isoformat()
-    except ValueError:
-        raise UserError(f"--date {value!r} is not a date: write it as YYYY-MM-DD") from None
+        return check_claim_date(value)
+    except DateError as e:
+        raise UserError(f"--date: {e}") from None
 
 
-def _read_bytes(path: str) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except OSError as e:
-        raise UserError(f"cannot read {path}: {e.strerror}") from None
+def _claim_file_limit(max_claim_chars: int) -> int:
+    """Bytes read from a claim file at most: 1 MB, or more for a very large max_claim_chars (up to 100 MB)."""
+    from .inputs import MAX_TEXT_FILE_BYTES
+
+    return min(max(MAX_TEXT_FILE_BYTES, 8 * max_claim_chars), 100 * MAX_TEXT_FILE_BYTES)
+
+
+def _read_bytes(path: str, limit: int, what: str) -> bytes:
+    """A user file ('-': standard input), read up to `limit` bytes, or a one-line UserError."""
+    from .inputs import read_limited
+
+    return read_limited(sys.stdin.buffer if path == "-" else path, limit, what)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:

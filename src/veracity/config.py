@@ -20,7 +20,9 @@ VERACITY_LLAMA_EXTRA_BUFFERS (auto | on | off: llama.cpp's repacking and AMX ker
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
+import re
 import tomllib
 import types
 import typing
@@ -190,16 +192,24 @@ def _check_type(value: Any, annotation: Any, where: str) -> Any:
     elif hint is int:
         if isinstance(value, int) and not isinstance(value, bool):
             return value
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-            return int(value)
-    elif hint is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):
+        if isinstance(value, str) and _INT.fullmatch(value.strip()):
             try:
-                return float(value)
-            except ValueError:
+                return int(value.strip())
+            except ValueError:  # more digits than Python converts
                 pass
+    elif hint is float:
+        number: float | None = None
+        try:
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                number = float(value)
+            elif isinstance(value, str):
+                number = float(value.strip())
+        except (ValueError, OverflowError):
+            number = None
+        if number is not None:
+            if not math.isfinite(number):  # nan and inf pass every "<= limit" check the wrong way
+                raise ConfigError(f"{where} must be a finite number, not {_short_repr(value)}")
+            return number
     elif hint is str:
         if isinstance(value, str):
             return value
@@ -208,10 +218,18 @@ def _check_type(value: Any, annotation: Any, where: str) -> Any:
             value = [v.strip() for v in value.split(",") if v.strip()]
         if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
             return list(value)
-        raise ConfigError(f"{where} must be a list of strings, not {value!r}")
+        raise ConfigError(f"{where} must be a list of strings, not {_short_repr(value)}")
     else:  # pragma: no cover
         return value
-    raise ConfigError(f"{where} must be {getattr(hint, '__name__', hint)}, not {value!r}")
+    raise ConfigError(f"{where} must be {getattr(hint, '__name__', hint)}, not {_short_repr(value)}")
+
+
+_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
+
+
+def _short_repr(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _apply(obj: Any, values: dict[str, Any], prefix: str = "") -> None:
@@ -244,13 +262,17 @@ def load_config(path: str | os.PathLike | None = None, overrides: dict[str, Any]
     if file is None and Path("veracity.toml").is_file():
         file = "veracity.toml"
     if file is not None:
-        p = Path(file).expanduser()
+        from .inputs import MAX_CONFIG_BYTES, read_limited
+
         try:
-            data = tomllib.loads(p.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"configuration file not found: {p}") from None
+            p = Path(file).expanduser()
+        except RuntimeError:  # "~user" of an unknown user
+            p = Path(file)
+        raw = read_limited(p, MAX_CONFIG_BYTES, "configuration file", error=ConfigError)
+        try:
+            data = tomllib.loads(raw.decode("utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-            raise ConfigError(f"configuration file {p} is not valid TOML: {e}") from None
+            raise ConfigError(" ".join(f"configuration file {p} is not valid TOML: {e}".split())) from None
         _apply(cfg, data)
     for k in ENV_KEYS:
         if value := env.get(f"VERACITY_{k.upper()}"):

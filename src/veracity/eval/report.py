@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 
 from ..errors import UserError
 from .metrics import accuracy, macro_f1, per_class
-from .runner import ITEMS, MANIFEST, read_done  # noqa: F401  (read_done keeps the file clean)
+from .runner import ITEMS, MANIFEST, read_done, read_manifest  # noqa: F401  (read_done keeps the file clean)
 
 
 def bootstrap_ci(gold: Sequence[str], pred: Sequence[str], metric: Callable[[list, list], float],
@@ -35,11 +35,13 @@ def load_rows(out: str | Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise UserError(f"no evaluation results at {path}: run `veracity eval ... --out DIR` first")
     rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in path.read_bytes().split(b"\n"):
         try:
-            rows.append(json.loads(line))
-        except ValueError:
-            continue  # a line cut off by a kill
+            row = json.loads(line.decode("utf-8"))
+        except (ValueError, RecursionError):  # a line cut off by a kill (maybe inside a UTF-8 character)
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
     return rows
 
 
@@ -76,7 +78,7 @@ def build_report(out: str | Path, *, plots: bool = True) -> str:
     out = Path(out)
     read_done(out)
     rows = load_rows(out)
-    manifest = json.loads((out / MANIFEST).read_text()) if (out / MANIFEST).exists() else {}
+    manifest = read_manifest(out)
     lines = ["# Evaluation report", "", f"- **Model:** {manifest.get('model', '?')} "
              f"({manifest.get('backend', '?')})", f"- **Results:** `{out}`", ""]
     datasets = manifest.get("datasets", {})

@@ -2,13 +2,15 @@
 
 One JSONL line per finished (dataset, pipeline, item) goes to OUT/items.jsonl with the prediction,
 the gold label, the full trace and the usage. A killed run started again with the same OUT skips
-what is there (a line cut off by the kill is dropped and redone), so no item is lost or duplicated.
+what is there (a line cut off by the kill is dropped, with a warning, and redone), so no item is lost or
+duplicated; run.json is replaced atomically, and an empty or damaged one is started afresh.
 Items whose model backend failed go to OUT/errors.jsonl and are retried by the next run.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import threading
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..llm.model import Model
     from ..retrieval.base import Retriever
+
+log = logging.getLogger(__name__)
 
 ITEMS = "items.jsonl"
 ERRORS = "errors.jsonl"
@@ -84,43 +88,109 @@ def select_items(items: list[EvalItem], limit: int | None, seed: int) -> list[Ev
 
 
 def read_done(out: Path) -> set[tuple[str, str, str]]:
-    """Keys of finished items; rewrites the file without a trailing line cut off by a kill."""
+    """Keys of finished items; rewrites the file without the lines a kill cut off.
+
+    A last line cut off by a kill (even inside a UTF-8 character) is dropped with a warning and its item
+    is redone; every complete line is kept (a complete line that is not a result is dropped with a warning
+    too; a result repeated is kept once). The file is rewritten atomically, so a kill during the rewrite
+    loses nothing.
+    """
     path = out / ITEMS
     if not path.exists():
         return set()
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    tail = lines.pop()  # b"" when the file ends with a newline, else the part after the last newline
     good, done = [], set()
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            row = json.loads(line)
-            key = (row["dataset"], row["pipeline"], row["id"])
-        except (ValueError, KeyError, TypeError):
+    bad = 0
+    for raw in lines + ([tail] if tail.strip() else []):
+        row = _parse_row(raw)
+        if row is None:
+            if raw.strip():
+                if raw is tail:
+                    log.warning("warning: %s: dropped its last line, cut off by a kill (%d bytes); that item "
+                                "will be redone", path, len(raw))
+                else:
+                    bad += 1
             continue
+        line, key = row
         if key not in done:
             done.add(key)
             good.append(line)
-    text = "".join(g + "\n" for g in good)
-    if text != path.read_text(encoding="utf-8"):
-        path.write_text(text, encoding="utf-8")
+    if bad:
+        log.warning("warning: %s: dropped %d line%s that %s not a readable result", path, bad,
+                    "" if bad == 1 else "s", "is" if bad == 1 else "are")
+    text = "".join(g + "\n" for g in good).encode("utf-8")
+    if text != data:
+        _write_atomically(path, text)
     return done
+
+
+def _parse_row(raw: bytes) -> tuple[str, tuple[str, str, str]] | None:
+    """(line, key) of one items.jsonl line, or None when it is not a complete result."""
+    try:
+        line = raw.decode("utf-8").strip()
+        row = json.loads(line)
+        key = (row["dataset"], row["pipeline"], row["id"])
+        hash(key)
+    except (ValueError, KeyError, TypeError, RecursionError):
+        return None
+    return line, key
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so that a reader (or a kill) sees the old file or the new one, never half."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def read_manifest(out: Path) -> dict[str, Any]:
+    """OUT/run.json, or {} when there is none; an empty or damaged one is reported and treated as none."""
+    path = Path(out) / MANIFEST
+    if not path.exists():
+        return {}
+    try:
+        manifest = json.loads(path.read_bytes().decode("utf-8"))
+        if not isinstance(manifest, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError, RecursionError) as e:
+        detail = " ".join(str(e).split())[:120] or type(e).__name__
+        log.warning("warning: %s is damaged (%s): starting it afresh; the results in %s are kept",
+                    path, detail, ITEMS)
+        return {}
+    return manifest
 
 
 def _write_manifest(out: Path, dataset: Dataset, model: "Model", config: "Config", selected: int,
                     limit: int | None, seed: int, pipelines: list[str], stopped: str | None) -> None:
     path = out / MANIFEST
-    manifest = json.loads(path.read_text()) if path.exists() else {}
+    manifest = read_manifest(out)
     if manifest.get("model") and manifest["model"] != model.model_id:
         raise UserError(f"{out} holds a run with model {manifest['model']}; use another --out for {model.model_id}")
     manifest["model"] = model.model_id
     manifest["backend"] = type(model.backend).__name__
-    manifest.setdefault("datasets", {})[dataset.name] = {
+    datasets = manifest.get("datasets")
+    if not isinstance(datasets, dict):
+        datasets = manifest["datasets"] = {}
+    previous = datasets.get(dataset.name)
+    earlier = previous.get("pipelines", []) if isinstance(previous, dict) else []
+    datasets[dataset.name] = {
         "setting": dataset.setting, "labels": list(dataset.labels), "metric": dataset.metric,
         "total_items": len(dataset.items), "selected": selected, "limit": limit, "seed": seed,
-        "pipelines": sorted(set(manifest.get("datasets", {}).get(dataset.name, {}).get("pipelines", [])) | set(pipelines)),
+        "pipelines": sorted({p for p in earlier if isinstance(p, str)} | set(pipelines)),
         "reference": dataset.reference, "reference_note": dataset.reference_note,
         "stopped": stopped,
     }
     manifest["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S")
-    path.write_text(json.dumps(manifest, indent=2))
+    _write_atomically(path, json.dumps(manifest, indent=2).encode("utf-8"))
 
 
 class _Progress:

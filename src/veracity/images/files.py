@@ -158,17 +158,10 @@ def _decode(data: bytes, name: str, max_pixels: int) -> tuple[str, int, int]:
 
 
 def _read_file(path: Path, max_bytes: int) -> bytes:
-    try:
-        if path.is_dir():
-            raise ImageError(f"{path} is a folder, not an image")
-        size = path.stat().st_size
-        if size > max_bytes:  # checked before reading: do not pull a huge file into memory
-            raise ImageError(f"image {_short(str(path))} is too large: {_size(size)}, the limit is {_size(max_bytes)}")
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise ImageError(f"image file not found: {path}") from None
-    except OSError as e:
-        raise ImageError(f"cannot read image {path}: {e.strerror or e}") from None
+    """The file's bytes, read up to `max_bytes` (a device or FIFO such as /dev/zero is cut off there)."""
+    from ..inputs import read_limited
+
+    return read_limited(path, max_bytes, "image", error=ImageError)
 
 
 def _decode_data_url(url: str) -> tuple[bytes, str]:
@@ -214,11 +207,9 @@ def _too_many_pixels(name: str, width: int, height: int, limit: int) -> ImageErr
 
 
 def _size(n: int) -> str:
-    if n < 1000:
-        return f"{n} bytes"
-    if n < 1_000_000:
-        return f"{n / 1000:.1f} kB"
-    return f"{n / 1_000_000:.1f} MB"
+    from ..inputs import human_size
+
+    return human_size(n)
 
 
 def _short(source: str, limit: int = 100) -> str:

@@ -15,7 +15,6 @@ import json
 import sys
 import time
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
@@ -116,12 +115,10 @@ def _question(args: argparse.Namespace) -> str:
 def _answer(args: argparse.Namespace) -> str:
     if args.answer_file is None:
         return _text(args.answer, "answer")
-    if args.answer_file == "-":
-        return _text(sys.stdin.buffer.read(), "answer")
-    try:
-        return _text(Path(args.answer_file).read_bytes(), "answer")
-    except OSError as e:
-        raise UserError(f"cannot read {args.answer_file}: {e.strerror}") from None
+    from ..inputs import MAX_TEXT_FILE_BYTES, read_limited
+
+    source = sys.stdin.buffer if args.answer_file == "-" else args.answer_file
+    return _text(read_limited(source, MAX_TEXT_FILE_BYTES, "the answer file"), "answer")
 
 
 def _retriever(config):

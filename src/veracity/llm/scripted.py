@@ -18,10 +18,14 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-from ..errors import UserError
+from ..errors import BackendError, UserError
 from .base import Backend, Completion, CompletionRequest
 
 Reply = str | list[str] | Callable[[CompletionRequest], str]
+
+
+class NoRuleMatches(BackendError, AssertionError):
+    """A request that no rule answers: a backend error for the CLI (one line), an AssertionError for tests."""
 
 
 def _count_tokens(text: str) -> int:
@@ -40,16 +44,38 @@ class ScriptedBackend(Backend):
 
     @classmethod
     def from_file(cls, path: str | Path) -> "ScriptedBackend":
+        """Rules from a JSON file; a missing, oversized or malformed file is a one-line UserError."""
+        from ..inputs import MAX_RULES_BYTES, read_limited
+
         p = Path(path)
+        raw = read_limited(p, MAX_RULES_BYTES, "scripted model file")
         try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-            rules = [(r["match"], r["reply"]) for r in data["rules"]]
-            accepts_images = bool(data.get("accepts_images", False))
-        except FileNotFoundError:
-            raise UserError(f"scripted model file not found: {p}") from None
-        except (ValueError, KeyError, TypeError) as e:
-            raise UserError(f"scripted model file {p} is not valid: {e}") from None
-        return cls(rules, model_id=f"scripted:{p.name}", accepts_images=accepts_images)
+            data = json.loads(raw.decode("utf-8"))
+        except (ValueError, RecursionError) as e:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+            raise UserError(" ".join(f"scripted model file {p} is not valid JSON: {e}".split())) from None
+        rules = data.get("rules") if isinstance(data, dict) else None
+        if not isinstance(rules, list):
+            raise UserError(f"scripted model file {p} is not valid: it needs an object with a \"rules\" list")
+        checked: list[tuple[str, Reply]] = []
+        for n, rule in enumerate(rules, start=1):
+            where = f"scripted model file {p}: rule {n}"
+            if not isinstance(rule, dict) or "match" not in rule or "reply" not in rule:
+                raise UserError(f"{where} needs a \"match\" and a \"reply\"")
+            pattern, reply = rule["match"], rule["reply"]
+            if not isinstance(pattern, str):
+                raise UserError(f"{where}: \"match\" must be a regular expression (a string), "
+                                f"not {type(pattern).__name__}")
+            try:
+                re.compile(pattern, re.S)
+            except (re.error, RecursionError, OverflowError) as e:
+                raise UserError(" ".join(f"{where}: \"match\" {pattern[:80]!r} is not a valid regular "
+                                         f"expression ({e})".split())) from None
+            if not (isinstance(reply, str) or (isinstance(reply, list) and reply
+                                               and all(isinstance(r, str) for r in reply))):
+                raise UserError(f"{where}: \"reply\" must be a string or a non-empty list of strings")
+            checked.append((pattern, reply))
+        accepts_images = bool(data.get("accepts_images", False))
+        return cls(checked, model_id=f"scripted:{p.name}", accepts_images=accepts_images)
 
     def _reply(self, request: CompletionRequest) -> str:
         text = request.messages[-1][1]
@@ -64,7 +90,9 @@ class ScriptedBackend(Backend):
                     k = self._turn.get(i, 0)
                     self._turn[i] = k + 1
                     return reply[min(k, len(reply) - 1)]
-        raise AssertionError(f"scripted backend: no rule matches prompt ending {text[-200:]!r}")
+        ending = " ".join(text[-120:].split())
+        raise NoRuleMatches(f"{self.model_id}: no rule matches the prompt (it ends {ending!r}); "
+                            "add a rule for it to the rules file")
 
     def _complete(self, request: CompletionRequest) -> Completion:
         texts = []

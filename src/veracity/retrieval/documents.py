@@ -3,10 +3,17 @@
 A corpus is a JSONL file, a JSON list, a single text/Markdown/HTML/PDF file, or a folder
 (searched recursively) of such files. Each document is split into passages of at most
 `max_words` words on sentence and paragraph boundaries; passages are what gets indexed.
+
+Limits: a corpus file read whole (JSON, text, Markdown, HTML, PDF) and each line of a JSONL file
+may hold at most `MAX_CORPUS_FILE_BYTES` (256 MB); a JSONL file itself may be of any length (it is
+read line by line). Bytes that are not UTF-8 are replaced with U+FFFD and a warning names the file
+and how many were replaced.
 """
 
 from __future__ import annotations
 
+import io
+import itertools
 import json
 import logging
 import re
@@ -17,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from veracity.errors import UserError
+from veracity.inputs import human_size, read_limited
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +34,9 @@ PDF_SUFFIXES = (".pdf",)
 FILE_SUFFIXES = TEXT_SUFFIXES + HTML_SUFFIXES + PDF_SUFFIXES
 TEXT_FIELDS = ("text", "contents", "content")  # first one present wins
 RECORD_FIELDS = ("id", "title", "url", "date", *TEXT_FIELDS)
+MAX_CORPUS_FILE_BYTES = 256_000_000  # per file read whole, and per JSONL line
+_BOM = b"\xef\xbb\xbf"
+_REPLACEMENT = "\ufffd".encode()
 
 
 @dataclass
@@ -62,6 +73,13 @@ class Passage:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Passage:
+        """A passage from its stored form; TypeError/KeyError when a field is missing or of the wrong type."""
+        for name in ("id", "doc_id", "text"):
+            if not isinstance(d[name], str):
+                raise TypeError(f"passage field {name!r} must be a string, not {type(d[name]).__name__}")
+        for name in ("title", "url", "date"):
+            if d.get(name) is not None and not isinstance(d[name], str):
+                raise TypeError(f"passage field {name!r} must be a string, not {type(d[name]).__name__}")
         return cls(
             id=d["id"],
             doc_id=d["doc_id"],
@@ -93,7 +111,7 @@ def load_documents(path: str | Path) -> Iterator[Document]:
     elif path.suffix.lower() in FILE_SUFFIXES:
         try:
             doc = _load_file(path, doc_id=path.name)
-        except ImportError:  # a missing extraction library is an install problem, not a bad file
+        except (ImportError, UserError):  # an install problem, or a one-line error already (too large)
             raise
         except Exception as e:
             raise UserError(" ".join(f"cannot read {path}: {e}".split())) from e
@@ -104,26 +122,55 @@ def load_documents(path: str | Path) -> Iterator[Document]:
 
 
 def _load_jsonl(path: Path) -> Iterator[Document]:
-    with path.open(encoding="utf-8-sig", errors="replace") as f:
-        for lineno, line in enumerate(f, start=1):
+    replaced = surrogates = 0
+    try:
+        f = path.open("rb")
+    except OSError as e:
+        raise UserError(f"cannot read corpus file {path}: {e.strerror or e}") from None
+    with f:
+        for lineno in itertools.count(1):
+            try:
+                raw = f.readline(MAX_CORPUS_FILE_BYTES + 1)
+            except OSError as e:
+                raise UserError(f"cannot read corpus file {path}: {e.strerror or e}") from None
+            if not raw:
+                break
+            if len(raw) > MAX_CORPUS_FILE_BYTES:
+                raise UserError(f"{path}: line {lineno} is too large: more than {human_size(MAX_CORPUS_FILE_BYTES)}, "
+                                f"the limit is {human_size(MAX_CORPUS_FILE_BYTES)}")
+            if lineno == 1:
+                raw = raw.removeprefix(_BOM)
+            line, bad = _decode(raw)
+            replaced += bad
             if not line.strip():
                 continue
             try:
                 record = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise UserError(f"{path}: line {lineno} is not valid JSON ({e.msg})") from None
-            yield _record_to_document(record, default_id=str(lineno), where=f"{path}: line {lineno}")
+            except (json.JSONDecodeError, RecursionError) as e:
+                msg = getattr(e, "msg", "nested too deeply")
+                raise UserError(f"{path}: line {lineno} is not valid JSON ({msg})") from None
+            doc = _record_to_document(record, default_id=str(lineno), where=f"{path}: line {lineno}")
+            surrogates += _scrub(doc)
+            yield doc
+    _warn_replaced(path, replaced)
+    _warn_surrogates(path, surrogates)
 
 
 def _load_json(path: Path) -> Iterator[Document]:
     try:
-        records = json.loads(path.read_text(encoding="utf-8-sig", errors="replace"))
+        records = json.loads(_read_text(path).removeprefix("\ufeff"))
     except json.JSONDecodeError as e:
         raise UserError(f"{path} is not valid JSON (line {e.lineno}: {e.msg})") from None
+    except RecursionError:
+        raise UserError(f"{path} is not valid JSON (nested too deeply)") from None
     if not isinstance(records, list):
         raise UserError(f"{path} must hold a JSON list of documents")
+    surrogates = 0
     for n, record in enumerate(records, start=1):
-        yield _record_to_document(record, default_id=str(n), where=f"{path}: item {n}")
+        doc = _record_to_document(record, default_id=str(n), where=f"{path}: item {n}")
+        surrogates += _scrub(doc)
+        yield doc
+    _warn_surrogates(path, surrogates)
 
 
 def _record_to_document(record: Any, *, default_id: str, where: str) -> Document:
@@ -138,10 +185,33 @@ def _record_to_document(record: Any, *, default_id: str, where: str) -> Document
         id=str(doc_id) if doc_id not in (None, "") else default_id,
         title=str(record.get("title") or ""),
         text=str(record[text_field] or ""),
-        url=record.get("url"),
+        url=None if record.get("url") is None else str(record["url"]),
         date=None if record.get("date") is None else str(record["date"]),
         metadata={k: v for k, v in record.items() if k not in RECORD_FIELDS},
     )
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _scrub(doc: Document) -> int:
+    """Replace lone surrogates (JSON escapes such as \\ud800, which no UTF-8 file can hold) in the fields that
+    get indexed with U+FFFD; returns how many there were."""
+    found = 0
+    for name in ("id", "title", "text", "url", "date"):
+        value = getattr(doc, name)
+        if isinstance(value, str):
+            value, n = _SURROGATE.subn("\ufffd", value)
+            if n:
+                setattr(doc, name, value)
+                found += n
+    return found
+
+
+def _warn_surrogates(path: Path, found: int) -> None:
+    if found:
+        log.warning("warning: %s: replaced %d lone surrogate escape%s (not a character) with U+FFFD",
+                    path, found, "" if found == 1 else "s")
 
 
 def _load_folder(folder: Path) -> Iterator[Document]:
@@ -175,8 +245,30 @@ def _load_file(path: Path, *, doc_id: str) -> Document:
     return Document(id=doc_id, title=title or path.stem, text=text, metadata={"path": str(path)})
 
 
+def _read_bytes(path: Path) -> bytes:
+    return read_limited(path, MAX_CORPUS_FILE_BYTES, "corpus file")
+
+
 def _read_text(path: Path) -> str:
-    return path.read_bytes().decode("utf-8", errors="replace")
+    """A corpus file as text (read up to the limit); bytes that are not UTF-8 are replaced, with a warning."""
+    text, replaced = _decode(_read_bytes(path))
+    _warn_replaced(path, replaced)
+    return text
+
+
+def _decode(data: bytes) -> tuple[str, int]:
+    """UTF-8 text, and how many invalid byte sequences were replaced with U+FFFD."""
+    try:
+        return data.decode("utf-8"), 0
+    except UnicodeDecodeError:
+        text = data.decode("utf-8", errors="replace")
+        return text, text.count("\ufffd") - data.count(_REPLACEMENT)
+
+
+def _warn_replaced(path: Path, replaced: int) -> None:
+    if replaced:
+        log.warning("warning: %s is not valid UTF-8: replaced %d invalid byte sequence%s with U+FFFD",
+                    path, replaced, "" if replaced == 1 else "s")
 
 
 class _PlainHTML(HTMLParser):
@@ -231,7 +323,7 @@ def _html_title_and_text(html: str) -> tuple[str, str]:
 def _pdf_title_and_text(path: Path) -> tuple[str, str]:
     from pypdf import PdfReader
 
-    reader = PdfReader(path)
+    reader = PdfReader(io.BytesIO(_read_bytes(path)))
     pages = (page.extract_text() or "" for page in reader.pages)
     text = "\n\n".join(p.strip() for p in pages if p.strip())
     title = (reader.metadata.title if reader.metadata else None) or ""

@@ -142,8 +142,9 @@ class Index:
         passages = _read_passages(path, manifest["passages"])
         try:
             bm25 = BM25Ranker.load(path / BM25_DIR)
-        except (OSError, ValueError, KeyError) as e:
-            raise _corrupt(path, f"its BM25 index is unreadable ({e})") from e
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            detail = " ".join(str(e).split())[:300]
+            raise _corrupt(path, f"its BM25 index is unreadable ({detail})") from None
         if len(bm25) != len(passages):
             raise _corrupt(path, f"its BM25 index covers {len(bm25)} passages, not {len(passages)}")
         dense = None
@@ -261,4 +262,10 @@ def _read_manifest(path: Path) -> dict[str, Any]:
 
 
 def _read_passages(path: Path, expected: int) -> list[Passage]:
-    return STORED.read_rows(path, PASSAGES, Passage.from_dict, expected, "passages")
+    passages = STORED.read_rows(path, PASSAGES, Passage.from_dict, expected, "passages")
+    seen: set[str] = set()
+    for row, passage in enumerate(passages, start=1):
+        if passage.id in seen:
+            raise _corrupt(path, f"{PASSAGES} line {row} repeats the passage id {passage.id[:80]!r}")
+        seen.add(passage.id)
+    return passages

@@ -12,6 +12,7 @@ import time
 from datetime import date, datetime, timedelta, timezone
 
 from ..check import ClaimError, clean_claim_text
+from ..inputs import DateError, check_claim_date
 from .errors import ApiError
 
 # Image types DEFAME will accept, recognised by their first bytes (never by the name or declared type alone).
@@ -19,7 +20,6 @@ IMAGE_TYPES = {"image/jpeg": "JPEG", "image/png": "PNG", "image/gif": "GIF", "im
 TYPE_NAMES = ", ".join(list(IMAGE_TYPES.values())[:-1]) + " or " + list(IMAGE_TYPES.values())[-1]
 # names clients use for those types (browsers and old software): they declare the same type
 TYPE_ALIASES = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg", "image/x-png": "image/png"}
-_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def check_claim(text: str, max_chars: int) -> str:
@@ -41,22 +41,12 @@ def size_text(n: int | float) -> str:
 
 
 def check_date(text: str | None) -> str | None:
-    """The claim date as YYYY-MM-DD (None when not given), or a 400 `invalid_date` saying what is wrong."""
-    if text is None or not str(text).strip():
-        return None
-    value = str(text).strip()
-    if not _ISO_DATE.fullmatch(value):
-        raise ApiError(400, "invalid_date", f"date {value[:40]!r} is not a date: write it as YYYY-MM-DD "
-                                            "(e.g. 2024-05-15)")
+    """The claim date as YYYY-MM-DD (None when not given), or a 400 `invalid_date` saying what is wrong
+    (the rule is `inputs.check_claim_date`, shared with the CLI)."""
     try:
-        day = date.fromisoformat(value)
-    except ValueError:
-        raise ApiError(400, "invalid_date", f"date {value!r} does not exist: check the month and the day") from None
-    # a claim cannot be made after today (a day of slack for time zones ahead of UTC)
-    latest = (datetime.now(timezone.utc) + timedelta(days=1)).date()
-    if day > latest:
-        raise ApiError(400, "invalid_date", f"date {value} is in the future: give the day the claim was made")
-    return day.isoformat()
+        return check_claim_date(text)
+    except DateError as e:
+        raise ApiError(400, e.code, str(e)) from None
 
 
 def sniff_image(data: bytes) -> str | None:

@@ -5,7 +5,8 @@
 
 Safety: only http(s) URLs are fetched, and only when every address the host resolves to is public
 (no loopback, private, link-local -- e.g. cloud metadata at 169.254.169.254 --, multicast, reserved
-or unspecified addresses) unless `allow_private` is set. The connection then goes to the address
+or unspecified addresses, nor an IPv6 address that carries such an IPv4 address: IPv4-mapped or
+-compatible, 6to4, Teredo, NAT64, ISATAP) unless `allow_private` is set. The connection then goes to the address
 that was checked (the host is not resolved a second time, so DNS rebinding cannot swap in a
 private one). Redirects are followed by hand (at most 5), each one checked the same way. Bodies
 are streamed and cut off at `max_bytes`; every request has a timeout and the whole fetch a
@@ -70,15 +71,85 @@ def _resolve(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(info[4][0] for info in infos))
 
 
-def _address_kind(address: str) -> str | None:
-    """Why an IP address may not be fetched ("loopback", "private", ...), or None for a public one."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])  # drop an IPv6 zone ("fe80::1%eth0")
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
-        ip = ip.ipv4_mapped
-    for kind in ("loopback", "link_local", "unspecified", "multicast", "private", "reserved"):
+_KINDS = ("loopback", "link_local", "unspecified", "multicast", "private", "reserved")
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")
+_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")  # IPv4-translated (RFC 2765)
+
+
+def _parse_ip(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """An IP address, also in the forms inet_aton reads (2130706433, 0x7f.1, 0177.0.0.1); None if none."""
+    text = address.strip().strip("[]").split("%", 1)[0]  # drop an IPv6 zone ("fe80::1%eth0")
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        pass
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(text))
+    except (OSError, ValueError, UnicodeError):
+        return None
+
+
+def _rfc6052(n: int, prefix_len: int) -> ipaddress.IPv4Address:
+    """The IPv4 address inside an IPv4-embedded IPv6 address with a `prefix_len` NAT64 prefix (RFC 6052 2.2);
+    bits 64-71 (the "u" octet) are never part of it."""
+    if prefix_len == 96:
+        return ipaddress.IPv4Address(n & 0xFFFFFFFF)
+    hi_bits = 64 - prefix_len  # IPv4 bits before the u octet
+    hi = (n >> (128 - prefix_len - hi_bits)) & ((1 << hi_bits) - 1)
+    lo_bits = 32 - hi_bits
+    lo = (n >> (56 - lo_bits)) & ((1 << lo_bits) - 1)
+    return ipaddress.IPv4Address((hi << lo_bits) | lo)
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> list[tuple[str, ipaddress.IPv4Address]]:
+    """Every IPv4 address an IPv6 address carries, with the name of the form: IPv4-mapped, IPv4-translated,
+    IPv4-compatible, 6to4, Teredo (server and un-XOR-ed client), NAT64 (64:ff9b::/96 and the local-use
+    64:ff9b:1::/48 at each RFC 6052 prefix length) and ISATAP (interface id [02]00:5efe:a.b.c.d)."""
+    n = int(ip)
+    found: list[tuple[str, ipaddress.IPv4Address]] = []
+    if ip.ipv4_mapped is not None:
+        found.append(("IPv4-mapped", ip.ipv4_mapped))
+    if ip in _TRANSLATED:
+        found.append(("IPv4-translated", ipaddress.IPv4Address(n & 0xFFFFFFFF)))
+    if n >> 32 == 0 and n > 1:
+        found.append(("IPv4-compatible", ipaddress.IPv4Address(n)))
+    if ip.sixtofour is not None:
+        found.append(("6to4", ip.sixtofour))
+    if ip.teredo is not None:
+        server, client = ip.teredo
+        found += [("Teredo", client), ("Teredo", server)]
+    if ip in _NAT64:
+        found.append(("NAT64", _rfc6052(n, 96)))
+    if ip in _NAT64_LOCAL:
+        found += [("NAT64", _rfc6052(n, length)) for length in (96, 64, 56, 48)]
+    if (n >> 32) & 0xFCFFFFFF == 0x00005EFE:  # ISATAP interface id, u/g bits either way
+        found.append(("ISATAP", ipaddress.IPv4Address(n & 0xFFFFFFFF)))
+    return found
+
+
+def _plain_kind(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+    for kind in _KINDS:
         if getattr(ip, f"is_{kind}"):
             return kind.replace("_", "-")
+    if isinstance(ip, ipaddress.IPv6Address) and ip.is_site_local:  # fec0::/10, which is_global lets through
+        return "site-local"
     return None if ip.is_global else "non-public"
+
+
+def _address_kind(address: str) -> str | None:
+    """Why an IP address may not be fetched ("loopback", "private", "6to4-embedded loopback", ...), or None
+    for a public one. An IPv6 address that carries an IPv4 address in any of the embedded forms is judged by
+    that IPv4 address too (`embedded_ipv4`)."""
+    ip = _parse_ip(address)
+    if ip is None:
+        return "unreadable"
+    if isinstance(ip, ipaddress.IPv6Address):
+        for form, inner in embedded_ipv4(ip):
+            kind = _plain_kind(inner)
+            if kind:
+                return kind if form == "IPv4-mapped" else f"{form}-embedded {kind}"
+    return _plain_kind(ip)
 
 
 def check_url(url: str, *, allow_private: bool = False) -> str | None:
@@ -102,8 +173,9 @@ def check_url(url: str, *, allow_private: bool = False) -> str | None:
     for address in addresses:
         kind = _address_kind(address)
         if kind:
-            what = (f"{kind} address" if address == host.strip("[]")
-                    else f"{host} resolves to {address}, a {kind} address")
+            literal = address == host.strip("[]") or _parse_ip(address) in (_parse_ip(host), None)
+            article = "an" if kind[0].lower() in "aeiou" else "a"
+            what = f"{kind} address" if literal else f"{host} resolves to {address}, {article} {kind} address"
             raise ScrapeError(url, f"{what} (allow_private_addresses to allow)", verb=REFUSED)
     return addresses[0]
 
