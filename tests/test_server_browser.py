@@ -354,3 +354,209 @@ def test_defame_form_without_javascript(browser, defame_site, tmp_path):
         expect(p.locator(".verdict .verdict-label")).to_contain_text("Refuted", timeout=20_000)
     finally:
         ctx.close()
+
+
+# -- the page's hardening (issue 11, item 10) ---------------------------------------------------------------
+
+def count_posts(page) -> list[str]:
+    posts: list[str] = []
+    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" and r.url.endswith("/api/checks")
+            else None)
+    return posts
+
+
+def test_errors_clear_when_the_mode_changes_or_the_form_is_sent_again(page, leaf_site):
+    from playwright.sync_api import expect
+
+    page.goto(leaf_site + "/")
+    error = page.locator("#form-error")
+    page.get_by_label("Claim", exact=True).fill("   ")
+    page.get_by_role("button", name="Check claim").click()
+    expect(error).to_contain_text("the claim is empty")
+    page.get_by_label("Answer check").check()  # the error was about the claim: it goes
+    expect(error).to_be_hidden()
+    page.get_by_label("Claim check").check()
+    expect(error).to_be_hidden()
+    page.get_by_role("button", name="Check claim").click()
+    expect(error).to_contain_text("the claim is empty")
+    page.get_by_label("Claim", exact=True).fill("x" * 2500)  # another problem: the old message gives way
+    page.get_by_role("button", name="Check claim").click()
+    expect(error).to_contain_text("2500 characters; the limit is 2000")
+    expect(error).not_to_contain_text("the claim is empty")
+    page.failures.clear()  # the 400s asked for above
+
+
+def test_text_over_the_limit_is_refused_with_its_count_not_cut(page, site):
+    from playwright.sync_api import expect
+
+    posts = count_posts(page)
+    page.goto(site + "/")
+    claim = page.get_by_label("Claim", exact=True)
+    claim.fill("The Orrin Bridge stands in Tallinn. " * 70)  # 2520 characters, as if pasted
+    assert len(claim.input_value()) == 2520  # nothing cut
+    expect(page.locator("#claim-count")).to_have_text("2520 / 2000 characters: 520 over the limit")
+    expect(page.locator("#claim-count")).to_have_class("over")
+    page.get_by_role("button", name="Check claim").click()
+    expect(page.locator("#form-error")).to_have_text("The claim has 2520 characters; the limit is 2000: shorten it "
+                                                     "by 520 characters.")
+    expect(claim).to_be_focused()
+    assert posts == [] and page.locator("#run").count() == 0
+    claim.fill(ONSAGER)  # short enough again: the message goes
+    expect(page.locator("#form-error")).to_be_hidden()
+    expect(page.locator("#claim-count")).to_have_text(f"{len(ONSAGER)} / 2000 characters")
+
+
+def test_the_button_is_off_while_a_run_streams_so_no_duplicate_starts(page, site):
+    from playwright.sync_api import expect
+
+    posts = count_posts(page)
+    page.goto(site + "/")
+    page.get_by_label("Claim", exact=True).fill(ONSAGER)
+    button = page.get_by_role("button", name="Check claim")
+    button.click()
+    expect(button).to_be_disabled()
+    expect(page.locator("#steps .step.qa").first).to_be_visible()  # streaming
+    expect(button).to_be_disabled()
+    page.locator("#check-form").evaluate("f => f.requestSubmit()")  # Enter in a field, a second press
+    button.click(force=True)
+    expect(page.locator(".verdict")).to_be_visible()
+    expect(button).to_be_enabled()
+    assert len(posts) == 1, posts
+
+
+def test_after_submitting_the_verdict_is_in_view_with_the_focus(page, site):
+    from playwright.sync_api import expect
+
+    page.goto(site + "/")
+    page.get_by_label("Claim", exact=True).fill(ONSAGER)
+    page.get_by_role("button", name="Check claim").click()
+    expect(page.locator("#run-h")).to_be_focused()  # the results region, while the steps stream
+    expect(page.locator(".verdict")).to_be_visible()
+    expect(page.locator("#verdict-h")).to_be_focused()  # not the page body
+    page.wait_for_function("() => { const r = document.querySelector('.verdict').getBoundingClientRect();"
+                           " return r.top >= 0 && r.top < window.innerHeight - 80; }")
+    assert page.evaluate("document.activeElement.textContent") == "Verdict"
+
+
+def test_deleting_a_run_says_so_and_leaves_no_address_of_it(page, site):
+    from playwright.sync_api import expect
+
+    page.goto(site + "/")
+    page.get_by_label("Claim", exact=True).fill(ONSAGER)
+    page.get_by_role("button", name="Check claim").click()
+    expect(page.locator(".verdict")).to_be_visible()
+    run_id = page.url.rsplit("/", 1)[1]
+    page.once("dialog", lambda d: d.accept())
+    page.get_by_role("button", name="Delete this run").click()
+    notice = page.locator("#run-deleted")
+    expect(notice).to_have_text("The run was deleted.")
+    expect(notice).to_be_focused()
+    expect(page).to_have_url(site + "/")
+    expect(page.locator(f"#history a[data-run-id='{run_id}']")).to_have_count(0)
+    page.go_back()  # the deleted run's address is not in the history either
+    assert run_id not in page.url
+
+    # a run reopened at its own address, then deleted
+    page.get_by_label("Claim", exact=True).fill(ONSAGER)
+    page.get_by_role("button", name="Check claim").click()
+    expect(page.locator(".verdict")).to_be_visible()
+    run_url = page.url
+    page.goto(run_url)
+    page.once("dialog", lambda d: d.accept())
+    page.get_by_role("button", name="Delete this run").click()
+    expect(page.locator("#run-deleted")).to_be_visible()
+    expect(page).to_have_url(site + "/")
+    assert not page.failures, page.failures
+
+
+@pytest.fixture(scope="module")
+def failing_site(server_factory):
+    """A model backend that answers nonsense: every run fails with an unexpected error."""
+    stub = StubServer(lambda body: (200, {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                                          "choices": [{"index": 0, "message": "SECRET PROMPT ECHO"}]}, 0.05))
+    srv = server_factory(["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0"],
+                         name="browser-failing")
+    yield srv.url
+    stub.close()
+
+
+def test_a_failed_run_shows_a_short_message(page, failing_site):
+    from playwright.sync_api import expect
+
+    page.goto(failing_site + "/")
+    page.get_by_label("Claim", exact=True).fill(ONSAGER)
+    page.get_by_role("button", name="Check claim").click()
+    failure = page.locator("#run .failure")
+    expect(failure).to_contain_text("the check stopped on an unexpected error on the server")
+    for text in (failure.inner_text(), page.locator("#run").inner_text()):
+        assert "SECRET" not in text and "Error:" not in text and "Traceback" not in text
+    expect(page.get_by_role("button", name="Check claim")).to_be_enabled()
+    expect(page.locator("#run-h")).to_be_focused()
+
+
+def test_a_reopened_defame_run_shows_its_images_and_checks_them_again(page, defame_site):
+    import base64
+
+    import httpx
+    from playwright.sync_api import expect
+    from test_server_defame import png_bytes
+
+    with httpx.Client(base_url=defame_site.url, timeout=30) as c:
+        image = base64.b64encode(png_bytes((90, 60), "navy")).decode()
+        r = c.post("/api/checks", json={"claim": DEFAME_CLAIM, "pipeline": "defame", "date": "2024-05-15",
+                                         "images": [{"data": image, "filename": "navy.png"}]})
+        assert r.status_code == 202, r.text
+        first = r.json()["id"]
+    page.goto(f"{defame_site.url}/checks/{first}")
+    expect(page.get_by_label("Pipeline")).to_have_value("defame")
+    expect(page.get_by_label("Claim date")).to_have_value("2024-05-15")
+    thumb = page.locator("#reuse-images img")
+    expect(thumb).to_have_attribute("alt", "Image 1 of this run: navy.png")
+    expect(thumb).to_be_visible()
+    page.wait_for_function("() => document.querySelector('#reuse-images img').naturalWidth === 90")
+
+    page.get_by_role("button", name="Check claim").click()  # checked again, with the same image
+    expect(page).not_to_have_url(re.compile(first))
+    live = page.locator("#run .thumbs img")
+    expect(live).to_have_attribute("alt", "Claim image 1: navy.png")
+    expect(page.locator(".verdict")).to_be_visible()
+    second = page.url.rsplit("/", 1)[1]
+    with httpx.Client(base_url=defame_site.url, timeout=30) as c:
+        a, b = (c.get(f"/api/checks/{i}").json()["images"][0] for i in (first, second))
+    assert a["sha256"] == b["sha256"] and b["filename"] == "navy.png"
+
+    # left out on request: the next check goes without images
+    page.goto(f"{defame_site.url}/checks/{first}")
+    page.get_by_role("button", name="Leave them out").click()
+    expect(page.locator("#reuse-images")).to_have_count(0)
+    page.get_by_role("button", name="Check claim").click()
+    expect(page).not_to_have_url(re.compile(first))  # the new run's panel, not the reopened one
+    third = page.locator(f"#run:not([data-run-id='{first}'])")
+    expect(third.locator(".verdict")).to_be_visible(timeout=20_000)
+    assert third.locator(".thumbs img").count() == 0
+    assert not page.failures, page.failures
+
+
+def test_a_reopened_defame_run_checks_its_images_again_without_javascript(browser, defame_site):
+    import base64
+
+    import httpx
+    from playwright.sync_api import expect
+    from test_server_defame import png_bytes
+
+    with httpx.Client(base_url=defame_site.url, timeout=30) as c:
+        image = base64.b64encode(png_bytes((40, 30), "olive")).decode()
+        first = c.post("/api/checks", json={"claim": DEFAME_CLAIM, "pipeline": "defame",
+                                             "images": [{"data": image, "filename": "olive.png"}]}).json()["id"]
+    ctx = browser.new_context(java_script_enabled=False)
+    try:
+        p = ctx.new_page()
+        p.goto(f"{defame_site.url}/checks/{first}")
+        expect(p.locator("#reuse-images img")).to_have_attribute("alt", "Image 1 of this run: olive.png")
+        expect(p.locator("#reuse-drop")).to_be_hidden()  # it needs JavaScript
+        p.get_by_role("button", name="Check claim").click()
+        expect(p).to_have_url(re.compile(r"/checks/[0-9a-f]{16}$"))
+        assert first not in p.url
+        expect(p.locator("#run .thumbs img")).to_have_attribute("alt", "Claim image 1: olive.png")
+    finally:
+        ctx.close()

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import TYPE_CHECKING, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from . import store as st
 from .answers import NAME as ANSWER_CHECK
 from .answers import check_answer_input, leaf_summary
-from .errors import ApiError
+from .errors import ApiError, short_error
 from .limits import check_claim, check_date
 from .reports import StoredImage, result_of, to_html, to_json, to_markdown
+from .safe import mend, strict_json
 from .uploads import Upload, upload_from_base64
 from .views import iso
 
@@ -33,7 +36,36 @@ async def require_auth(request: Request) -> None:  # async: no threadpool hop fo
     state(request).auth.check_api(request.headers, request.cookies)
 
 
-router = APIRouter(prefix="/api", dependencies=[Depends(require_auth)])
+def is_json(content_type: str | None) -> bool:
+    """Whether FastAPI reads a body of this type as JSON (application/json or application/*+json)."""
+    kind = (content_type or "").split(";", 1)[0].strip().lower()
+    return kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json"))
+
+
+class StrictJsonRoute(APIRoute):
+    """A route whose JSON body is read as strict JSON first (`safe.strict_json`): NaN, Infinity, numbers out of
+    range and lone surrogates are refused with a 400 before any validation could echo them back or a run
+    could store them. The parsed body is left where FastAPI looks for it, so it is read once."""
+
+    def get_route_handler(self):  # noqa: ANN201 - Starlette's handler type
+        handler = super().get_route_handler()
+
+        async def strict_handler(request: Request) -> Response:
+            if request.method in ("POST", "PUT", "PATCH") and is_json(request.headers.get("content-type")):
+                body = await request.body()
+                if body:
+                    try:
+                        request._json = strict_json(body)  # what Request.json() returns from now on
+                    except json.JSONDecodeError:
+                        pass  # not JSON at all: FastAPI answers it (422 json_invalid) as before
+            return await handler(request)
+
+        return strict_handler
+
+
+log = logging.getLogger("veracity.server")
+router = APIRouter(prefix="/api", dependencies=[Depends(require_auth)], route_class=StrictJsonRoute)
+MAX_OFFSET = 1_000_000_000  # beyond any history; SQLite takes at most 2**63 - 1
 
 
 # -- schemas (they make the OpenAPI document) ----------------------------------------------------------
@@ -166,25 +198,50 @@ def image_url(run_id: str, index: int) -> str:
     return f"/api/checks/{run_id}/images/{index}"
 
 
+def stored_images(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """The image records of a run's options (a damaged record reads as an empty one)."""
+    infos = (run.get("options") or {}).get("images") or []
+    return [info if isinstance(info, dict) else {} for info in infos] if isinstance(infos, list) else []
+
+
 def images_of(run: dict[str, Any]) -> list[dict[str, Any]]:
-    """The claim's images as the API shows them (the stored file name stays the server's business)."""
-    return [{"index": i, "url": image_url(run["id"], i),
-             **{k: info.get(k) for k in ("filename", "media_type", "bytes", "width", "height", "sha256")}}
-            for i, info in enumerate((run.get("options") or {}).get("images") or [], start=1)]
+    """The claim's images as the API shows them (the stored file name stays the server's business). Each field
+    has its declared type whatever the database holds, so a damaged record cannot fail a read."""
+    def num(v: Any) -> int:
+        return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+    def text(v: Any) -> str | None:
+        return v if isinstance(v, str) else None
+
+    return [{"index": i, "url": image_url(run["id"], i), "filename": text(info.get("filename")),
+             "media_type": text(info.get("media_type")) or "application/octet-stream",
+             "bytes": num(info.get("bytes")), "width": num(info.get("width")), "height": num(info.get("height")),
+             "sha256": text(info.get("sha256")) or ""}
+            for i, info in enumerate(stored_images(run), start=1)]
+
+
+def _str(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 def summary(run: dict[str, Any]) -> dict[str, Any]:
+    """A run as the API lists it; every field has its declared type whatever the database holds."""
     options = run.get("options") or {}
-    return {"id": run["id"], "status": run["status"], "claim": run["claim"], "date": options.get("date"),
-            "image_count": len(options.get("images") or []), "pipeline": run["pipeline"],
-            "qa": run["qa"], "model": run["model"], "label": run["label"], "confidence": run["confidence"],
-            "created_at": iso(run["created"]), "finished_at": iso(run["finished"]), "seconds": run["seconds"],
-            "error": run["error"], "links": links(run["id"])}
+    return {"id": run["id"], "status": str(run["status"]), "claim": str(run["claim"] or ""),
+            "date": _str(options.get("date")), "image_count": len(stored_images(run)),
+            "pipeline": str(run["pipeline"] or ""), "qa": _str(run["qa"]), "model": str(run["model"] or ""),
+            "label": _str(run["label"]), "confidence": _num(run["confidence"]), "created_at": iso(run["created"]),
+            "finished_at": iso(run["finished"]), "seconds": _num(run["seconds"]),
+            "error": short_error(_str(run["error"])), "links": links(run["id"])}
 
 
 def detail(s: "ServerState", run: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str, Any]:
     r = run.get("result") or {}
-    return {**summary(run), "answer": (run.get("options") or {}).get("answer"), "leaf": leaf_summary(steps),
+    return {**summary(run), "answer": _str((run.get("options") or {}).get("answer")), "leaf": leaf_summary(steps),
             "images": images_of(run), "started_at": iso(run["started"]),
             "queue_position": s.manager.queue_position(run["id"]) if run["status"] == st.QUEUED else None,
             "verdict": r.get("verdict"), "usage": r.get("usage"), "steps": steps}
@@ -281,7 +338,7 @@ def create_check(body: CheckIn, request: Request, response: Response) -> dict[st
 
 @router.get("/checks", response_model=HistoryPage, responses=ERRORS, summary="List past runs, newest first")
 def list_checks(request: Request, limit: int = Query(20, ge=1, le=100, description="runs per page (1-100)"),
-                offset: int = Query(0, ge=0, description="runs to skip")) -> dict[str, Any]:
+                offset: int = Query(0, ge=0, le=MAX_OFFSET, description="runs to skip")) -> dict[str, Any]:
     runs, total = state(request).store.list(limit, offset)
     return {"items": [summary(r) for r in runs], "total": total, "limit": limit, "offset": offset,
             "next_offset": offset + limit if offset + limit < total else None}
@@ -314,11 +371,11 @@ def delete_check(run_id: str, request: Request) -> Response:
 def check_image_file(run_id: str, index: int, request: Request) -> Response:
     s = state(request)
     run = get_run(s, run_id)
-    infos = (run.get("options") or {}).get("images") or []
+    infos = stored_images(run)
     if not 1 <= index <= len(infos):
         raise ApiError(404, "not_found", f"run {run_id} has {len(infos)} image(s); there is no image {index}")
     info = infos[index - 1]
-    path = s.uploads.path(info.get("file", ""))
+    path = s.uploads.path(info.get("file") if isinstance(info.get("file"), str) else "")
     if path is None or not path.is_file():
         raise ApiError(404, "image_missing", f"image {index} of run {run_id} is no longer on the server (its file "
                                              "was removed from the server's images folder)")
@@ -330,6 +387,23 @@ def check_image_file(run_id: str, index: int, request: Request) -> Response:
 
 REPORT_TYPES = {"md": "text/markdown; charset=utf-8", "html": "text/html; charset=utf-8",
                 "json": "application/json"}
+
+
+def build_report(s: "ServerState", request: Request, run: dict[str, Any], fmt: str) -> str:
+    """A finished run's report in `fmt` (md, html or json)."""
+    run_id = run["id"]
+    result = result_of(run, [d for _, d in s.store.steps(run_id)])
+    base = str(request.base_url).rstrip("/")
+    # the stored images' paths are the server's: a download links them by URL (HTML embeds them)
+    stored = {info["file"]: StoredImage(path, base + image_url(run_id, i),
+                                        info.get("media_type") or "application/octet-stream")
+              for i, info in enumerate(stored_images(run), start=1)
+              if isinstance(info.get("file"), str) and (path := s.uploads.path(info["file"])) is not None}
+    if fmt == "md":
+        return to_markdown(run, result, images=stored)
+    if fmt == "html":
+        return to_html(run, result, images=stored)
+    return to_json(run, result, images=[{**im, "url": base + im["url"]} for im in images_of(run)])
 
 
 @router.get("/checks/{run_id}/report.{fmt}", responses={**ERRORS, 409: {"model": ErrorBody}},
@@ -344,20 +418,14 @@ def report(run_id: str, fmt: str, request: Request) -> Response:
         if run["status"] in st.UNFINISHED:
             raise ApiError(409, "not_finished", f"run {run_id} is {run['status']}: its report exists once it is done "
                                                 "(the `done` event of GET .../events)")
-        raise ApiError(409, "no_report", f"run {run_id} {run['status']} ({run['error']}): it has no report; "
-                                         "its steps are at GET /api/checks/{id}")
-    result = result_of(run, [d for _, d in s.store.steps(run_id)])
-    base = str(request.base_url).rstrip("/")
-    # the stored images' paths are the server's: a download links them by URL (HTML embeds them)
-    stored = {info["file"]: StoredImage(s.uploads.folder / info["file"], base + image_url(run_id, i),
-                                        info.get("media_type") or "application/octet-stream")
-              for i, info in enumerate((run.get("options") or {}).get("images") or [], start=1)}
-    if fmt == "md":
-        body = to_markdown(run, result, images=stored)
-    elif fmt == "html":
-        body = to_html(run, result, images=stored)
-    else:
-        body = to_json(run, result, images=[{**im, "url": base + im["url"]} for im in images_of(run)])
+        raise ApiError(409, "no_report", f"run {run_id} {run['status']} ({short_error(run['error'])}): it has no "
+                                         "report; its steps are at GET /api/checks/{id}")
+    try:
+        body = build_report(s, request, run, fmt)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:  # a stored result that is not a result
+        log.warning("run %s: no report from its stored result: %s: %s", run_id, type(e).__name__, e)
+        raise ApiError(409, "report_unavailable", f"run {run_id}'s stored result is damaged, so it has no report; "
+                                                  "its steps are at GET /api/checks/{id}") from None
     return Response(body, media_type=REPORT_TYPES[fmt],
                     headers={"Content-Disposition": f'attachment; filename="veracity-{run_id}.{fmt}"'})
 
@@ -365,6 +433,19 @@ def report(run_id: str, fmt: str, request: Request) -> Response:
 @router.get("/pipelines", summary="Pipelines, QA modules and models a check can use")
 def pipelines(request: Request) -> dict[str, Any]:
     return state(request).catalog.to_dict()
+
+
+MAX_STEP_ID = 2**53  # step ids are a run's step numbers: anything larger was never sent
+
+
+def resume_after(last_event_id: str | None) -> int:
+    """The step after which a stream resumes: Last-Event-ID when it is a step id this server could have sent,
+    else -1 (a fresh start, every step again), whatever the header holds."""
+    text = (last_event_id or "").strip()
+    if not text or len(text) > 20 or not text.isascii() or not text.isdigit():
+        return -1
+    value = int(text)
+    return value if value <= MAX_STEP_ID else -1
 
 
 @router.get("/checks/{run_id}/events", responses=ERRORS, response_class=EventSourceResponse,
@@ -377,20 +458,18 @@ async def events(run_id: str, request: Request,
     or {"status", "error"}), after which the stream ends. A client connecting late first gets the steps so far;
     `Last-Event-ID` skips the steps it already has."""
     s = state(request)
-    try:
-        after = int(last_event_id) if last_event_id else -1
-    except ValueError:
-        after = -1
+    after = resume_after(last_event_id)
     live = s.manager.subscribe(run_id, asyncio.get_running_loop())
     run = None
     if live is None:
         run = await run_in_threadpool(get_run, s, run_id)
 
     def step_event(seq: int, data: dict[str, Any]) -> ServerSentEvent:
-        return ServerSentEvent(data=json.dumps(data, ensure_ascii=False, default=str), event="step", id=str(seq))
+        return ServerSentEvent(data=json.dumps(mend(data), ensure_ascii=False, default=str), event="step",
+                               id=str(seq))
 
     def event(kind: str, data: dict[str, Any]) -> ServerSentEvent:
-        return ServerSentEvent(data=json.dumps(data, ensure_ascii=False, default=str), event=kind, retry=2000)
+        return ServerSentEvent(data=json.dumps(mend(data), ensure_ascii=False, default=str), event=kind, retry=2000)
 
     async def stream():
         if live is None:  # finished before: everything is in the store
@@ -400,7 +479,7 @@ async def events(run_id: str, request: Request,
             r = run.get("result") or {}
             final = ({"status": run["status"], "verdict": r.get("verdict"), "usage": r.get("usage"),
                       "seconds": r.get("seconds"), "model": r.get("model")} if run["status"] == st.DONE
-                     else {"status": run["status"], "error": run["error"]})
+                     else {"status": run["status"], "error": short_error(run["error"])})
             yield event("done", final)
             return
         snapshot, status, sub, final = live

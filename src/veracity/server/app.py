@@ -35,6 +35,7 @@ from .errors import ApiError
 from .limits import RateLimiter
 from .pages import router as pages_router, template_globals
 from .runs import RunManager
+from .safe import mend
 from .settings import ServerSettings
 from .store import RunStore
 from .uploads import ImageUploads
@@ -143,6 +144,22 @@ def _templates() -> Jinja2Templates:
     return Jinja2Templates(env=env)
 
 
+class SafeJSONResponse(JSONResponse):
+    """JSON that can always be written: a lone surrogate or a non-finite number (from a stored run, a model, an
+    echoed input) is mended (`safe.mend`) instead of failing the response."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except (ValueError, UnicodeEncodeError):
+            return super().render(mend(content))
+
+
+def _bytes_text(data: bytes) -> str:
+    """A body echoed in a validation error (not JSON, so kept as bytes): as text, never a decoding error."""
+    return data[:1000].decode("utf-8", "replace")
+
+
 def _validation_message(errors: list[dict[str, Any]]) -> str:
     parts = []
     for e in errors:
@@ -183,18 +200,19 @@ def create_app(config: "Config", settings: ServerSettings | None = None, *, env:
     # FastAPI's /docs and /redoc pages load their scripts from a CDN, which an offline install cannot
     # reach; the schema itself is served at /openapi.json.
     app = FastAPI(title="veracity", version=__version__, description=DESCRIPTION, lifespan=lifespan,
-                  docs_url=None, redoc_url=None)
+                  docs_url=None, redoc_url=None, default_response_class=SafeJSONResponse)
     app.state.veracity = state
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+        return SafeJSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = jsonable_encoder(exc.errors(), custom_encoder={Exception: str})
-        return JSONResponse({"error": "invalid_request", "detail": _validation_message(errors), "errors": errors},
-                            status_code=422)
+        # the errors echo the input: mended, so a NaN or a lone surrogate there cannot fail the answer
+        errors = mend(jsonable_encoder(exc.errors(), custom_encoder={Exception: str, bytes: _bytes_text}))
+        return SafeJSONResponse({"error": "invalid_request", "detail": _validation_message(errors),
+                                 "errors": errors}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -203,8 +221,15 @@ def create_app(config: "Config", settings: ServerSettings | None = None, *, env:
         detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
         if exc.status_code == 404:
             detail = f"nothing at {request.url.path}: see /openapi.json for the API"
-        return JSONResponse({"error": code, "detail": detail}, status_code=exc.status_code,
-                            headers=getattr(exc, "headers", None))
+        return SafeJSONResponse({"error": code, "detail": detail}, status_code=exc.status_code,
+                                headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, exc: Exception) -> JSONResponse:
+        # the last resort (Starlette logs the traceback too): the client still gets the one error shape
+        log.error("%s %s failed: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
+        return SafeJSONResponse({"error": "internal_error", "detail": "the server failed to answer this request; "
+                                 "its log has the details"}, status_code=500)
 
     app.include_router(health)
     app.include_router(api_router)
@@ -212,4 +237,11 @@ def create_app(config: "Config", settings: ServerSettings | None = None, *, env:
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
     app.add_middleware(GuardMiddleware, auth=auth, max_body_bytes=settings.max_body_bytes,
                        max_upload_bytes=settings.upload_body_bytes)
+    if settings.trusted_proxies:
+        # X-Forwarded-For and X-Forwarded-Proto count only from these peers (the client address then is the
+        # nearest untrusted one in X-Forwarded-For): for the rate limit and the access log. From anyone else
+        # the headers are ignored and the peer address is the client.
+        from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=list(settings.trusted_proxies))
     return app

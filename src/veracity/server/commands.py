@@ -37,6 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="checks that may wait beyond those (default 100)")
     g.add_argument("--rate-limit", type=_non_negative, default=30, metavar="N",
                    help="checks a client may start per minute (default 30; 0 = no limit)")
+    g.add_argument("--trusted-proxy", action="append", default=[], metavar="ADDR",
+                   help="a reverse proxy whose X-Forwarded-For names the client, for the rate limit and the log: an "
+                        "address or network (repeatable; default none: the connecting address is the client)")
     g.add_argument("--extra-model", action="append", default=[], metavar="SPEC",
                    help="another model the page offers besides --model (repeatable)")
     g.add_argument("--max-claim-chars", type=int, help="longest claim (and answer-check question) accepted "
@@ -73,7 +76,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = ServerSettings(host=args.host, port=args.port, max_concurrent=args.max_concurrent,
                               max_queue=args.max_queue, rate_limit=args.rate_limit, extra_models=args.extra_model,
                               max_answer_chars=args.max_answer_chars, max_images=args.max_images,
-                              max_image_bytes=int(args.max_image_mb * 1_000_000), images_dir=args.images_dir)
+                              max_image_bytes=int(args.max_image_mb * 1_000_000), images_dir=args.images_dir,
+                              trusted_proxies=[p.strip() for p in args.trusted_proxy])
     if args.db:
         settings.db_path = args.db
     app = create_app(config, settings)
@@ -82,5 +86,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(f"veracity: serving http://{shown}:{args.port}  (runs in {settings.db_path}, images in "
           f"{settings.images_path}; "
           f"models: {', '.join(app.state.veracity.catalog.models)})", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=5)
+    # proxy headers are the app's business (--trusted-proxy): uvicorn's own default would believe any
+    # X-Forwarded-For sent from 127.0.0.1, which is every client behind a local tunnel, and every local process
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=5,
+                proxy_headers=False)
     return 0

@@ -20,9 +20,9 @@ from starlette.datastructures import UploadFile as StarletteUploadFile  # what t
 
 from . import store as st
 from .answers import NAME as ANSWER_CHECK
-from .api import CheckIn, images_of, start_check, state
+from .api import MAX_OFFSET, CheckIn, images_of, start_check, state, stored_images
 from .auth import COOKIE
-from .errors import ApiError
+from .errors import ApiError, short_error
 from .uploads import Upload, clean_filename
 from .views import EXAMPLES, group_steps, human_time, iso, label_class, link_parts, model_calls, source_of
 
@@ -55,7 +55,7 @@ def login_redirect(request: Request) -> Response | None:
 
 
 def history(s: "ServerState", offset: int) -> dict[str, Any]:
-    offset = max(0, offset)
+    offset = min(max(0, offset), MAX_OFFSET)  # a page never fails over its offset: past the end is empty
     runs, total = s.store.list(HISTORY_PAGE, offset)
     return {"runs": runs, "total": total, "offset": offset,
             "newer": max(0, offset - HISTORY_PAGE) if offset > 0 else None,
@@ -84,6 +84,10 @@ def page_context(s: "ServerState", offset: int, run: dict[str, Any] | None = Non
         else:
             form.update(claim=run["claim"], pipeline=run["pipeline"], qa=run["qa"] or form["qa"],
                         date=(run.get("options") or {}).get("date") or "")
+            info = s.catalog.pipelines.get(run["pipeline"])
+            if info is not None and info.accepts_images and images_of(run):
+                # shown in the form and sent again with the next check (unless the user chooses others)
+                form.update(images=images_of(run), reuse_run=run["id"])
     ctx = {"catalog": catalog, "examples": EXAMPLES, "answer_check": s.catalog.pipelines.get(ANSWER_CHECK),
            "form": form, "history": history(s, offset), "run": None, "today": dt.date.today().isoformat(),
            "image_pipelines": [p["name"] for p in catalog["pipelines"] if p["accepts_images"] and p["available"]],
@@ -144,10 +148,28 @@ def form_uploads(files: list[StarletteUploadFile], max_bytes: int) -> list[Uploa
     return [Upload(f.file.read(max_bytes + 1), clean_filename(f.filename), None) for f in files]
 
 
+def reused_uploads(s: "ServerState", run_id: str) -> list[Upload]:
+    """The images of an earlier run (the reopened one whose form is sent again), read back from the server's
+    images folder; checked again like any upload."""
+    run = s.store.get(run_id)
+    if run is None:
+        raise ApiError(400, "images_gone", f"run {run_id[:40]!r} and its images were deleted: choose the images "
+                                           "again")
+    uploads = []
+    for i, info in enumerate(stored_images(run), start=1):
+        path = s.uploads.path(info.get("file") if isinstance(info.get("file"), str) else "")
+        if path is None or not path.is_file():
+            raise ApiError(400, "images_gone", f"image {i} of run {run_id} is no longer on the server: choose the "
+                                               "images again")
+        with path.open("rb") as f:
+            uploads.append(Upload(f.read(s.uploads.max_bytes + 1), clean_filename(info.get("filename")), None))
+    return uploads
+
+
 @router.post("/checks")
 def submit_form(request: Request, claim: str = Form(""), pipeline: str = Form("qacheck"), qa: str = Form(""),
                 model: str = Form(""), mode: str = Form("claim"), question: str = Form(""),
-                answer: str = Form(""), date: str = Form(""),
+                answer: str = Form(""), date: str = Form(""), reuse_run: str = Form(""),
                 image: list[UploadFile | str] | None = File(None)) -> Response:
     """The form posted without JavaScript (multipart, with the claim's images for pipelines that take them):
     queue the check and show its page (errors: the form again)."""
@@ -171,6 +193,8 @@ def submit_form(request: Request, claim: str = Form(""), pipeline: str = Form("q
             files = chosen_files(image)
             s.uploads.check_count(len(files))
             uploads = form_uploads(files, s.uploads.max_bytes)
+            if not files and reuse_run and info is not None and info.accepts_images:
+                uploads = reused_uploads(s, reuse_run)
         run_id, _ = start_check(s, body, request.client.host if request.client else "unknown", uploads or None)
     except ApiError as e:
         ctx = page_context(s, 0)
@@ -209,4 +233,4 @@ def safe_next(target: str) -> str:
 
 def template_globals() -> dict[str, Any]:
     return {"human_time": human_time, "iso": iso, "label_class": label_class, "source_of": source_of,
-            "link_parts": link_parts}
+            "link_parts": link_parts, "short_error": short_error}

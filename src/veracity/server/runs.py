@@ -25,7 +25,7 @@ from ..check import run_check
 from ..errors import BackendError, UserError
 from ..types import Claim
 from . import store as st
-from .errors import ApiError
+from .errors import INTERNAL_ERROR, ApiError, short_error
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -200,12 +200,15 @@ class RunManager:
         except RunStopped:
             return
         except UserError as e:
-            error = str(e)
+            log.warning("run %s failed: %s", job.run_id, e)
+            error = short_error(str(e))
         except BackendError as e:
-            error = f"model backend error: {e}"
-        except Exception as e:  # noqa: BLE001 - a failed run is stored and shown, never lost
+            log.warning("run %s failed: model backend error: %s", job.run_id, e)
+            error = short_error(f"model backend error: {e}")
+        except Exception:  # noqa: BLE001 - a failed run is stored and shown, never lost
+            # the exception's text may quote a prompt: it stays in this log, the user gets a short line
             log.exception("run %s failed", job.run_id)
-            error = f"internal error: {type(e).__name__}: {e}"
+            error = INTERNAL_ERROR
         with live.lock:
             if live.stopped:
                 return

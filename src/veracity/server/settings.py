@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,9 @@ class ServerSettings:
     images_dir: str | None = None            # where uploads are kept; default: next to the database
     max_body_bytes: int = 1024 * 1024        # JSON request bodies (a check with images may add its images)
     max_answer_chars: int = 10_000           # answer check: the longest answer accepted
+    # proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (addresses or networks, e.g. 10.0.0.0/8);
+    # none by default: the address that connects is the client, whatever headers it sends
+    trusted_proxies: list[str] = field(default_factory=list)
 
     def validate(self) -> None:
         if not 1 <= self.max_concurrent <= 64:
@@ -51,6 +55,12 @@ class ServerSettings:
                             f"{self.max_image_bytes / 1e6:g}")
         if not 0 <= self.port <= 65535:
             raise UserError(f"--port must be between 0 and 65535, not {self.port}")
+        for proxy in self.trusted_proxies:
+            try:
+                ipaddress.ip_network(proxy.strip(), strict=False)
+            except ValueError:
+                raise UserError(f"--trusted-proxy {proxy!r} is not an IP address or network (e.g. 127.0.0.1, "
+                                "10.0.0.0/8 or ::1)") from None
 
     @property
     def images_path(self) -> Path:

@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .safe import mend, mend_text
+
 QUEUED, RUNNING, DONE, FAILED, INTERRUPTED = "queued", "running", "done", "failed", "interrupted"
 STATUSES = (QUEUED, RUNNING, DONE, FAILED, INTERRUPTED)
 UNFINISHED = (QUEUED, RUNNING)
@@ -63,6 +65,16 @@ _RUN_COLUMNS = ("id", "created", "started", "finished", "status", "claim", "pipe
                 "label", "confidence", "result", "seconds", "error")
 
 
+def _json_or(text: str | None, default: Any) -> Any:
+    """Stored JSON, or `default` when the column is empty or not JSON (a damaged database still reads)."""
+    if not text:
+        return default
+    try:
+        return json.loads(text)
+    except ValueError:
+        return default
+
+
 class RunStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path).expanduser()
@@ -84,6 +96,8 @@ class RunStore:
         if conn is None:
             conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
             conn.row_factory = sqlite3.Row
+            # text that is not valid UTF-8 (written by something else) is read with U+FFFD, never an error
+            conn.text_factory = lambda b: b.decode("utf-8", "replace")
             conn.execute("PRAGMA synchronous=NORMAL")
             self._local.conn = conn
         return conn
@@ -97,7 +111,8 @@ class RunStore:
         try:
             c.execute("INSERT INTO runs (id, created, status, claim, pipeline, qa, model, options) "
                       "VALUES (?,?,?,?,?,?,?,?)",
-                      (run_id, time.time(), QUEUED, claim, pipeline, qa, model, json.dumps(options or {})))
+                      (run_id, time.time(), QUEUED, mend_text(claim), pipeline, qa, model,
+                       json.dumps(mend(options or {}))))
             c.executemany("INSERT OR IGNORE INTO run_images (run_id, file) VALUES (?,?)",
                           [(run_id, f) for f in image_files or []])
             c.execute("COMMIT")
@@ -110,13 +125,14 @@ class RunStore:
 
     def add_step(self, run_id: str, seq: int, step: dict[str, Any]) -> None:
         self._conn().execute("INSERT INTO steps (run_id, seq, stage, data) VALUES (?,?,?,?)",
-                             (run_id, seq, step.get("stage", ""), json.dumps(step, ensure_ascii=False, default=str)))
+                             (run_id, seq, mend_text(str(step.get("stage", ""))),
+                              json.dumps(mend(step), ensure_ascii=False, default=str)))
 
     def finish(self, run_id: str, result: dict[str, Any]) -> None:
         """Store a finished run: `result` is CheckResult.to_dict() (its trace is not stored twice). The run's
         `model` stays the name the client chose; the backend's own model id is in the result."""
-        result = {k: v for k, v in result.items() if k != "trace"}
-        v = result.get("verdict", {})
+        result = mend({k: v for k, v in result.items() if k != "trace"})
+        v = result.get("verdict") or {}
         self._conn().execute(
             "UPDATE runs SET status=?, finished=?, label=?, confidence=?, result=?, seconds=? WHERE id=?",
             (DONE, time.time(), v.get("label"), v.get("confidence"),
@@ -124,7 +140,7 @@ class RunStore:
 
     def fail(self, run_id: str, error: str, status: str = FAILED) -> None:
         self._conn().execute("UPDATE runs SET status=?, finished=?, error=? WHERE id=?",
-                             (status, time.time(), error, run_id))
+                             (status, time.time(), mend_text(error), run_id))
 
     def interrupt_unfinished(self, reason: str = "the server stopped before this run finished") -> list[str]:
         """Mark every queued or running run as interrupted (at startup: they belong to a dead process)."""
@@ -157,11 +173,16 @@ class RunStore:
 
     @staticmethod
     def _row(row: sqlite3.Row) -> dict[str, Any]:
+        """A run as stored, mended (`safe.mend`): nothing read back can make a response fail."""
         d = {k: row[k] for k in _RUN_COLUMNS if k in row.keys()}
-        d["options"] = json.loads(d.get("options") or "{}")
+        d["options"] = _json_or(d.get("options"), {})
+        if not isinstance(d["options"], dict):
+            d["options"] = {}
         if "result" in d:
-            d["result"] = json.loads(d["result"]) if d["result"] else None
-        return d
+            d["result"] = _json_or(d["result"], None)
+            if not isinstance(d["result"], dict):
+                d["result"] = None
+        return mend(d)
 
     def get(self, run_id: str) -> dict[str, Any] | None:
         row = self._conn().execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
@@ -170,7 +191,13 @@ class RunStore:
     def steps(self, run_id: str, after: int = -1) -> list[tuple[int, dict[str, Any]]]:
         rows = self._conn().execute("SELECT seq, data FROM steps WHERE run_id=? AND seq>? ORDER BY seq",
                                     (run_id, after))
-        return [(r[0], json.loads(r[1])) for r in rows]
+        out = []
+        for seq, data in rows:
+            step = _json_or(data, None)
+            if not isinstance(step, dict):  # a damaged row: shown as what it is, never a failed read
+                step = {"stage": "unreadable", "data": str(data)[:200]}
+            out.append((seq, mend(step)))
+        return out
 
     def list(self, limit: int = 20, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
         """A page of runs, newest first (without their results), and the total count."""

@@ -163,12 +163,24 @@ def model_calls(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [s for s in steps if s.get("stage") == "model_call"]
 
 
+def _moment(ts: Any) -> datetime | None:
+    """A stored timestamp as a time, or None (not set, or not a time: a damaged row still reads)."""
+    if not ts or not isinstance(ts, (int, float)):
+        return None
+    try:
+        return datetime.fromtimestamp(ts, timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
 def iso(ts: float | None) -> str | None:
-    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds") if ts else None
+    t = _moment(ts)
+    return t.isoformat(timespec="seconds") if t else None
 
 
 def human_time(ts: float | None) -> str:
-    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if ts else ""
+    t = _moment(ts)
+    return t.strftime("%Y-%m-%d %H:%M UTC") if t else ""
 
 
 def label_class(label: str | None) -> str:

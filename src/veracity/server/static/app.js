@@ -33,6 +33,28 @@
   const key = (text) => el("span", { class: "k" }, text);
   const pipelineInfo = (name) => catalog.pipelines.find((p) => p.name === name);
 
+  // While a run starts or streams, the form's button is off: a second press cannot start a duplicate.
+  function setBusy(on) {
+    const submit = $("#submit"), form = $("#check-form");
+    if (!submit) return;
+    submit.disabled = on;
+    if (form) form.setAttribute("aria-busy", on ? "true" : "false");
+  }
+  const isBusy = () => { const submit = $("#submit"); return !!(submit && submit.disabled); };
+
+  // Move focus into the results (their heading has tabindex=-1) and scroll them into view, unless the user
+  // has since put the focus somewhere else on the page (typing the next claim, say).
+  function focusResults(target, scrollTarget) {
+    if (!target) return;
+    const active = document.activeElement;
+    const free = !active || active === document.body || active.id === "main" || !active.isConnected ||
+                 active.closest("#run-area") || active.id === "submit";
+    if (!free) return;
+    const still = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+    target.focus({ preventScroll: true });
+    (scrollTarget || target).scrollIntoView({ block: "start", behavior: still ? "auto" : "smooth" });
+  }
+
   // ---- the form --------------------------------------------------------------------------------
 
   function initForm() {
@@ -42,6 +64,8 @@
     const qaField = $("#qa-field"), qaDesc = $("#qa-desc"), pipeDesc = $("#pipeline-desc");
     const imageField = $("#image-field"), errorBox = $("#form-error"), submit = $("#submit");
     const question = $("#question"), answer = $("#answer");
+    const questionCount = $("#question-count"), answerCount = $("#answer-count");
+    const reuse = $("#reuse-images");  // a reopened run's images, sent again unless others are chosen
     const imageInput = $("#image"), dateInput = $("#date"), imageList = $("#image-list");
     const max = catalog.max_claim_chars || 2000;
     const mode = () => (form.querySelector("input[name=mode]:checked") || { value: "claim" }).value;
@@ -50,6 +74,8 @@
     // neither required nor sent), and name the button after it.
     function updateMode() {
       const answerMode = mode() === "answer";
+      showError("");  // an error about the other mode's input no longer applies
+      errorBox.dataset.images = "";
       $("#claim-fields").hidden = answerMode;
       $("#answer-fields").hidden = !answerMode;
       $("#pipeline-field").hidden = answerMode;
@@ -68,10 +94,34 @@
       }
     }
 
+    // Text over a limit is never cut: the count says how far over it is, and submitting says so.
+    const maxAnswer = catalog.max_answer_chars || 10000;
+    const limits = () => (mode() === "answer"
+      ? [[question, "question", max], [answer, "answer", maxAnswer]] : [[claim, "claim", max]]);
+    function lengthProblem() {
+      for (const [field, what, limit] of limits()) {
+        const n = field.value.length;
+        if (n > limit) {
+          return [field, `The ${what} has ${n} characters; the limit is ${limit}: shorten it by ${n - limit} ` +
+                         "characters."];
+        }
+      }
+      return null;
+    }
+    function countText(field, limit, node) {
+      const n = field.value.length;
+      node.textContent = n > limit ? `${n} / ${limit} characters: ${n - limit} over the limit`
+                                   : `${n} / ${limit} characters`;
+      node.classList.toggle("over", n > limit);
+    }
     function updateCount() {
-      const n = claim.value.length;
-      count.textContent = `${n} / ${max} characters`;
-      count.classList.toggle("over", n > max);
+      countText(claim, max, count);
+      if (questionCount) countText(question, max, questionCount);
+      if (answerCount) countText(answer, maxAnswer, answerCount);
+      if (errorBox.dataset.length && !lengthProblem()) {  // the text that was too long is short enough now
+        errorBox.dataset.length = "";
+        showError("");
+      }
     }
     function updateQaDesc() {
       const m = catalog.qa_modules.find((q) => q.name === qa.value);
@@ -133,6 +183,7 @@
     }
     function updateImages() {
       const files = Array.from(imageInput.files || []);
+      if (files.length && reuse && reuse.isConnected) reuse.remove();  // the chosen images replace the run's
       imageList.replaceChildren(...files.map((f) => el("li", null, f.name, " ",
         el("span", { class: "hint" }, size(f.size)))));
       const problem = imageProblem();
@@ -154,6 +205,16 @@
 
     for (const r of form.querySelectorAll("input[name=mode]")) r.addEventListener("change", updateMode);
     claim.addEventListener("input", updateCount);
+    question.addEventListener("input", updateCount);
+    answer.addEventListener("input", updateCount);
+    if (reuse) {
+      const drop = $("#reuse-drop", reuse);
+      drop.hidden = false;
+      drop.addEventListener("click", () => {
+        reuse.remove();
+        imageInput.focus();
+      });
+    }
     pipeline.addEventListener("change", updatePipeline);
     imageInput.addEventListener("change", updateImages);
     qa.addEventListener("change", updateQaDesc);
@@ -169,8 +230,17 @@
 
     form.addEventListener("submit", async (ev) => {
       ev.preventDefault();
+      if (isBusy()) return;  // a run is starting or streaming: no duplicate
       showError("");
+      errorBox.dataset.length = "";
       const answerMode = mode() === "answer";
+      const tooLong = lengthProblem();
+      if (tooLong) {
+        errorBox.dataset.length = "1";
+        showError(tooLong[1]);
+        tooLong[0].focus();
+        return;
+      }
       const body = answerMode
         ? { question: question.value, answer: answer.value, pipeline: "answer-check", model: $("#model").value }
         : { claim: claim.value, pipeline: pipeline.value, model: $("#model").value };
@@ -186,12 +256,20 @@
         }
         if (dateInput.value) body.date = dateInput.value;
       }
-      submit.disabled = true;
+      setBusy(true);
+      let started = false;
       try {
         if (withImages && imageInput.files.length) {
           // the file's own bytes: the server reads the type from the content, not from the file name
           body.images = await Promise.all(Array.from(imageInput.files).map(
             async (f) => ({ data: await readBase64(f), filename: f.name })));
+        } else if (withImages && reuse && reuse.isConnected) {
+          // the reopened run's images, as stored on this server
+          body.images = await Promise.all(Array.from(reuse.querySelectorAll("img[data-url]")).map(async (img) => {
+            const resp = await fetch(img.dataset.url, { credentials: "same-origin" });
+            if (!resp.ok) throw new Error(`image ${img.dataset.index} of that run is gone (${resp.status})`);
+            return { data: await readBase64(await resp.blob()), filename: img.dataset.filename || undefined };
+          }));
         }
         const resp = await fetch("/api/checks", {
           method: "POST", credentials: "same-origin",
@@ -213,14 +291,14 @@
         const panel = livePanel(data.id, body, info, data);
         const area = $("#run-area");
         area.replaceChildren(panel);
+        started = true;  // the button stays off until the run's stream ends (attach)
         attach(panel);
-        const still = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
-        panel.scrollIntoView({ block: "start", behavior: still ? "auto" : "smooth" });
+        focusResults($("#run-h", panel), panel);
         refreshHistory(data.id);
       } catch (e) {
         showError(`Could not reach the server: ${e.message}`);
       } finally {
-        submit.disabled = false;
+        if (!started) setBusy(false);
       }
     });
   }
@@ -248,7 +326,7 @@
     const title = body.pipeline === "answer-check" ? body.question : body.claim;
     return el("section", { class: "card run", id: "run", "data-run-id": id, "data-status": "queued",
                            "data-live": "1", "aria-labelledby": "run-h" },
-      el("h2", { id: "run-h", class: "run-claim" }, title.trim().split(/\s+/).join(" ")),
+      el("h2", { id: "run-h", class: "run-claim", tabindex: "-1" }, title.trim().split(/\s+/).join(" ")),
       el("p", { class: "run-meta" }, meta),
       claimExtra(accepted || {}),
       el("p", { id: "run-status", class: "status status-queued", role: "status", "aria-live": "polite" }, "Starting…"),
@@ -460,7 +538,10 @@
     const list = $("#steps", panel), status = $("#run-status", panel);
     const state = { card: null, tools: {}, calls: 0, status: "Running…" };
     bindDelete(panel);
+    setBusy(true);
     const source = new EventSource(`/api/checks/${id}/events`);
+    source.veracityPanel = panel;
+    live.source = source;
     const setStatus = (cls, text) => {
       status.className = `status status-${cls}`;
       status.textContent = text;
@@ -482,19 +563,30 @@
     });
     source.addEventListener("done", async (e) => {
       source.close();
+      live.source = null;
+      setBusy(false);
       const d = JSON.parse(e.data);
       if (d.status === "deleted") {
         setStatus("failed", "This run was deleted.");
         return;
       }
       setStatus(d.status === "done" ? "done" : d.status, d.status === "done" ? "Finished" : `${d.status}: ${d.error || ""}`);
-      await swapPanel(panel, id);
+      const fresh = await swapPanel(panel, id);
+      if (fresh) {  // the verdict (or what went wrong) in view, with the focus, unless the user is elsewhere
+        const target = $("#verdict-h", fresh) || $("#run-h", fresh);
+        focusResults(target, $(".verdict", fresh) || $(".failure", fresh) || fresh);
+      }
       refreshHistory(id);
     });
     source.onerror = () => {
-      if (source.readyState === EventSource.CLOSED) setStatus("failed", "Lost the connection: reload the page.");
+      if (source.readyState === EventSource.CLOSED) {
+        live.source = null;
+        setBusy(false);
+        setStatus("failed", "Lost the connection: reload the page.");
+      }
     };
   }
+  const live = { source: null };  // the stream being followed, if any
 
   // The finished run, as the server renders it (the same page a reload shows).
   async function swapPanel(panel, id) {
@@ -505,11 +597,15 @@
       tpl.innerHTML = await resp.text();
       const fresh = tpl.content.querySelector("#run");
       if (fresh && panel.isConnected) {
+        const hadFocus = panel.contains(document.activeElement);
         panel.replaceWith(fresh);
         bindDelete(fresh);
         localTimes(fresh);
+        if (hadFocus) $("#run-h", fresh).focus({ preventScroll: true });  // never dropped to the body
+        return fresh;
       }
     } catch (e) { /* the live panel stays */ }
+    return null;
   }
 
   async function refreshHistory(currentId) {
@@ -539,12 +635,35 @@
     if (!btn) return;
     btn.addEventListener("click", async () => {
       if (!window.confirm("Delete this run and its steps?")) return;
-      const resp = await fetch(`/api/checks/${btn.dataset.runId}`, { method: "DELETE", credentials: "same-origin" });
-      if (resp.status === 204 || resp.status === 404) {
-        panel.remove();
-        history.pushState({}, "", "/");
+      const id = btn.dataset.runId;
+      btn.disabled = true;
+      let resp = null;
+      try {
+        resp = await fetch(`/api/checks/${id}`, { method: "DELETE", credentials: "same-origin" });
+      } catch (e) { /* said below */ }
+      if (resp && (resp.status === 204 || resp.status === 404)) {
+        if (live.source && live.source.veracityPanel === panel) {  // a run deleted while it streams
+          live.source.close();
+          live.source = null;
+          setBusy(false);
+        }
+        const notice = el("p", { class: "card notice", id: "run-deleted", role: "status", tabindex: "-1" },
+                          resp.status === 204 ? "The run was deleted." : "That run was already deleted.");
+        panel.replaceWith(notice);
+        // the deleted run's address leaves the address bar and the history (Back cannot return to it)
+        if (window.location.pathname.startsWith(`/checks/${id}`)) history.replaceState({}, "", "/");
         refreshHistory(null);
-        ($("#claim").disabled ? $("#question") : $("#claim")).focus();
+        notice.focus();
+      } else {
+        btn.disabled = false;
+        let msg = resp ? `The server answered ${resp.status}.` : "Could not reach the server.";
+        if (resp) {
+          const data = await resp.json().catch(() => ({}));
+          if (data.detail) msg = data.detail;
+        }
+        const old = $(".delete-error", panel);
+        if (old) old.remove();
+        btn.after(el("p", { class: "error delete-error", role: "alert" }, `Not deleted: ${msg}`));
       }
     });
   }
