@@ -369,3 +369,54 @@ def test_an_openai_compatible_model_receives_the_claim_image(tmp_path, cli_env):
     out = json.loads(r.stdout)
     assert "reads text only" not in json.dumps(out["trace"])
     assert next(s for s in out["trace"] if s["stage"] == "action")["action"] == "image_metadata(<image:1>)"
+
+
+def test_a_search_result_naming_a_local_file_never_reads_it(tmp_path):
+    """An image result whose image is a local path (a malicious or broken search API) is neither read, nor sent to
+    the model, nor embedded in the report; an http(s) image of the same result list still is."""
+    import base64
+
+    from web_stub import png_bytes
+
+    secret = _png(tmp_path / "secret.png", color=(1, 2, 3))
+    secret_b64 = base64.b64encode(secret.read_bytes()).decode()[:60]
+    stub = WebStub()
+    try:
+        stub.routes["/search"] = lambda req: Reply(200, {"results": [
+            {"url": stub.url("/a"), "title": "Tower photo A", "content": "Eiffel Tower", "img_src": f"file://{secret}"},
+            {"url": stub.url("/b"), "title": "Tower photo B", "content": "Eiffel Tower", "img_src": str(secret)},
+            {"url": stub.url("/c"), "title": "Tower photo C", "content": "Eiffel Tower", "img_src": "/img/ok.png"},
+        ]})
+        stub.routes["/img/ok.png"] = Reply(200, png_bytes((40, 30), "blue"), {"Content-Type": "image/png"})
+        config = load_config(overrides={"defame.search": "searxng", "defame.searxng_url": stub.url(),
+                                        "defame.allow_private_addresses": True, "defame.top_k": 3})
+        backend = ScriptedBackend(rules('image_search("Eiffel Tower")'), accepts_images=True)
+        result = run(config, backend, docs=None)
+    finally:
+        stub.close()
+    sent = [img for c in backend.calls for img in c.images]
+    assert sent and not any(secret_b64 in img for img in sent)
+    summaries = stages(result, "summary")
+    refs = [ref for s in summaries for ref in s.get("images", [])]
+    assert refs and all(ref.startswith(("http://", "https://")) for ref in refs), refs  # no local path kept
+    assert any(stub.url("/img/ok.png") in ref for s in summaries for ref in s.get("images", []))
+    assert secret_b64 not in to_html(result) and secret_b64 not in to_markdown(result)
+
+
+def test_untrusted_image_references_read_local_files_only_inside_the_allowed_folders(tmp_path):
+    from veracity.defame.pipeline import evidence_image_refs
+    from veracity.images.files import ImageError, load_image
+
+    inside = _png(tmp_path / "collection" / "a.png") if (tmp_path / "collection").mkdir() is None else None
+    outside = _png(tmp_path / "secret.png")
+    roots = (tmp_path / "collection",)
+    assert load_image(str(inside), local_roots=roots).width == 64
+    for ref in (str(outside), f"file://{outside}", str(tmp_path / "collection" / ".." / "secret.png")):
+        with pytest.raises(ImageError, match="untrusted"):
+            load_image(ref, local_roots=roots)
+        with pytest.raises(ImageError, match="untrusted"):
+            load_image(ref, local_roots=())
+    assert load_image(str(outside)).width == 64  # the user's own image (no roots given) still loads
+    kept = evidence_image_refs([str(outside), f"file://{outside}", "https://example.org/x.png", str(inside),
+                                "javascript:alert(1)"], roots)
+    assert kept == ["https://example.org/x.png", str(inside.resolve())]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..llm.base import fewshot
@@ -261,7 +262,8 @@ class Defame(Pipeline):
                 refs = self._evidence_images(ev, store, toolbox, ctx) if summary else []
                 shown = f'Excerpt: "{summary}"' if summary and written_by == "excerpt" else summary
                 ctx.tracer.emit("summary", round=rnd.number, action=action, source=ev.source, url=ev.url,
-                                date=ev.date, summary=shown, written_by=written_by, images=list(ev.images[:4]), image_refs=refs)
+                                date=ev.date, summary=shown, written_by=written_by,
+                                images=evidence_image_refs(ev.images[:4], toolbox.local_image_roots), image_refs=refs)
                 if summary:
                     # the record quotes it as data (record.Finding.line), an excerpt marked as such
                     rnd.findings.append(Finding(action=action, source=ev.source or ev.url or "source", url=ev.url,
@@ -276,7 +278,9 @@ class Defame(Pipeline):
         if not useful or not ev.images or len(store) >= self.dc.max_images:
             return []
         try:
-            image: "ImageFile" = load_image(ev.images[0], fetch=toolbox.fetch_image)
+            # the reference came from a search result or a page: local files only from the image collection
+            image: "ImageFile" = load_image(ev.images[0], fetch=toolbox.fetch_image,
+                                            local_roots=toolbox.local_image_roots)
         except Exception:  # a broken or unreachable evidence image is skipped, not fatal
             return []
         return [store.add(image)]
@@ -330,3 +334,22 @@ _variant("defame-no-web-search", "DEFAME ablation: without web search", drop_too
 _variant("defame-single-turn", "DEFAME ablation: one round only, no return to planning", single_turn=True)
 _variant("defame-static-actions", "DEFAME ablation: every tool once on the claim, no planning", static_actions=True)
 _variant("defame-no-develop", "DEFAME ablation: judge right after the evidence, no develop stage", develop=False)
+
+
+def evidence_image_refs(refs: list[str], local_roots: tuple) -> list[str]:
+    """The image references of a result that the trace (and so the report, which may embed them) carries:
+    http(s) URLs, and local files only inside the image collection. A local path named by a search result, a
+    page or a document is untrusted and dropped."""
+    from ..images.files import ImageError, allowed_local
+
+    kept = []
+    for ref in refs:
+        ref = str(ref).strip()
+        if ref.split(":", 1)[0].lower() in ("http", "https"):
+            kept.append(ref)
+        elif ref and "://" not in ref and ref[:5].lower() != "data:" and local_roots:
+            try:
+                kept.append(str(allowed_local(Path(ref).expanduser(), local_roots)))
+            except (ImageError, OSError, ValueError):
+                pass
+    return kept

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from ..errors import UserError
@@ -39,6 +40,7 @@ class Toolbox:
     tools: dict[str, Tool]
     fetch_image: Callable[[str], bytes] | None = None  # reads remote images (the scraper's, SSRF-guarded)
     closers: list[Callable[[], None]] = field(default_factory=list)  # HTTP clients to close after the check
+    local_image_roots: tuple[Path, ...] = ()  # folders whose files evidence may name as images (the collection's)
 
     def close(self) -> None:
         for close in self.closers:
@@ -121,4 +123,6 @@ def build_toolbox(config: "DefameConfig", retriever: "Retriever | None", *, drop
     for n in drop:
         tools.pop(n, None)
     closers = [c.close for c in (scraper, provider) if c is not None and hasattr(c, "close")]
-    return Toolbox(tools=tools, fetch_image=scraper.fetch_image if scraper is not None else None, closers=closers)
+    roots = (Path(images.collection.root),) if images is not None else ()
+    return Toolbox(tools=tools, fetch_image=scraper.fetch_image if scraper is not None else None, closers=closers,
+                   local_image_roots=roots)

@@ -89,10 +89,14 @@ class ImageFile:
 
 
 def load_image(ref: str, *, max_bytes: int = MAX_BYTES, max_pixels: int = MAX_PIXELS,
-               fetch: Callable[[str], bytes] | None = None) -> ImageFile:
+               fetch: Callable[[str], bytes] | None = None,
+               local_roots: "tuple[Path, ...] | None" = None) -> ImageFile:
     """Load an image from a local path, a ``data:`` URL, or an http(s) URL through `fetch`.
 
-    Raises ImageError (one line naming the image) for anything that keeps it from being used.
+    `local_roots`: None lets any local file be read (the user's own images); a tuple lets only files inside
+    those folders be read (references that came from search results, pages or documents are untrusted:
+    `()` refuses every local file). Raises ImageError (one line naming the image) for anything that keeps
+    it from being used.
     """
     ref = ref.strip()
     if not ref:
@@ -103,13 +107,13 @@ def load_image(ref: str, *, max_bytes: int = MAX_BYTES, max_pixels: int = MAX_PI
         data, source = _fetch(ref, fetch), ref
     elif ref[:7].lower() == "file://":
         source = unquote(urlparse(ref).path)
-        data = _read_file(Path(source), max_bytes)
+        data = _read_file(allowed_local(Path(source), local_roots), max_bytes)
     elif "://" in ref:
         raise ImageError(f"cannot load image {_short(ref)}: only file paths, data: URLs and http(s) URLs "
                          "are supported")
     else:
         source = ref
-        data = _read_file(Path(ref).expanduser(), max_bytes)
+        data = _read_file(allowed_local(Path(ref).expanduser(), local_roots), max_bytes)
     return image_from_bytes(data, source, max_bytes=max_bytes, max_pixels=max_pixels)
 
 
@@ -155,6 +159,18 @@ def _decode(data: bytes, name: str, max_pixels: int) -> tuple[str, int, int]:
             raise ImageError(f"image {name} is truncated or corrupt"
                              f"{f' ({detail})' if detail else ''}") from None
     return fmt, width, height
+
+
+def allowed_local(path: Path, roots: "tuple[Path, ...] | None") -> Path:
+    """`path`, when local files may be read from where it lies (see `load_image`); else an ImageError."""
+    if roots is None:
+        return path
+    real = path.resolve()
+    for root in roots:
+        if real.is_relative_to(Path(root).resolve()):
+            return real
+    raise ImageError(f"image {_short(str(path))} is a local file named by untrusted text (a search result, page "
+                     "or document): only http(s) images and the image collection's own files are read")
 
 
 def _read_file(path: Path, max_bytes: int) -> bytes:
