@@ -289,6 +289,33 @@ def test_cli_config_and_rules_dev_zero(cli_env):
     assert "scripted model file /dev/zero is too large" in one_line_error(r)
 
 
+def test_cli_options_file_dev_zero(cli_env, tmp_path):
+    r = veracity_limited("leaf", "answer", "--question", "Where is the bridge?", "--options", "/dev/zero",
+                         "--index", str(tmp_path / "no-index"), env=cli_env)
+    assert "options file /dev/zero is too large: more than 1.0 MB" in one_line_error(r)
+
+
+def test_dataset_files_are_read_only_to_their_limit(monkeypatch, tmp_path):
+    import veracity.inputs as inputs
+    from veracity.errors import UserError
+    from veracity.eval.datasets import load_dataset
+
+    monkeypatch.setattr(inputs, "MAX_DATASET_BYTES", 1_000_000)
+    big = tmp_path / "claims.jsonl"
+    with open(big, "wb") as f:
+        f.truncate(3_000_000)  # sparse: refused by its size before a byte is read
+    with pytest.raises(UserError, match="dataset file .*claims.jsonl is too large: 3.0 MB, the limit is 1.0 MB"):
+        load_dataset("jsonl", big)
+
+
+def test_an_image_path_sent_to_an_http_model_is_read_only_to_the_image_limit():
+    from veracity.images.files import ImageError
+    from veracity.llm.openai_http import _image_part
+
+    with pytest.raises(ImageError, match="image /dev/zero is too large"):
+        _image_part("/dev/zero")
+
+
 # --------------------------------------------------------------------------- the config loader, any value
 
 toml_scalars = st.one_of(

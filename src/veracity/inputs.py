@@ -28,6 +28,10 @@ MAX_TEXT_FILE_BYTES = 1_000_000
 MAX_CONFIG_BYTES = 1_000_000
 #: A scripted backend's rules file (tests and demos).
 MAX_RULES_BYTES = 10_000_000
+#: A benchmark or user dataset file read whole (JSON, JSON lines); CSV is read row by row.
+MAX_DATASET_BYTES = 512_000_000
+#: A sidecar caption file of an image collection.
+MAX_CAPTION_BYTES = 1_000_000
 
 
 def human_size(n: int | float) -> str:

@@ -208,9 +208,19 @@ def _check_setting(name: str, setting: str | None, allowed: tuple[str, ...]) -> 
     return setting
 
 
+def _read_dataset_text(path: Path) -> str:
+    """A dataset file's text, read up to MAX_DATASET_BYTES (a one-line UserError beyond, or when unreadable)."""
+    from ..inputs import MAX_DATASET_BYTES, read_limited
+
+    try:
+        return read_limited(path, MAX_DATASET_BYTES, "dataset file").decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise UserError(f"cannot read {path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+
+
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8-sig"))
+        return json.loads(_read_dataset_text(path))
     except json.JSONDecodeError as e:
         raise UserError(f"{path} is not valid JSON (line {e.lineno}: {e.msg})") from None
     except (OSError, UnicodeDecodeError) as e:
@@ -686,10 +696,7 @@ def _load_user(path: Path, setting: str | None, *, fmt: str) -> Dataset:
 
 def _jsonl_rows(path: Path):
     """(where, default id, record) per non-blank line."""
-    try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"cannot read {path}: {e}") from None
+    lines = _read_dataset_text(path).splitlines()
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue

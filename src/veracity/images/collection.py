@@ -33,6 +33,7 @@ from PIL import Image, ImageOps
 
 from .. import __version__
 from ..errors import IndexError_, UserError
+from ..inputs import MAX_CAPTION_BYTES, MAX_DATASET_BYTES, read_limited
 from ..storage import FolderFormat
 from ..web.base import NotSupported, SearchHit
 from .files import ImageError, ImageFile, load_image
@@ -315,9 +316,9 @@ def _read_captions_manifest(root: Path, warnings: list[str]) -> dict[str, dict[s
         return {}
     out: dict[str, dict[str, Any]] = {}
     try:
-        lines = path.read_text(encoding="utf-8-sig", errors="replace").splitlines()
-    except OSError as e:
-        warnings.append(f"{CAPTIONS_MANIFEST} is unreadable: {e.strerror or e}")
+        lines = read_limited(path, MAX_DATASET_BYTES, CAPTIONS_MANIFEST).decode("utf-8-sig", "replace").splitlines()
+    except UserError as e:
+        warnings.append(f"{CAPTIONS_MANIFEST} is unreadable: {e}")
         return {}
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
@@ -340,7 +341,7 @@ def _sidecar_captions(file: Path, rel: str, warnings: list[str]) -> dict[str, An
             if not candidate.is_file():
                 continue
             try:
-                text = candidate.read_text(encoding="utf-8-sig", errors="replace")
+                text = read_limited(candidate, MAX_CAPTION_BYTES, "caption file").decode("utf-8-sig", "replace")
                 if suffix == ".txt":
                     found["caption"] = text
                 else:
@@ -348,7 +349,7 @@ def _sidecar_captions(file: Path, rel: str, warnings: list[str]) -> dict[str, An
                     if not isinstance(record, dict):
                         raise ValueError("not a JSON object")
                     found.update({k: record[k] for k in CAPTION_FIELDS if k in record})
-            except (OSError, ValueError) as e:
+            except (OSError, ValueError, UserError) as e:
                 warnings.append(f"ignored {candidate.relative_to(file.parent).as_posix()} of {rel}: {e}")
             break
     return found

@@ -52,11 +52,11 @@ def parse_options(data: Any, *, where: str = "options") -> dict[str, str]:
 def load_options_file(path: str | Path) -> dict[str, str]:
     """Options from a JSON file; every problem is a one-line UserError naming the file."""
     p = Path(path)
+    from ..inputs import MAX_TEXT_FILE_BYTES, read_limited
+
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"options file not found: {p}") from None
-    except (OSError, UnicodeDecodeError) as e:
+        text = read_limited(p, MAX_TEXT_FILE_BYTES, "options file").decode("utf-8")
+    except UnicodeDecodeError as e:
         raise UserError(f"cannot read options file {p}: {e}") from None
     try:
         data = json.loads(text)

@@ -30,9 +30,12 @@ def _image_part(ref: str) -> dict[str, Any]:
     if ref.startswith(("http://", "https://", "data:")):
         url = ref
     else:
+        from ..images.files import MAX_BYTES, ImageError
+        from ..inputs import read_limited
+
         p = Path(ref)
         mime = mimetypes.guess_type(p.name)[0] or "image/jpeg"
-        url = f"data:{mime};base64," + base64.b64encode(p.read_bytes()).decode("ascii")
+        url = f"data:{mime};base64," + base64.b64encode(read_limited(p, MAX_BYTES, "image", error=ImageError)).decode("ascii")
     return {"type": "image_url", "image_url": {"url": url}}
 
 
