@@ -340,7 +340,10 @@ def finish(client: httpx.Client, body: dict) -> str:
 def test_server_report_does_not_embed_a_file_named_by_the_model(hostile_srv):
     secret = hostile_srv.secret
     run_id = finish(hostile_srv, {"claim": CLAIM, "pipeline": "qacheck", "qa": "closed-book"})
-    page = hostile_srv.get(f"/api/checks/{run_id}/report.html").text
+    r = hostile_srv.get(f"/api/checks/{run_id}/report.html")
+    csp = r.headers["content-security-policy"]  # a second line of defence: the page may run and fetch nothing
+    assert "default-src 'none'" in csp and "script-src" not in csp and r.headers["x-content-type-options"] == "nosniff"
+    page = r.text
     doc = assert_safe(page, set(), secret)
     assert f"Tallinn ![y]({secret}) <script>alert(1)</script> [x](javascript:alert(1))" in doc.text
     md = hostile_srv.get(f"/api/checks/{run_id}/report.md").text
@@ -492,3 +495,17 @@ def test_report_does_not_scroll_sideways_on_a_phone(chromium_path, tmp_path):
         browser.close()
     finally:
         pw.stop()
+
+
+def test_cli_output_shows_escape_sequences_from_the_model_as_replacement_characters(tmp_path, cli_env):
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"rules": [
+        {"match": "step by step\\.\\nAnswer:$", "reply": "\nThe bridge\x1b[2J is in Tallinn\x1b]0;owned\x07.\n"},
+        {"match": "final answer is:$", "reply": "True"}]}))
+    r = subprocess.run(veracity_cmd() + ["check", "--pipeline", "cot", "--model", f"scripted:{rules}",
+                                         "The Orrin Bridge\x1b[31m stands in Tallinn."],
+                       capture_output=True, env=cli_env, timeout=120)
+    out = r.stdout.decode()
+    assert r.returncode == 0, r.stderr.decode()
+    assert "Rationale:" in out and "\ufffd[2J" in out
+    assert "\x1b" not in out and "\x07" not in out

@@ -80,7 +80,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from .check import clean_claim_text, open_retriever, run_check
     from .llm import make_model
     from .pipelines.base import get_pipeline
-    from .report import format_step, usage_line, write_report
+    from .report import format_step, terminal_text, usage_line, write_report
     from .types import Claim
 
     config = _config_from(args)
@@ -100,7 +100,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     model = make_model(config)
     listeners = []
     if not args.json:
-        print(f"Claim: {text}\nPipeline: {args.pipeline}   Model: {model.model_id}", flush=True)
+        print(terminal_text(f"Claim: {text}\nPipeline: {args.pipeline}   Model: {model.model_id}"), flush=True)
 
         def show(step) -> None:
             line = format_step(step.to_dict())
@@ -118,7 +118,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         conf = f" (confidence {v.confidence:.2f})" if v.confidence is not None else ""
         print(f"\nVerdict: {v.label}{conf}")
         if v.rationale:
-            print("Rationale: " + v.rationale.replace("\n", " "))
+            print(terminal_text("Rationale: " + v.rationale.replace("\n", " ")))
         print("Usage: " + usage_line(result))
         if args.report:
             print(f"Report written to {args.report}")

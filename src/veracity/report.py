@@ -266,11 +266,16 @@ def to_markdown(result: CheckResult, image_url: ImageLink | None = None) -> str:
 _TERMINAL_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
+def terminal_text(text: str) -> str:
+    """Text for the terminal: control characters (escape sequences from a model or a page) as U+FFFD."""
+    return _TERMINAL_CONTROL.sub("\ufffd", text)
+
+
 def format_step(step: dict[str, Any]) -> str | None:
     """One trace step as a line (or a few) of terminal output; None for steps not shown. Control characters
     (escape sequences a model or a page could send to the terminal) are shown as U+FFFD."""
     text = _format_step(step)
-    return None if text is None else _TERMINAL_CONTROL.sub("\ufffd", text)
+    return None if text is None else terminal_text(text)
 
 
 def _format_step(step: dict[str, Any]) -> str | None:

@@ -406,6 +406,10 @@ def build_report(s: "ServerState", request: Request, run: dict[str, Any], fmt: s
     return to_json(run, result, images=[{**im, "url": base + im["url"]} for im in images_of(run)])
 
 
+REPORT_CSP = ("default-src 'none'; img-src data: https: http:; style-src 'unsafe-inline'; base-uri 'none'; "
+              "form-action 'none'; frame-ancestors 'none'")
+
+
 @router.get("/checks/{run_id}/report.{fmt}", responses={**ERRORS, 409: {"model": ErrorBody}},
             summary="Download the report (md, html or json)",
             response_class=Response)
@@ -426,8 +430,11 @@ def report(run_id: str, fmt: str, request: Request) -> Response:
         log.warning("run %s: no report from its stored result: %s: %s", run_id, type(e).__name__, e)
         raise ApiError(409, "report_unavailable", f"run {run_id}'s stored result is damaged, so it has no report; "
                                                   "its steps are at GET /api/checks/{id}") from None
-    return Response(body, media_type=REPORT_TYPES[fmt],
-                    headers={"Content-Disposition": f'attachment; filename="veracity-{run_id}.{fmt}"'})
+    headers = {"Content-Disposition": f'attachment; filename="veracity-{run_id}.{fmt}"',
+               "X-Content-Type-Options": "nosniff"}
+    if fmt == "html":  # the report is self-contained: no script, no fetch, images inline or from the web
+        headers["Content-Security-Policy"] = REPORT_CSP
+    return Response(body, media_type=REPORT_TYPES[fmt], headers=headers)
 
 
 @router.get("/pipelines", summary="Pipelines, QA modules and models a check can use")
