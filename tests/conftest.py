@@ -8,6 +8,16 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT.parent / "shared" / "benchmarks"
 
 
+try:  # property tests: reproducible in CI (the same examples every run), random locally to find new cases
+    from hypothesis import settings as _hyp_settings
+
+    _hyp_settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+    if os.environ.get("CI"):
+        _hyp_settings.load_profile("ci")
+except ImportError:  # pragma: no cover
+    pass
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
     """Tests marked `native` load native model code in this process: they run in a forked child (tests/forked.py),
