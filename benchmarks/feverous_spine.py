@@ -26,7 +26,7 @@ from veracity.eval.datasets import FEVEROUS_GOLD as GOLD
 from veracity.eval.datasets import feverous_evidence_docs as evidence_docs
 from veracity.eval.metrics import accuracy, macro_f1
 from veracity.llm import make_model
-from veracity.pipelines.base import get_pipeline
+from veracity.registry import get_pipeline
 from veracity.retrieval import Index
 from veracity.types import BINARY_LABELS, Claim
 

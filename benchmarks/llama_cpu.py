@@ -45,7 +45,7 @@ def child(setting: str, threads: int, texts: list[str]) -> dict:
     from veracity.config import load_config
     from veracity.llm import make_model
     from veracity.llm.llama_guard import llama_build_info
-    from veracity.pipelines.base import get_pipeline
+    from veracity.registry import get_pipeline
     from veracity.types import Claim
 
     cfg = load_config(overrides={"n_threads": threads, "cache": False, "llama_extra_buffers": setting}, env={})

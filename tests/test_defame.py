@@ -19,7 +19,7 @@ from veracity.defame.record import as_data
 from veracity.defame.toolbox import build_toolbox
 from veracity.llm.model import Model
 from veracity.llm.scripted import ScriptedBackend
-from veracity.pipelines.base import available_pipelines, get_pipeline
+from veracity.registry import available_pipelines, get_pipeline
 from veracity.report import to_html, to_markdown
 from veracity.retrieval.documents import Document
 from veracity.retrieval.index import Index

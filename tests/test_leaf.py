@@ -20,7 +20,7 @@ from veracity.leaf import AnswerChecker, extract_letter, load_options_file, pars
 from veracity.leaf.analysis import auc, read_rows, summarize, to_markdown
 from veracity.llm import Model, UsageMeter
 from veracity.llm.scripted import ScriptedBackend
-from veracity.pipelines.base import available_pipelines, get_pipeline
+from veracity.registry import available_pipelines, get_pipeline
 from veracity.retrieval import Document, Index
 from veracity.trace import Tracer
 from veracity.types import Claim

@@ -21,7 +21,7 @@ from veracity.defame.record import Finding, Record, Round, evidence_text
 from veracity.leaf.parsing import parse_query, parse_reasoning
 from veracity.llm import Model
 from veracity.llm.scripted import ScriptedBackend
-from veracity.pipelines.base import get_pipeline
+from veracity.registry import get_pipeline
 from veracity.prompts import load_prompt
 from veracity.prompts.parsers import (parse_closed_book, parse_label, parse_passage, parse_question, parse_rationale,
                                       parse_short_answer)

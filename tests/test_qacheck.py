@@ -9,7 +9,7 @@ from veracity.config import load_config
 from veracity.errors import UserError
 from veracity.llm import Model
 from veracity.llm.scripted import ScriptedBackend
-from veracity.pipelines.base import available_pipelines, get_pipeline
+from veracity.registry import available_pipelines, get_pipeline
 from veracity.retrieval import Document, Index
 from veracity.types import Claim
 

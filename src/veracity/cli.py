@@ -79,7 +79,7 @@ def _config_from(args: argparse.Namespace):
 def cmd_check(args: argparse.Namespace) -> int:
     from .check import clean_claim_text, open_retriever, run_check
     from .llm import make_model
-    from .pipelines.base import get_pipeline
+    from .registry import get_pipeline
     from .report import format_step, terminal_text, usage_line, write_report
     from .types import Claim
 
@@ -190,7 +190,7 @@ def cmd_eval_report(args: argparse.Namespace) -> int:
 
 
 def cmd_pipelines(args: argparse.Namespace) -> int:
-    from .pipelines.base import available_pipelines
+    from .registry import available_pipelines
 
     for name, desc in available_pipelines().items():
         print(f"{name:28s} {desc}")

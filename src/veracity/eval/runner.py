@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..check import run_check
 from ..errors import BackendError, UserError
-from ..pipelines.base import get_pipeline
+from ..registry import get_pipeline
 from ..retrieval import Index
 from .datasets import Dataset, EvalItem
 from .metrics import accuracy, macro_f1

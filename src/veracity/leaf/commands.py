@@ -231,7 +231,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 def cmd_answer(args: argparse.Namespace) -> int:
     from ..check import run_check
     from ..llm import make_model
-    from ..pipelines.base import get_pipeline
+    from ..registry import get_pipeline
     from ..types import Claim
     from .options import load_options_file
 

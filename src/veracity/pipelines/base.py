@@ -54,29 +54,8 @@ REGISTRY: dict[str, tuple[Factory, str]] = {}
 
 
 def register(name: str, description: str) -> Callable[[Factory], Factory]:
+    """Class decorator of a system's pipeline factory; `veracity.registry` imports every system and looks them up."""
     def deco(factory: Factory) -> Factory:
         REGISTRY[name] = (factory, description)
         return factory
     return deco
-
-
-def get_pipeline(name: str, config: "Config") -> Pipeline:
-    _register_all()
-
-    if name not in REGISTRY:
-        raise UserError(f"unknown pipeline {name!r}; choose one of: {', '.join(sorted(REGISTRY))}")
-    pipe = REGISTRY[name][0](config)
-    pipe.name = name
-    return pipe
-
-
-def _register_all() -> None:
-    from . import baselines, qacheck  # noqa: F401  (registration side effects)
-    from ..defame import pipeline as _defame  # noqa: F401  (defame and its ablations)
-    from ..leaf import pipelines as _leaf  # noqa: F401  (answer:plain, answer:rag, answer:fc-rag, ...)
-
-
-def available_pipelines() -> dict[str, str]:
-    _register_all()
-
-    return {k: v[1] for k, v in sorted(REGISTRY.items())}

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from ..config import QA_MODES
 from ..errors import UserError
 from ..leaf.rater import Rater
-from ..pipelines.base import Pipeline, available_pipelines, get_pipeline
+from ..pipelines.base import Pipeline
+from ..registry import available_pipelines, get_pipeline
 from .answers import DEFAULT_MAX_ANSWER_CHARS, AnswerCheckPipeline
 from .answers import DESCRIPTION as ANSWER_CHECK_DESCRIPTION
 from .answers import NAME as ANSWER_CHECK

@@ -1,0 +1,36 @@
+"""Pipelines by name, above the systems that define them.
+
+Each system (QACheck and the baselines in `pipelines/`, DEFAME in `defame/`, LEAF in `leaf/`) registers
+its pipelines and ablations with `pipelines.base.register`; this module imports them all and builds one
+by name. The systems import nothing from here, so there is no import circle.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .errors import UserError
+from .pipelines.base import REGISTRY, Pipeline
+
+if TYPE_CHECKING:
+    from .config import Config
+
+
+def _register_all() -> None:
+    from .defame import pipeline as _defame  # noqa: F401  (defame and its ablations)
+    from .leaf import pipelines as _leaf  # noqa: F401  (answer:plain, answer:rag, answer:fc-rag, ...)
+    from .pipelines import baselines, qacheck  # noqa: F401  (registration side effects)
+
+
+def get_pipeline(name: str, config: "Config") -> Pipeline:
+    _register_all()
+    if name not in REGISTRY:
+        raise UserError(f"unknown pipeline {name!r}; choose one of: {', '.join(sorted(REGISTRY))}")
+    pipe = REGISTRY[name][0](config)
+    pipe.name = name
+    return pipe
+
+
+def available_pipelines() -> dict[str, str]:
+    _register_all()
+    return {k: v[1] for k, v in sorted(REGISTRY.items())}
