@@ -6,6 +6,9 @@
     veracity doctor                        check this installation and whether the model runs on this CPU
 
 User errors print one line and exit 2; backend failures exit 3.
+
+This module is the top of the command line: it imports each command's `register` function. The options
+the commands share (model_options, pipeline_options, config_from, ...) live in veracity.cli_options.
 """
 
 from __future__ import annotations
@@ -15,65 +18,10 @@ import json
 import sys
 
 from . import __version__
+from .cli_options import config_from, model_options, pipeline_options
 from .errors import BackendError, UserError
 
 EXAMPLE_CLAIM = "Lars Onsager won the Nobel prize when he was 30 years old."
-
-
-def _model_options() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(add_help=False)
-    g = p.add_argument_group("model and configuration")
-    g.add_argument("--config", help="TOML configuration file (default: ./veracity.toml or $VERACITY_CONFIG)")
-    g.add_argument("--model", help="embedded | gguf:PATH | openai:NAME | scripted:FILE | NAME with --base-url")
-    g.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1")
-    g.add_argument("--timeout", type=float, help="seconds per HTTP request")
-    g.add_argument("--n-ctx", type=int, help="context window of the embedded model")
-    g.add_argument("--threads", type=int, dest="n_threads", help="CPU threads for the embedded model")
-    g.add_argument("--cache-path", help="SQLite response cache file")
-    g.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
-    return p
-
-
-def _pipeline_options() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(add_help=False)
-    g = p.add_argument_group("pipeline")
-    g.add_argument("--qa", choices=["retriever-reader", "closed-book", "reciter-reader"],
-                   help="QACheck question-answering module (of the plain `qacheck` pipeline)")
-    g.add_argument("--index", help="index directory to retrieve from (see `veracity index build`)")
-    g.add_argument("--mode", choices=["bm25", "dense", "hybrid"], help="retrieval mode for --index")
-    g.add_argument("--top-k", type=int, help="passages the retriever-reader reads per question")
-    g.add_argument("--max-iterations", type=int, help="QACheck question rounds (default 5)")
-    g.add_argument("--no-validator", action="store_true", help="keep every QA pair (ablation)")
-    g = p.add_argument_group("DEFAME tools")
-    g.add_argument("--search", choices=["serper", "searxng", "local", "none"],
-                   help="web search provider (serper needs SERPER_API_KEY; local searches --index; "
-                        "default: local with --index, else none)")
-    g.add_argument("--searxng-url", help="SearXNG instance with JSON output enabled, e.g. http://127.0.0.1:8888")
-    g.add_argument("--image-collection", help="folder from `veracity images build`: local image and reverse search")
-    g.add_argument("--geoclip-weights", help="local GeoCLIP/CLIP weights for the geolocation tool")
-    g.add_argument("--allow-private-addresses", action="store_true",
-                   help="let the page scraper fetch private and loopback addresses (off: SSRF guard)")
-    return p
-
-
-def _config_from(args: argparse.Namespace):
-    from .config import load_config
-
-    overrides = {k: getattr(args, k, None) for k in ("model", "base_url", "timeout", "n_ctx", "n_threads",
-                                                       "cache_path", "index", "max_claim_chars")}
-    overrides["retrieval_mode"] = getattr(args, "mode", None)
-    overrides["qacheck.qa"] = getattr(args, "qa", None)
-    overrides["qacheck.max_iterations"] = getattr(args, "max_iterations", None)
-    overrides["qacheck.top_k"] = getattr(args, "top_k", None)
-    if getattr(args, "no_validator", False):
-        overrides["qacheck.validator"] = False
-    for key in ("search", "searxng_url", "image_collection", "geoclip_weights"):
-        overrides[f"defame.{key}"] = getattr(args, key, None)
-    if getattr(args, "allow_private_addresses", False):
-        overrides["defame.allow_private_addresses"] = True
-    if getattr(args, "no_cache", False):
-        overrides["cache"] = False
-    return load_config(args.config, overrides)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -83,7 +31,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from .report import format_step, terminal_text, usage_line, write_report
     from .types import Claim
 
-    config = _config_from(args)
+    config = config_from(args)
     if args.claim_file:
         raw: str | bytes = _read_bytes(args.claim_file, _claim_file_limit(config.max_claim_chars),
                                        "the claim file")
@@ -163,7 +111,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from .eval.runner import Budget, run_eval
     from .llm import make_model
 
-    config = _config_from(args)
+    config = config_from(args)
     dataset = load_dataset(args.dataset, args.path, setting=args.setting)
     index = open_retriever(config)
     model = make_model(config)
@@ -202,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"veracity {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("check", parents=[_model_options(), _pipeline_options()], help="check a claim",
+    p = sub.add_parser("check", parents=[model_options(), pipeline_options()], help="check a claim",
                        description="Check a claim and show each reasoning step.")
     p.add_argument("claim", nargs="?", help="the claim to check")
     p.add_argument("--claim-file", help="read the claim from a file ('-' for standard input)")
@@ -215,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--date", help="when the claim was made (YYYY-MM-DD): sources published later are ignored")
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("eval", parents=[_model_options(), _pipeline_options()],
+    p = sub.add_parser("eval", parents=[model_options(), pipeline_options()],
                        help="evaluate pipelines on a benchmark",
                        description="Evaluate pipelines on a benchmark; `veracity eval report DIR` rebuilds the report.")
     p.add_argument("--dataset", required=True,

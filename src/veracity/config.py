@@ -33,6 +33,7 @@ from typing import Any
 from .errors import ConfigError
 
 QA_MODES = ("retriever-reader", "closed-book", "reciter-reader")
+RETRIEVAL_MODES = ("bm25", "dense", "hybrid")  # Config.retrieval_mode; default: hybrid when the index has vectors
 
 
 def default_cache_path() -> str:
@@ -169,8 +170,9 @@ class Config:
             raise ConfigError(f"n_ctx must be at least 512, not {self.n_ctx}")
         if self.llama_extra_buffers not in ("auto", "on", "off"):
             raise ConfigError(f"llama_extra_buffers must be auto, on or off, not {self.llama_extra_buffers!r}")
-        if self.retrieval_mode not in (None, "bm25", "dense", "hybrid"):
-            raise ConfigError(f"retrieval_mode must be bm25, dense or hybrid, not {self.retrieval_mode!r}")
+        if self.retrieval_mode is not None and self.retrieval_mode not in RETRIEVAL_MODES:
+            raise ConfigError(f"retrieval_mode must be {', '.join(RETRIEVAL_MODES[:-1])} or {RETRIEVAL_MODES[-1]}, "
+                              f"not {self.retrieval_mode!r}")
         self.qacheck.validate()
         self.leaf.validate()
         self.defame.validate()

@@ -14,7 +14,7 @@ import json
 import sys
 import time
 
-from ..retrieval.commands import _non_negative_int, _positive_int  # the same checks as `veracity index`
+from ..cli_options import non_negative_int, positive_int  # the same checks as `veracity index`
 from .collection import MAX_DISTANCE, ImageCollection, ImageMatch
 from .files import load_image
 
@@ -41,8 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     what = search.add_mutually_exclusive_group(required=True)
     what.add_argument("--query", metavar="TEXT", help="search the captions")
     what.add_argument("--image", metavar="PATH", help="find this image (resized, re-encoded or recoloured copies too)")
-    search.add_argument("-k", type=_positive_int, default=3, metavar="N", help="number of results (default: 3)")
-    search.add_argument("--max-distance", type=_non_negative_int, default=MAX_DISTANCE, metavar="BITS",
+    search.add_argument("-k", type=positive_int, default=3, metavar="N", help="number of results (default: 3)")
+    search.add_argument("--max-distance", type=non_negative_int, default=MAX_DISTANCE, metavar="BITS",
                         help=f"reverse search: largest pHash distance that counts as a match (default: {MAX_DISTANCE})")
     search.add_argument("--json", action="store_true", help="print the results as JSON")
     search.set_defaults(func=cmd_images_search)

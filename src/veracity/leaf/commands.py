@@ -5,7 +5,9 @@
     veracity leaf report OUT [--json]
 
 `register(subparsers)` adds the command to the main CLI. Handlers return an exit code; a UserError
-propagates to the main CLI, which prints it as one line (exit 2).
+propagates to the main CLI, which prints it as one line (exit 2). The fact-checking flags (leaf_options),
+the configuration they make (leaf_config) and the index check (index_retriever) are in veracity.cli_options,
+shared with `veracity selftrain`.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import replace
 from typing import Any
 
+from ..cli_options import index_retriever, leaf_config, leaf_options, model_options
 from ..errors import UserError
 
 MODES = ("plain", "rag", "fc-rag")
@@ -25,14 +27,12 @@ SNIPPET = 200
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `leaf score|answer|report` to the main CLI's subparsers."""
-    from ..cli import _model_options
-
     parser = subparsers.add_parser("leaf", help="fact-check model answers (LEAF) and answer with them",
                                    description="Fact-check an answer sentence by sentence (LEAF score), or "
                                    "answer a multiple-choice question plainly, with RAG, or Fact-Check-Then-RAG.")
     commands = parser.add_subparsers(dest="leaf_command", metavar="{score,answer,report}", required=True)
 
-    score = commands.add_parser("score", parents=[_model_options(), _leaf_options()],
+    score = commands.add_parser("score", parents=[model_options(), leaf_options()],
                                 help="fact-check an answer: each sentence supported or not, with evidence",
                                 description="Split the answer into sentences; for each, write a search query "
                                 "with the question as context, retrieve passages from the index, and rate it "
@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     score.add_argument("--json", action="store_true", help="print the result as one JSON document")
     score.set_defaults(func=cmd_score)
 
-    answer = commands.add_parser("answer", parents=[_model_options(), _leaf_options()],
+    answer = commands.add_parser("answer", parents=[model_options(), leaf_options()],
                                  help="answer a multiple-choice question and fact-check the answer",
                                  description="Answer a multiple-choice question (plain, MedRAG-style RAG, or "
                                  "Fact-Check-Then-RAG) and fact-check the answer.")
@@ -69,36 +69,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     report.set_defaults(func=cmd_report)
 
 
-def _leaf_options() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(add_help=False)
-    g = p.add_argument_group("fact-checking")
-    g.add_argument("--index", help="index directory to retrieve from (see `veracity index build`)")
-    g.add_argument("--retrieval", dest="mode", choices=["bm25", "dense", "hybrid"],
-                   help="retrieval mode (default: hybrid when the index has embeddings, else bm25)")
-    g.add_argument("--rater-model", help="model that fact-checks (default: the answering model), same specs "
-                   "as --model")
-    g.add_argument("--rater-base-url", help="OpenAI-compatible server of the rater")
-    g.add_argument("--top-k", dest="leaf_top_k", type=int, help="passages retrieved per sentence (default 3)")
-    g.add_argument("--max-sentences", type=int, help="check at most N sentences of an answer (default 30)")
-    g.add_argument("--no-reasoning", action="store_true", help="the rater decides without writing a reasoning")
-    return p
-
-
-def _config(args: argparse.Namespace):
-    from ..cli import _config_from
-
-    config = _config_from(args)
-    leaf = {"rater_model": getattr(args, "rater_model", None), "rater_base_url": getattr(args, "rater_base_url", None),
-            "top_k": getattr(args, "leaf_top_k", None), "max_sentences": getattr(args, "max_sentences", None),
-            "max_rounds": getattr(args, "max_rounds", None),
-            "rater_reasoning": False if getattr(args, "no_reasoning", False) else None}
-    leaf = {k: v for k, v in leaf.items() if v is not None}
-    if leaf:
-        config.leaf = replace(config.leaf, **leaf)
-        config.leaf.validate()
-    return config
-
-
 def _text(value: str | bytes, what: str) -> str:
     from ..check import decode_user_text
 
@@ -119,15 +89,6 @@ def _answer(args: argparse.Namespace) -> str:
 
     source = sys.stdin.buffer if args.answer_file == "-" else args.answer_file
     return _text(read_limited(source, MAX_TEXT_FILE_BYTES, "the answer file"), "answer")
-
-
-def _retriever(config):
-    from ..check import open_retriever
-    from .factcheck import ensure_searchable
-
-    retriever = open_retriever(config)
-    ensure_searchable(retriever)
-    return retriever
 
 
 def _snippet(text: str) -> str:
@@ -192,12 +153,12 @@ def cmd_score(args: argparse.Namespace) -> int:
     from .rater import rater_config
     from .sentences import answer_sentences
 
-    config = _config(args)
+    config = leaf_config(args)
     question = _question(args)
     answer = _answer(args)
     answer_sentences(answer, config.leaf.max_sentences)  # an empty answer fails before anything loads
     options = load_options_file(args.options) if args.options else {}
-    retriever = _retriever(config)
+    retriever = index_retriever(config)
     model = make_model(rater_config(config) or config)
     listeners = []
     if not args.json:
@@ -236,10 +197,10 @@ def cmd_answer(args: argparse.Namespace) -> int:
     from .options import load_options_file
 
     options = load_options_file(args.options)
-    config = _config(args)
+    config = leaf_config(args)
     question = _question(args)
     pipeline = get_pipeline(f"answer:{args.answer_mode}", config)
-    retriever = _retriever(config)
+    retriever = index_retriever(config)
     model = make_model(config)
     listeners = []
     if not args.json:

@@ -13,6 +13,7 @@ import sys
 import time
 from typing import Any
 
+from veracity.cli_options import non_negative_int, positive_int
 from veracity.retrieval.documents import Passage
 from veracity.retrieval.index import MODES, Index
 
@@ -33,16 +34,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="also compute MiniLM embeddings (enables dense and hybrid search; slow on CPU)")
     build.add_argument("--model", metavar="DIR",
                        help="a local sentence-transformers model folder to use instead of MiniLM")
-    build.add_argument("--max-words", type=_positive_int, default=120, metavar="N",
+    build.add_argument("--max-words", type=positive_int, default=120, metavar="N",
                        help="maximum words per passage (default: 120)")
-    build.add_argument("--overlap", type=_non_negative_int, default=20, metavar="N",
+    build.add_argument("--overlap", type=non_negative_int, default=20, metavar="N",
                        help="words shared by consecutive passages (default: 20)")
     build.set_defaults(func=_build)
 
     search = commands.add_parser("search", help="search an index")
     search.add_argument("dir", help="the index folder")
     search.add_argument("query", help="what to search for")
-    search.add_argument("-k", type=_positive_int, default=5, metavar="N", help="number of results (default: 5)")
+    search.add_argument("-k", type=positive_int, default=5, metavar="N", help="number of results (default: 5)")
     search.add_argument("--mode", choices=MODES,
                         help="retrieval mode (default: hybrid when the index has dense embeddings, else bm25)")
     search.add_argument("--model", metavar="DIR", help="embedding model folder (default: the one used to build)")
@@ -100,21 +101,3 @@ def _hit_dict(rank: int, passage: Passage, score: float) -> dict[str, Any]:
 def _snippet(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1].rsplit(" ", 1)[0] + " …"
-
-
-def _positive_int(value: str) -> int:
-    return _int_at_least(value, 1)
-
-
-def _non_negative_int(value: str) -> int:
-    return _int_at_least(value, 0)
-
-
-def _int_at_least(value: str, minimum: int) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
-    if number < minimum:
-        raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {number}")
-    return number

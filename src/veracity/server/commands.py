@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..cli_options import config_from, model_options, pipeline_options
+
 
 def _non_negative(text: str) -> int:
     value = int(text)
@@ -21,9 +23,8 @@ def _non_negative(text: str) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ..cli import _model_options, _pipeline_options
-
-    p = subparsers.add_parser("serve", parents=[_model_options(), _pipeline_options()],
+    """Add `serve` to the main CLI's subparsers."""
+    p = subparsers.add_parser("serve", parents=[model_options(), pipeline_options()],
                               help="serve the web page and HTTP API",
                               description="Serve the web page (check claims, watch each step) and the HTTP API "
                                           "(/openapi.json). Runs are kept in a SQLite file.")
@@ -66,11 +67,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     import uvicorn
 
-    from ..cli import _config_from
     from .app import create_app
     from .settings import ServerSettings
 
-    config = _config_from(args)
+    config = config_from(args)
     if args.rater_model:
         config.leaf = replace(config.leaf, rater_model=args.rater_model)
     settings = ServerSettings(host=args.host, port=args.port, max_concurrent=args.max_concurrent,

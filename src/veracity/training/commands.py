@@ -7,7 +7,8 @@
     veracity selftrain evaluate --dataset mirage:pubmedqa [--path FILE] --index DIR --out RUN
 
 `register(subparsers)` adds the command to the main CLI. A UserError propagates to the main CLI,
-which prints it as one line (exit 2).
+which prints it as one line (exit 2). sample and evaluate take the same model and fact-checking flags
+as `veracity leaf` (veracity.cli_options: model_options, leaf_options, leaf_config, index_retriever).
 """
 
 from __future__ import annotations
@@ -19,13 +20,12 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from ..cli_options import index_retriever, leaf_config, leaf_options, model_options
 from ..errors import UserError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ..cli import _model_options
-    from ..leaf.commands import _leaf_options
-
+    """Add `selftrain sample|build|train|evaluate` to the main CLI's subparsers."""
     parser = subparsers.add_parser("selftrain", help="self-training from LEAF fact-checks (sample, build, train, "
                                    "evaluate)", description="Sample answers, score them with LEAF, build SFT and "
                                    "SimPO sets, train with TRL, and compare accuracy before and after.")
@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     out_opt = argparse.ArgumentParser(add_help=False)
     out_opt.add_argument("--out", required=True, help="the self-training run folder")
 
-    s = commands.add_parser("sample", parents=[_model_options(), _leaf_options(), data_options(), out_opt],
+    s = commands.add_parser("sample", parents=[model_options(), leaf_options(), data_options(), out_opt],
                             help="sample K answers per question and LEAF-score each (resumable)")
     s.add_argument("--questions", type=int, default=20, help="training questions to sample (default 20)")
     s.add_argument("--samples", type=int, default=4, help="answers per question (default 4)")
@@ -72,7 +72,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--threads", type=int, help="CPU threads for torch")
     t.set_defaults(func=cmd_train)
 
-    e = commands.add_parser("evaluate", parents=[_model_options(), _leaf_options(), data_options(), out_opt],
+    e = commands.add_parser("evaluate", parents=[model_options(), leaf_options(), data_options(), out_opt],
                             help="accuracy before and after on the held-apart questions (answer:plain)")
     e.add_argument("--base", default=None, help="the base model (default: --model, else embedded)")
     e.add_argument("--trained", help="the trained model (default hf:OUT/model)")
@@ -100,19 +100,18 @@ def _dataset(args):
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
-    from ..leaf.commands import _config, _retriever
     from ..leaf.rater import Rater
     from ..llm import make_model
     from .sampling import SAMPLES, sample_dataset
     from .split import load_or_make_split
 
     out = Path(args.out)
-    config = _config(args)
+    config = leaf_config(args)
     ds = _dataset(args)
     split = load_or_make_split(out, ds.name, [it.id for it in ds.items], args.n_eval, args.seed)
     by_id = {it.id: it for it in ds.items}
     items = [by_id[i] for i in split["train_ids"][: max(0, args.questions)]]
-    retriever = _retriever(config)
+    retriever = index_retriever(config)
     model = make_model(config)
     rater = Rater(config).model() or model
     temperature = config.leaf.temperature if args.temperature is None else args.temperature
@@ -151,12 +150,11 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from ..leaf.commands import _config, _retriever
     from .evaluation import evaluate, to_text
     from .training import BASE_DIR, MODEL_DIR, export_base
 
     out = Path(args.out)
-    config = _config(args)
+    config = leaf_config(args)
     base = args.base or (args.model if args.model else "embedded")
     trained = args.trained or f"hf:{out / MODEL_DIR}"
     if trained.startswith("hf:") and not Path(trained[3:]).is_dir():
@@ -170,7 +168,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if not config.leaf.rater_model:  # one rater for both, so the LEAF scores compare
         config.leaf = replace(config.leaf, rater_model=base)
     ds = _dataset(args)
-    table = evaluate(out, ds, {"before": base, "after": trained}, config, _retriever(config),
+    table = evaluate(out, ds, {"before": base, "after": trained}, config, index_retriever(config),
                      limit=args.limit, progress=not args.json)
     if args.json:
         print(json.dumps(table, indent=2))

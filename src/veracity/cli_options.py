@@ -1,0 +1,138 @@
+"""Command-line options shared by the `veracity` commands, and the configuration they make.
+
+    model_options()          parent parser: --config, --model, --base-url, ... (every command that runs a model)
+    pipeline_options()       parent parser: --qa, --index, --mode, --search, ... (check, eval, serve)
+    leaf_options()           parent parser: --index, --retrieval, --rater-model, ... (leaf score|answer,
+                             selftrain sample|evaluate)
+    config_from(args)        the Config: defaults < file < environment < the flags above
+    leaf_config(args)        config_from(args) with the LEAF flags applied
+    index_retriever(config)  the retriever of config.index, or a UserError when there is nothing to search
+    positive_int, non_negative_int   argparse types with one-line errors
+
+The main CLI (veracity.cli) imports the commands' `register` functions; the commands import their shared
+options from here, never from veracity.cli. Choice lists come from the constants in veracity.config.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+
+from .config import QA_MODES, RETRIEVAL_MODES, SEARCH_PROVIDERS, load_config
+
+
+def model_options() -> argparse.ArgumentParser:
+    """Parent parser of the model and configuration flags."""
+    p = argparse.ArgumentParser(add_help=False)
+    g = p.add_argument_group("model and configuration")
+    g.add_argument("--config", help="TOML configuration file (default: ./veracity.toml or $VERACITY_CONFIG)")
+    g.add_argument("--model", help="embedded | gguf:PATH | openai:NAME | scripted:FILE | NAME with --base-url")
+    g.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1")
+    g.add_argument("--timeout", type=float, help="seconds per HTTP request")
+    g.add_argument("--n-ctx", type=int, help="context window of the embedded model")
+    g.add_argument("--threads", type=int, dest="n_threads", help="CPU threads for the embedded model")
+    g.add_argument("--cache-path", help="SQLite response cache file")
+    g.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
+    return p
+
+
+def pipeline_options() -> argparse.ArgumentParser:
+    """Parent parser of the pipeline (QACheck, retrieval) and DEFAME tool flags."""
+    p = argparse.ArgumentParser(add_help=False)
+    g = p.add_argument_group("pipeline")
+    g.add_argument("--qa", choices=QA_MODES,
+                   help="QACheck question-answering module (of the plain `qacheck` pipeline)")
+    g.add_argument("--index", help="index directory to retrieve from (see `veracity index build`)")
+    g.add_argument("--mode", choices=RETRIEVAL_MODES, help="retrieval mode for --index")
+    g.add_argument("--top-k", type=int, help="passages the retriever-reader reads per question")
+    g.add_argument("--max-iterations", type=int, help="QACheck question rounds (default 5)")
+    g.add_argument("--no-validator", action="store_true", help="keep every QA pair (ablation)")
+    g = p.add_argument_group("DEFAME tools")
+    g.add_argument("--search", choices=SEARCH_PROVIDERS,
+                   help="web search provider (serper needs SERPER_API_KEY; local searches --index; "
+                        "default: local with --index, else none)")
+    g.add_argument("--searxng-url", help="SearXNG instance with JSON output enabled, e.g. http://127.0.0.1:8888")
+    g.add_argument("--image-collection", help="folder from `veracity images build`: local image and reverse search")
+    g.add_argument("--geoclip-weights", help="local GeoCLIP/CLIP weights for the geolocation tool")
+    g.add_argument("--allow-private-addresses", action="store_true",
+                   help="let the page scraper fetch private and loopback addresses (off: SSRF guard)")
+    return p
+
+
+def leaf_options() -> argparse.ArgumentParser:
+    """Parent parser of the LEAF fact-checking flags (index, retrieval mode, rater)."""
+    p = argparse.ArgumentParser(add_help=False)
+    g = p.add_argument_group("fact-checking")
+    g.add_argument("--index", help="index directory to retrieve from (see `veracity index build`)")
+    g.add_argument("--retrieval", dest="mode", choices=RETRIEVAL_MODES,
+                   help="retrieval mode (default: hybrid when the index has embeddings, else bm25)")
+    g.add_argument("--rater-model", help="model that fact-checks (default: the answering model), same specs "
+                   "as --model")
+    g.add_argument("--rater-base-url", help="OpenAI-compatible server of the rater")
+    g.add_argument("--top-k", dest="leaf_top_k", type=int, help="passages retrieved per sentence (default 3)")
+    g.add_argument("--max-sentences", type=int, help="check at most N sentences of an answer (default 30)")
+    g.add_argument("--no-reasoning", action="store_true", help="the rater decides without writing a reasoning")
+    return p
+
+
+def config_from(args: argparse.Namespace):
+    """The Config of a command: its --config file, the environment, then the flags it was given."""
+    overrides = {k: getattr(args, k, None) for k in ("model", "base_url", "timeout", "n_ctx", "n_threads",
+                                                       "cache_path", "index", "max_claim_chars")}
+    overrides["retrieval_mode"] = getattr(args, "mode", None)
+    overrides["qacheck.qa"] = getattr(args, "qa", None)
+    overrides["qacheck.max_iterations"] = getattr(args, "max_iterations", None)
+    overrides["qacheck.top_k"] = getattr(args, "top_k", None)
+    if getattr(args, "no_validator", False):
+        overrides["qacheck.validator"] = False
+    for key in ("search", "searxng_url", "image_collection", "geoclip_weights"):
+        overrides[f"defame.{key}"] = getattr(args, key, None)
+    if getattr(args, "allow_private_addresses", False):
+        overrides["defame.allow_private_addresses"] = True
+    if getattr(args, "no_cache", False):
+        overrides["cache"] = False
+    return load_config(args.config, overrides)
+
+
+def leaf_config(args: argparse.Namespace):
+    """config_from(args) with the flags of leaf_options() (and --max-rounds) applied to config.leaf."""
+    config = config_from(args)
+    leaf = {"rater_model": getattr(args, "rater_model", None), "rater_base_url": getattr(args, "rater_base_url", None),
+            "top_k": getattr(args, "leaf_top_k", None), "max_sentences": getattr(args, "max_sentences", None),
+            "max_rounds": getattr(args, "max_rounds", None),
+            "rater_reasoning": False if getattr(args, "no_reasoning", False) else None}
+    leaf = {k: v for k, v in leaf.items() if v is not None}
+    if leaf:
+        config.leaf = replace(config.leaf, **leaf)
+        config.leaf.validate()
+    return config
+
+
+def index_retriever(config):
+    """The retriever of config.index, checked to have something to search (leaf.factcheck.ensure_searchable)."""
+    from .check import open_retriever
+    from .leaf.factcheck import ensure_searchable
+
+    retriever = open_retriever(config)
+    ensure_searchable(retriever)
+    return retriever
+
+
+def positive_int(value: str) -> int:
+    """argparse type: a whole number of at least 1."""
+    return _int_at_least(value, 1)
+
+
+def non_negative_int(value: str) -> int:
+    """argparse type: a whole number of at least 0."""
+    return _int_at_least(value, 0)
+
+
+def _int_at_least(value: str, minimum: int) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
+    if number < minimum:
+        raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {number}")
+    return number
