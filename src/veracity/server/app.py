@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import os
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -37,6 +36,7 @@ from .pages import router as pages_router, template_globals
 from .runs import RunManager
 from .safe import mend
 from .settings import ServerSettings
+from .state import ServerState
 from .store import RunStore
 from .uploads import ImageUploads
 
@@ -56,19 +56,6 @@ the claim's images inline, `"images": [{"data": "<base64>", "filename": "photo.j
 may carry its `date` (YYYY-MM-DD).
 Errors are JSON: `{"error": code, "detail": what to fix}`. When the server was started with
 VERACITY_API_TOKEN, send `Authorization: Bearer TOKEN`."""
-
-
-@dataclass
-class ServerState:
-    config: "Config"
-    settings: ServerSettings
-    auth: Auth
-    store: RunStore
-    catalog: Catalog
-    manager: RunManager
-    limiter: RateLimiter
-    templates: Jinja2Templates
-    uploads: ImageUploads
 
 
 # POST bodies that may carry images: a check through the API (base64) or the page's plain form (multipart)

@@ -20,14 +20,15 @@ from starlette.datastructures import UploadFile as StarletteUploadFile  # what t
 
 from . import store as st
 from .answers import NAME as ANSWER_CHECK
-from .api import MAX_OFFSET, CheckIn, images_of, start_check, state, stored_images
 from .auth import COOKIE
+from .checks import MAX_OFFSET, CheckIn, images_of, start_check, stored_images
 from .errors import ApiError, short_error
+from .state import state
 from .uploads import Upload, clean_filename
 from .views import EXAMPLES, group_steps, human_time, iso, label_class, link_parts, model_calls, source_of
 
 if TYPE_CHECKING:
-    from .app import ServerState
+    from .state import ServerState
 
 router = APIRouter(include_in_schema=False)
 HISTORY_PAGE = 15
