@@ -23,9 +23,9 @@ from veracity.llm import Model
 from veracity.llm.scripted import ScriptedBackend
 from veracity.registry import get_pipeline
 from veracity.prompts import load_prompt
-from veracity.prompts.parsers import (parse_closed_book, parse_label, parse_passage, parse_question, parse_rationale,
-                                      parse_short_answer)
+from veracity.prompts.parsers import parse_label, parse_rationale
 from veracity.prompts.quoting import DATA_NOTE, neutralise, quote_data, quote_inline
+from veracity.qacheck.parsing import parse_closed_book, parse_passage, parse_question, parse_short_answer
 from veracity.retrieval import Document, Index
 from veracity.types import Claim, Evidence
 
@@ -130,7 +130,7 @@ def test_scored_decisions_are_not_re_read():
     """Log-probability choices (embedded, transformers) are scored, not parsed: they stand as they are."""
     from veracity.llm import UsageMeter
     from veracity.llm.base import Choice, CompletionRequest
-    from veracity.pipelines.reasoning import strict_choose
+    from veracity.verdicts import strict_choose
     from veracity.trace import Tracer
 
     class Scored(ScriptedBackend):
@@ -339,7 +339,7 @@ def test_property_a_decision_read_from_text_is_asserted_by_the_answer_it_came_fr
     """Through the backend's own parse-and-retry: the label, if any, is asserted in the reply that gave it."""
     from veracity.llm import UsageMeter
     from veracity.llm.base import CompletionRequest
-    from veracity.pipelines.reasoning import strict_choose
+    from veracity.verdicts import strict_choose
     from veracity.trace import Tracer
 
     backend = ScriptedBackend([(RETRY, retry), (r".*", reply)])

@@ -432,7 +432,7 @@ def test_pipelines_declare_their_input_and_images(tmp_path):
     """What DEFAME and LEAF set on their pipelines: `accepts_images` shows the image field, an `input_kind`
     other than "claim" keeps the pipeline off the claim form and API."""
     from veracity.config import load_config
-    from veracity.pipelines.base import REGISTRY, Pipeline, register
+    from veracity.pipeline import REGISTRY, Pipeline, register
     from veracity.server.catalog import Catalog
     from veracity.server.errors import ApiError
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import UserError
 from .llm.usage import UsageMeter
-from .pipelines.base import Context, Pipeline
+from .pipeline import Context, Pipeline
 from .trace import Listener, Tracer
 from .types import Claim, Verdict
 

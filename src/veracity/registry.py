@@ -1,8 +1,8 @@
 """Pipelines by name, above the systems that define them.
 
-Each system (QACheck and the baselines in `pipelines/`, DEFAME in `defame/`, LEAF in `leaf/`) registers
-its pipelines and ablations with `pipelines.base.register`; this module imports them all and builds one
-by name. The systems import nothing from here, so there is no import circle.
+Each system (QACheck in `qacheck/`, the baselines in `baselines/`, DEFAME in `defame/`, LEAF in `leaf/`)
+registers its pipelines and ablations with `veracity.pipeline.register`; this module imports them all and
+builds one by name. The systems import nothing from here, so there is no import circle.
 """
 
 from __future__ import annotations
@@ -10,16 +10,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .errors import UserError
-from .pipelines.base import REGISTRY, Pipeline
+from .pipeline import REGISTRY, Pipeline
 
 if TYPE_CHECKING:
     from .config import Config
 
 
 def _register_all() -> None:
+    # imported for their registration side effects
+    from .qacheck import pipeline as _qacheck  # noqa: F401  (qacheck, its QA modes and ablations)
+    from .baselines import pipeline as _baselines  # noqa: F401  (direct, cot)
     from .defame import pipeline as _defame  # noqa: F401  (defame and its ablations)
     from .leaf import pipelines as _leaf  # noqa: F401  (answer:plain, answer:rag, answer:fc-rag, ...)
-    from .pipelines import baselines, qacheck  # noqa: F401  (registration side effects)
 
 
 def get_pipeline(name: str, config: "Config") -> Pipeline:

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..llm.base import fewshot
-from ..pipelines.base import Context, Pipeline, register
-from ..pipelines.reasoning import UNVERIFIED, choose_label, label_block
+from ..pipeline import Context, Pipeline, register
 from ..prompts import load_prompt
 from ..tools.base import Action, ImageStore, ToolCall, ToolOutput
 from ..types import Claim, Evidence, Verdict
+from ..verdicts import UNVERIFIED, choose_label, label_block
 from .actions import parse_plan
 from .parsing import clean_text, excerpt, grounded, parse_summary
 from .record import Finding, Record, Round, evidence_text

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..pipelines.reasoning import claim_line
 from ..prompts.quoting import neutralise, quote_data, quote_inline
 from ..types import Claim, Evidence
+from ..verdicts import claim_line
 
 SOURCE_CHARS = 200  # longest source name (a page title) shown in the record
 

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from ..llm.base import fewshot
-from ..pipelines.reasoning import strict_choose
 from ..prompts import load_prompt
 from ..prompts.quoting import quote_passages
 from ..types import Evidence
+from ..verdicts import strict_choose
 from .parsing import parse_query, parse_reasoning
 from .sentences import answer_sentences
 

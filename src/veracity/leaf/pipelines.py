@@ -24,8 +24,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
+from ..pipeline import Context, Pipeline, register
 from ..types import Claim, Verdict
-from ..pipelines.base import Context, Pipeline, register
 from .answering import Answer, Answerer
 from .factcheck import AnswerChecker, LeafResult, ensure_searchable
 from .options import format_options, options_of

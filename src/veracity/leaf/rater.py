@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..config import Config
     from ..llm.model import Model, RunModel
-    from ..pipelines.base import Context
+    from ..pipeline import Context
 
 _LOCAL = ("embedded", "gguf:", "openai:", "scripted:")
 

@@ -1,4 +1,9 @@
-"""Parsers for what models write in reply to the templates, with regex fallbacks.
+"""Shared parsers for what models write in reply to the templates, with regex fallbacks.
+
+Here: reading a verdict label from free text (`parse_label`, `choice_text`, `is_parsed`), the True/False
+labels and final-answer cue of the reasoner and chain-of-thought prompts, and the reasoning before that
+answer (`parse_rationale`); `veracity.verdicts` uses them for QACheck, the baselines, DEFAME and LEAF.
+Each system's own parsers live in its package: `qacheck/parsing.py`, `defame/parsing.py`, `leaf/parsing.py`.
 
 Each returns `None` (or an empty value) when the output cannot be used; callers record that as a
 parse failure in the trace and fall back explicitly. No parser ever invents a label.
@@ -8,61 +13,9 @@ from __future__ import annotations
 
 import re
 
-_PREFIX = r"^\s*(?:question\s*\d*|q\d*|answer\s*\d*|a\d*|relevant passage|passage|evidence|prediction)\s*[:=]\s*"
-
 
 def _lines(text: str) -> list[str]:
     return [ln.strip() for ln in text.replace("\r", "").split("\n") if ln.strip()]
-
-
-def _strip_prefix(line: str) -> str:
-    line = re.sub(_PREFIX, "", line, flags=re.IGNORECASE)
-    return line.strip().strip('"').strip()
-
-
-def parse_question(text: str) -> str | None:
-    """The generated question: the first non-empty line, without a `Question N =` prefix.
-
-    Anything after the first `?` on that line (a stray answer) is dropped. Returns None when
-    nothing question-like (at least two words) remains.
-    """
-    for line in _lines(text):
-        q = _strip_prefix(line)
-        if "?" in q:
-            q = q[: q.index("?") + 1]
-        q = re.split(r"\s+(?:Answer\s*\d*\s*[:=])", q, maxsplit=1)[0].strip()
-        if len(q.split()) >= 2:
-            return q if q.endswith("?") else q.rstrip(".") + "?"
-        return None
-    return None
-
-
-def parse_short_answer(text: str) -> str | None:
-    """A short answer (reader, closed-book): the first line without an `Answer =` prefix."""
-    for line in _lines(text):
-        a = _strip_prefix(line)
-        a = re.split(r"\s+(?:Evidence|Question)\s*\d*\s*[:=]", a, maxsplit=1)[0].strip()
-        return a.rstrip(".").strip() or None
-    return None
-
-
-def parse_closed_book(text: str) -> tuple[str | None, str | None]:
-    """(answer, evidence) from `<answer>\\nEvidence = <sentence>`; evidence may be missing."""
-    answer = parse_short_answer(text)
-    m = re.search(r"evidence\s*[:=]\s*(.+)", text, flags=re.IGNORECASE)
-    evidence = m.group(1).strip() if m else None
-    return answer, (evidence or None)
-
-
-def parse_passage(text: str) -> str | None:
-    """A recited passage: the text up to the next demonstration-like line."""
-    kept: list[str] = []
-    for line in _lines(text):
-        if re.match(r"^(question|claim)\s*\d*\s*[:=]", line, flags=re.IGNORECASE) or line.startswith("---"):
-            break
-        kept.append(_strip_prefix(line))
-    passage = " ".join(k for k in kept if k).strip()
-    return passage if len(passage.split()) >= 3 else None
 
 
 def parse_rationale(text: str) -> str:

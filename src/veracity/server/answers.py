@@ -17,7 +17,7 @@ from ..errors import UserError
 from ..leaf.factcheck import AnswerChecker
 from ..leaf.rater import Rater
 from ..leaf.sentences import answer_sentences
-from ..pipelines.base import Context, Pipeline
+from ..pipeline import Context, Pipeline
 from ..types import Claim, Verdict
 from .errors import ApiError
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..config import QA_MODES
 from ..errors import UserError
 from ..leaf.rater import Rater
-from ..pipelines.base import Pipeline
+from ..pipeline import Pipeline
 from ..registry import available_pipelines, get_pipeline
 from .answers import DEFAULT_MAX_ANSWER_CHARS, AnswerCheckPipeline
 from .answers import DESCRIPTION as ANSWER_CHECK_DESCRIPTION

@@ -29,7 +29,7 @@ from .errors import INTERNAL_ERROR, ApiError, short_error
 
 if TYPE_CHECKING:
     from ..config import Config
-    from ..pipelines.base import Pipeline
+    from ..pipeline import Pipeline
     from ..retrieval.base import Retriever
     from ..trace import Step
     from .catalog import Catalog

@@ -6,11 +6,11 @@ from abc import ABC, abstractmethod
 
 from ..errors import UserError
 from ..llm.base import fewshot
+from ..pipeline import Context
 from ..prompts import load_prompt
-from ..prompts.parsers import parse_closed_book, parse_passage, parse_short_answer
 from ..prompts.quoting import quote_passages
 from ..types import Evidence
-from .base import Context
+from .parsing import parse_closed_book, parse_passage, parse_short_answer
 
 UNKNOWN = "Unknown"
 

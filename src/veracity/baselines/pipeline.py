@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..llm.base import fewshot
+from ..pipeline import Context, Pipeline, register
 from ..prompts import load_prompt
 from ..types import BINARY_LABELS, Claim, Verdict
-from .base import Context, Pipeline, register
-from .reasoning import UNVERIFIED, choose_label, claim_line, decide_label, label_block, reason_then_label
+from ..verdicts import UNVERIFIED, choose_label, claim_line, decide_label, label_block, reason_then_label
 
 if TYPE_CHECKING:
     from ..config import Config

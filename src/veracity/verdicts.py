@@ -1,18 +1,25 @@
-"""Shared step for the reasoner and chain-of-thought: free-text reasoning, then a constrained label."""
+"""Choosing a verdict label through the model, shared by QACheck, the baselines, DEFAME and LEAF.
+
+The label set shown to a prompt (`label_block`, `claim_line`), a strict reading of the model's choice
+(`strict_choose`: a label only when the model asserts exactly one, never a guess), a label among any set
+(`choose_label`, falling back to e.g. `UNVERIFIED`), True/False mapped to Supported/Refuted (`decide_label`),
+and the shared step of QACheck's reasoner and chain-of-thought: free-text reasoning, then a constrained
+label (`reason_then_label`).
+"""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..llm.base import FORMAT_REMINDER, Choice, CompletionRequest, fewshot
-from ..prompts.parsers import (FINAL_ANSWER_CUE, TRUE_FALSE, TRUTH_TO_LABEL, choice_text, is_parsed, parse_label,
-                               parse_rationale)
-from ..types import Claim, Verdict
-from .base import Context
+from .llm.base import FORMAT_REMINDER, Choice, CompletionRequest, fewshot
+from .pipeline import Context
+from .prompts.parsers import (FINAL_ANSWER_CUE, TRUE_FALSE, TRUTH_TO_LABEL, choice_text, is_parsed, parse_label,
+                              parse_rationale)
+from .types import Claim, Verdict
 
 if TYPE_CHECKING:
-    from ..llm.model import RunModel
+    from .llm.model import RunModel
 
 UNVERIFIED = "Unverified"  # the label when the model's final answer matched no allowed label
 

@@ -1,4 +1,8 @@
-"""The pipeline protocol, the run context, and the registry of pipelines by name."""
+"""The pipeline protocol, the run context, and the registry of pipelines by name.
+
+Shared, below the systems: each system (`qacheck/`, `baselines/`, `defame/`, `leaf/`) registers its
+pipelines and ablations here with `register`; `veracity.registry` imports the systems and builds one by name.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +10,15 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from ..errors import UserError
-from ..types import BINARY_LABELS, Claim, Verdict
+from .errors import UserError
+from .types import BINARY_LABELS, Claim, Verdict
 
 if TYPE_CHECKING:
-    from ..config import Config
-    from ..llm.model import RunModel
-    from ..llm.usage import UsageMeter
-    from ..retrieval.base import Retriever
-    from ..trace import Tracer
+    from .config import Config
+    from .llm.model import RunModel
+    from .llm.usage import UsageMeter
+    from .retrieval.base import Retriever
+    from .trace import Tracer
 
 
 @dataclass

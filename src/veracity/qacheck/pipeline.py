@@ -13,12 +13,12 @@ import re
 from typing import TYPE_CHECKING
 
 from ..llm.base import fewshot
+from ..pipeline import Context, Pipeline, register
 from ..prompts import load_prompt
-from ..prompts.parsers import parse_question
 from ..types import Claim, QAStep, Verdict
-from .base import Context, Pipeline, register
+from ..verdicts import reason_then_label
+from .parsing import parse_question
 from .qa import QA_MODULES, QAModule
-from .reasoning import reason_then_label
 
 if TYPE_CHECKING:
     from ..config import Config, QACheckConfig
