@@ -71,6 +71,8 @@ from stub_server import QACHECK_RULES as SERVER_RULES  # noqa: E402  (the script
 class VeracityServer:
     """`veracity serve` in a subprocess on 127.0.0.1 (port chosen by the OS), stopped at teardown."""
 
+    with_stdout = False  # also read stdout (uvicorn's access log) into .log
+
     def __init__(self, args: list[str], *, db: Path, env: dict[str, str], cwd: Path) -> None:
         self.args, self.db, self.env, self.cwd = list(args), Path(db), env, cwd
         self.proc: _subprocess.Popen | None = None
@@ -81,8 +83,10 @@ class VeracityServer:
         cmd = veracity_cmd() + ["serve", "--host", "127.0.0.1", "--port", "0", "--db", str(self.db),
                                 "--log-level", "info", *self.args]
         self.log = []
-        self.proc = _subprocess.Popen(cmd, stdout=_subprocess.DEVNULL, stderr=_subprocess.PIPE, env=self.env,
-                                      cwd=self.cwd, text=True, start_new_session=True)
+        # with_stdout: uvicorn's access log (stdout) is read too, merged into the log
+        out, err = ((_subprocess.PIPE, _subprocess.STDOUT) if self.with_stdout else (_subprocess.DEVNULL, _subprocess.PIPE))
+        self.proc = _subprocess.Popen(cmd, stdout=out, stderr=err, env=self.env, cwd=self.cwd, text=True,
+                                      start_new_session=True)
         found = _threading.Event()
 
         def drain(stream):
@@ -94,7 +98,8 @@ class VeracityServer:
                     found.set()
             found.set()
 
-        _threading.Thread(target=drain, args=(self.proc.stderr,), daemon=True).start()
+        _threading.Thread(target=drain, args=(self.proc.stdout if self.with_stdout else self.proc.stderr,),
+                          daemon=True).start()
         if not found.wait(timeout) or not self.url:
             self.stop()
             raise RuntimeError("veracity serve did not start:\n" + "\n".join(self.log[-30:]))
@@ -121,6 +126,12 @@ def server_env(base: Path) -> dict[str, str]:
     env["PYTHONIOENCODING"] = "utf-8"
     env["PYTHONUNBUFFERED"] = "1"
     return env
+
+
+@pytest.fixture
+def rules(tmp_path):
+    """The scripted QACheck model (SERVER_RULES) as a --model spec."""
+    return write_rules(tmp_path / "rules.json")
 
 
 def write_rules(path: Path, rules: dict | None = None) -> str:

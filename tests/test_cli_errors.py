@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from conftest import veracity_cmd
-from stub_server import QACHECK_RULES
 
 CORPUS = [{"id": "orrin", "title": "Orrin Bridge", "text": "The Orrin Bridge is a stone bridge in Tallinn, Estonia."},
           {"id": "kestrel", "title": "Kestrel Bay", "text": "Kestrel Bay is a novel written by Mara Lind."},
@@ -52,11 +51,6 @@ def index(built_index, tmp_path):
     return copy
 
 
-@pytest.fixture
-def rules(tmp_path):
-    f = tmp_path / "rules.json"
-    f.write_text(json.dumps(QACHECK_RULES))
-    return f"scripted:{f}"
 
 
 def _save(path: Path, array) -> None:

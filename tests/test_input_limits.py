@@ -18,7 +18,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import veracity_cmd
-from stub_server import QACHECK_RULES
 from veracity.config import load_config
 from veracity.errors import ConfigError, UserError
 from veracity.images.files import ImageError, load_image
@@ -234,11 +233,6 @@ def one_line_error(r, code=2) -> str:
     return err
 
 
-@pytest.fixture
-def rules(tmp_path):
-    f = tmp_path / "rules.json"
-    f.write_text(json.dumps(QACHECK_RULES))
-    return f"scripted:{f}"
 
 
 def test_cli_claim_file_dev_zero(rules, cli_env):

@@ -6,10 +6,8 @@ The real `veracity serve` on 127.0.0.1 (a subprocess) with the scripted backend;
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import subprocess
-import threading
 import time
 
 import httpx
@@ -214,27 +212,7 @@ def test_a_backend_error_is_one_short_line(server_factory):
 class LoggedServer(VeracityServer):
     """`veracity serve` with its stdout (uvicorn's access log) read too."""
 
-    def start(self, timeout: float = 30) -> "LoggedServer":
-        cmd = veracity_cmd() + ["serve", "--host", "127.0.0.1", "--port", "0", "--db", str(self.db),
-                                "--log-level", "info", *self.args]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self.env,
-                                     cwd=self.cwd, text=True, start_new_session=True)
-        found = threading.Event()
-
-        def drain(stream):
-            for line in stream:
-                self.log.append(line.rstrip())
-                m = re.search(r"Uvicorn running on (http://127\.0\.0\.1:\d+)", line)
-                if m:
-                    self.url = m.group(1)
-                    found.set()
-            found.set()
-
-        threading.Thread(target=drain, args=(self.proc.stdout,), daemon=True).start()
-        if not found.wait(timeout) or not self.url:
-            self.stop()
-            raise RuntimeError("veracity serve did not start:\n" + "\n".join(self.log[-30:]))
-        return self
+    with_stdout = True
 
 
 @pytest.fixture
