@@ -443,7 +443,7 @@ def test_pipelines_declare_their_input_and_images(tmp_path):
         def check(self, claim, ctx):
             raise AssertionError("never run")
 
-    register("test-answer-check", "a pipeline that checks answers")(lambda config: AnswerCheck())
+    register("test-answer-check", "a pipeline that checks answers", kind=AnswerCheck)(lambda config: AnswerCheck())
     try:
         cat = Catalog(load_config(overrides={"model": write_rules(tmp_path / "r.json")}, env={}))
         info = cat.pipelines["test-answer-check"]

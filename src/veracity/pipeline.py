@@ -54,12 +54,62 @@ class Pipeline(ABC):
 
 
 Factory = Callable[["Config"], Pipeline]
-REGISTRY: dict[str, tuple[Factory, str]] = {}
+INDEX_RULES = ("never", "always", "retriever-reader", "local-search")
 
 
-def register(name: str, description: str) -> Callable[[Factory], Factory]:
-    """Class decorator of a system's pipeline factory; `veracity.registry` imports every system and looks them up."""
+@dataclass(frozen=True)
+class PipelineSpec:
+    """What a registered pipeline needs and accepts, declared once where it is registered, so that the CLI, the
+    server and the evaluation ask the registry instead of building pipelines to probe them."""
+
+    name: str
+    description: str
+    factory: Factory
+    kind: type[Pipeline]  # the class the factory builds: its input_kind, accepts_images and labels
+    qa: str | None = None  # "choice": follows the configured QA module; a QA module's name: fixed; None: has none
+    index: str = "never"  # never | always | retriever-reader (when its QA module is) | local-search (defame.search)
+
+    @property
+    def input_kind(self) -> str:
+        return self.kind.input_kind
+
+    @property
+    def accepts_images(self) -> bool:
+        return self.kind.accepts_images
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return self.kind.labels
+
+    def qa_module(self, config: "Config", qa: str | None = None) -> str | None:
+        """The QA module a run uses: the request's or the configured one where it is a choice."""
+        if self.qa == "choice":
+            return qa or config.qacheck.qa
+        return self.qa
+
+    def needs_index(self, config: "Config", qa: str | None = None) -> bool:
+        if self.index == "retriever-reader":
+            return self.qa_module(config, qa) == "retriever-reader"
+        if self.index == "local-search":
+            return config.defame.search == "local"
+        return self.index == "always"
+
+    def always_needs_index(self, config: "Config") -> bool:
+        """Needs an index whatever QA module a request picks (so it cannot run where there is none)."""
+        return self.needs_index(config, "closed-book") and self.needs_index(config, "reciter-reader")
+
+
+REGISTRY: dict[str, PipelineSpec] = {}
+
+
+def register(name: str, description: str, *, kind: type[Pipeline], qa: str | None = None,
+             index: str = "never") -> Callable[[Factory], Factory]:
+    """Register a system's pipeline factory with what it needs and accepts; `veracity.registry` imports every
+    system and looks them up."""
+    if index not in INDEX_RULES:
+        raise ValueError(f"index must be one of {INDEX_RULES}, not {index!r}")
+
     def deco(factory: Factory) -> Factory:
-        REGISTRY[name] = (factory, description)
+        REGISTRY[name] = PipelineSpec(name, description, factory, kind, qa, index)
         return factory
     return deco

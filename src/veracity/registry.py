@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .errors import UserError
-from .pipeline import REGISTRY, Pipeline
+from .pipeline import REGISTRY, Pipeline, PipelineSpec
 
 if TYPE_CHECKING:
     from .config import Config
@@ -28,11 +28,17 @@ def get_pipeline(name: str, config: "Config") -> Pipeline:
     _register_all()
     if name not in REGISTRY:
         raise UserError(f"unknown pipeline {name!r}; choose one of: {', '.join(sorted(REGISTRY))}")
-    pipe = REGISTRY[name][0](config)
+    pipe = REGISTRY[name].factory(config)
     pipe.name = name
     return pipe
 
 
 def available_pipelines() -> dict[str, str]:
     _register_all()
-    return {k: v[1] for k, v in sorted(REGISTRY.items())}
+    return {k: v.description for k, v in sorted(REGISTRY.items())}
+
+
+def pipeline_specs() -> dict[str, PipelineSpec]:
+    """Every registered pipeline's declaration (what it needs and accepts), by name."""
+    _register_all()
+    return dict(sorted(REGISTRY.items()))

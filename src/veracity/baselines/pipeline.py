@@ -61,5 +61,5 @@ class ChainOfThought(Pipeline):
         return reason_then_label(ctx, self.prompt.render(CLAIM=claim.text), stage="cot")
 
 
-register("direct", "Direct prompting baseline: the label straight from the claim")(Direct)
-register("cot", "Chain-of-thought baseline: step-by-step reasoning, then the label")(ChainOfThought)
+register("direct", "Direct prompting baseline: the label straight from the claim", kind=Direct)(Direct)
+register("cot", "Chain-of-thought baseline: step-by-step reasoning, then the label", kind=ChainOfThought)(ChainOfThought)

@@ -322,7 +322,7 @@ class Defame(Pipeline):
 
 
 def _variant(name: str, description: str, **kw) -> None:
-    register(name, description)(lambda config: Defame(config, **kw))
+    register(name, description, kind=Defame, index="local-search")(lambda config: Defame(config, **kw))
 
 
 _variant("defame", "DEFAME: plan tool actions, search, summarize, develop, judge (up to 3 rounds), justify")

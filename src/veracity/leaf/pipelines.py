@@ -159,13 +159,15 @@ class RankedAnswers(AnswerPipeline):
         return ans, result, {"samples": summary, "chosen_sample": best}
 
 
-register("answer:plain", "Multiple choice: the model answers alone; the answer is fact-checked (LEAF score)")(
-    PlainAnswer)
-register("answer:rag", "Multiple choice, MedRAG-style RAG: passages retrieved for the question; LEAF-checked")(
-    RagAnswer)
+register("answer:plain", "Multiple choice: the model answers alone; the answer is fact-checked (LEAF score)",
+         kind=PlainAnswer, index="always")(PlainAnswer)
+register("answer:rag", "Multiple choice, MedRAG-style RAG: passages retrieved for the question; LEAF-checked",
+         kind=RagAnswer, index="always")(RagAnswer)
 register("answer:fc-rag", "Multiple choice, Fact-Check-Then-RAG: regenerate with the failed sentences' "
-         "passages until the LEAF score is 1.0 (at most leaf.max_rounds)")(FactCheckThenRag)
-register("answer:rank", "Multiple choice: sample leaf.samples answers, keep the best LEAF score")(RankedAnswers)
+         "passages until the LEAF score is 1.0 (at most leaf.max_rounds)", kind=FactCheckThenRag,
+         index="always")(FactCheckThenRag)
+register("answer:rank", "Multiple choice: sample leaf.samples answers, keep the best LEAF score",
+         kind=RankedAnswers, index="always")(RankedAnswers)
 for _n in (3, 5, 10):
-    register(f"answer:rank-{_n}", f"Multiple choice: sample {_n} answers, keep the best LEAF score")(
-        lambda config, _n=_n: RankedAnswers(config, samples=_n))
+    register(f"answer:rank-{_n}", f"Multiple choice: sample {_n} answers, keep the best LEAF score",
+             kind=RankedAnswers, index="always")(lambda config, _n=_n: RankedAnswers(config, samples=_n))

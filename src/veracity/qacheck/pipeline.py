@@ -144,15 +144,17 @@ class QACheck(Pipeline):
         return verdict
 
 
-def _variant(**kw):
-    return lambda config: QACheck(config, **kw)
+def _variant(name: str, description: str, qa: str = "choice", **kw) -> None:
+    factory = (lambda config: QACheck(config, **kw)) if qa == "choice" else (
+        lambda config: QACheck(config, qa=qa, **kw))
+    register(name, description, kind=QACheck, qa=qa, index="retriever-reader")(factory)
 
 
-register("qacheck", "QACheck with the configured QA module (default reciter-reader)")(lambda c: QACheck(c))
-register("qacheck-retriever-reader", "QACheck, retriever-reader QA over an index")(_variant(qa="retriever-reader"))
-register("qacheck-closed-book", "QACheck, closed-book QA (the paper's FLAN-T5 mode)")(_variant(qa="closed-book"))
-register("qacheck-reciter-reader", "QACheck, reciter-reader QA")(_variant(qa="reciter-reader"))
-register("qacheck-no-validator", "QACheck ablation: every QA pair is kept")(_variant(validator=False))
-register("qacheck-no-verifier", "QACheck ablation: always run max iterations")(_variant(verifier=False))
-register("qacheck-1-iter", "QACheck ablation: at most 1 question")(_variant(max_iterations=1))
-register("qacheck-3-iter", "QACheck ablation: at most 3 questions")(_variant(max_iterations=3))
+_variant("qacheck", "QACheck with the configured QA module (default reciter-reader)")
+_variant("qacheck-retriever-reader", "QACheck, retriever-reader QA over an index", qa="retriever-reader")
+_variant("qacheck-closed-book", "QACheck, closed-book QA (the paper's FLAN-T5 mode)", qa="closed-book")
+_variant("qacheck-reciter-reader", "QACheck, reciter-reader QA", qa="reciter-reader")
+_variant("qacheck-no-validator", "QACheck ablation: every QA pair is kept", validator=False)
+_variant("qacheck-no-verifier", "QACheck ablation: always run max iterations", verifier=False)
+_variant("qacheck-1-iter", "QACheck ablation: at most 1 question", max_iterations=1)
+_variant("qacheck-3-iter", "QACheck ablation: at most 3 questions", max_iterations=3)

@@ -15,7 +15,7 @@ from ..config import QA_MODES
 from ..errors import UserError
 from ..leaf.rater import Rater
 from ..pipeline import Pipeline
-from ..registry import available_pipelines, get_pipeline
+from ..registry import get_pipeline, pipeline_specs
 from .answers import DEFAULT_MAX_ANSWER_CHARS, AnswerCheckPipeline
 from .answers import DESCRIPTION as ANSWER_CHECK_DESCRIPTION
 from .answers import NAME as ANSWER_CHECK
@@ -78,27 +78,14 @@ class Catalog:
         self._lock = threading.Lock()
 
     def _describe_pipelines(self) -> dict[str, PipelineInfo]:
+        """From what each pipeline declares at registration (`pipeline.PipelineSpec`): nothing is built here."""
         out = {}
         has_index = bool(self.config.index)
-        for name, desc in sorted(available_pipelines().items(), key=lambda kv: _order(kv[0])):
-            try:
-                # Does the pipeline follow the configured QA module? Build it with two and compare.
-                a = get_pipeline(name, run_config(self.config, qa="closed-book"))
-                b = get_pipeline(name, run_config(self.config, qa="reciter-reader"))
-                default = get_pipeline(name, self.config)
-            except Exception as e:  # noqa: BLE001 - one broken pipeline must not take the server down
-                out[name] = PipelineInfo(name=name, description=desc, qa=None, needs_index=False,
-                                         accepts_images=False, input_kind="claim", available=False,
-                                         unavailable_reason=f"cannot be built: {e}")
-                continue
-            qa_a, qa_b = getattr(a, "qa_name", None), getattr(b, "qa_name", None)
-            qa = None if qa_a is None else ("choice" if qa_a != qa_b else qa_a)
-            # Needs an index whatever QA module is chosen? Then it cannot run on a server without one.
-            always_needs = a.needs_retriever(self.config) and b.needs_retriever(self.config)
-            available = has_index or not always_needs
+        for name, spec in sorted(pipeline_specs().items(), key=lambda kv: _order(kv[0])):
+            available = has_index or not spec.always_needs_index(self.config)
             out[name] = PipelineInfo(
-                name=name, description=desc, qa=qa, needs_index=default.needs_retriever(self.config),
-                accepts_images=default.accepts_images, input_kind=default.input_kind, available=available,
+                name=name, description=spec.description, qa=spec.qa, needs_index=spec.needs_index(self.config),
+                accepts_images=spec.accepts_images, input_kind=spec.input_kind, available=available,
                 unavailable_reason=None if available else "needs an index: start the server with --index DIR")
         # the server's own answer check (LEAF): a question and an answer, checked against the index
         out[ANSWER_CHECK] = PipelineInfo(
