@@ -303,3 +303,17 @@ def test_property_a_damaged_index_is_an_index_error_never_a_crash(built_index, t
         loaded.info()
     except UserError as e:
         assert "\n" not in str(e)
+
+
+def test_answer_check_input_follows_the_servers_rules(cli_env, tmp_path):
+    """The CLI's `leaf score` refuses what the server's answer check refuses (`inputs.clean_question/answer`)."""
+    for args, message in [
+        (["--question", "   ", "--answer", "Fine."], "the question is empty: give the question the answer replies to"),
+        (["--question", "Q?", "--answer", " \n "], "the answer is empty: give the answer text to fact-check"),
+        (["--question", "Q?", "--answer", "x" * 10_001], "the answer has 10001 characters; the limit is 10000"),
+        (["--question", "q" * 2001, "--answer", "Fine."], "the question has 2001 characters; the limit is 2000"),
+    ]:
+        r = subprocess.run(veracity_cmd() + ["leaf", "score", *args, "--index", str(tmp_path / "none")],
+                           capture_output=True, env=cli_env, timeout=60)
+        err = r.stderr.decode()
+        assert r.returncode == 2 and message in err and len(err.strip().splitlines()) == 1, err

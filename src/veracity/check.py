@@ -1,4 +1,5 @@
-"""Running one check: validate the claim, run the pipeline with a fresh tracer and meter, collect the result."""
+"""Running one check: the pipeline with a fresh tracer and meter, and the result (user input is validated in
+`inputs.py` before it gets here)."""
 
 from __future__ import annotations
 
@@ -16,44 +17,6 @@ if TYPE_CHECKING:
     from .config import Config
     from .llm.model import Model
     from .retrieval.base import Retriever
-
-
-class ClaimError(UserError):
-    """What is wrong with a claim; `code` names it for the HTTP API (claim_empty, claim_too_long, invalid_claim)."""
-
-    def __init__(self, code: str, message: str, length: int = 0) -> None:
-        super().__init__(message)
-        self.code = code
-        self.length = length
-
-
-def decode_user_text(value: str | bytes, what: str) -> str:
-    """Text a user gave (argument, file, standard input) as str, or a UserError naming `what` is wrong."""
-    if isinstance(value, bytes):
-        try:
-            value = value.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise UserError(f"the {what} is not valid UTF-8 (byte {e.start}); re-encode it as UTF-8") from None
-    if any("\udc80" <= ch <= "\udcff" for ch in value):  # undecodable bytes from argv (surrogateescape)
-        raise UserError(f"the {what} is not valid UTF-8; re-encode it as UTF-8")
-    return value
-
-
-def clean_claim_text(text: str | bytes, max_chars: int) -> str:
-    """The claim as the pipelines see it, or a UserError saying what is wrong with it."""
-    try:
-        text = decode_user_text(text, "claim")
-    except UserError as e:
-        raise ClaimError("invalid_claim", str(e)) from None
-    if "\x00" in text:
-        raise ClaimError("invalid_claim", "the claim contains NUL characters")
-    text = " ".join(text.split())
-    if not text:
-        raise ClaimError("claim_empty", "the claim is empty: give the statement to check")
-    if len(text) > max_chars:
-        raise ClaimError("claim_too_long", f"the claim has {len(text)} characters; the limit is {max_chars} "
-                         "(raise max_claim_chars in the config to allow more)", length=len(text))
-    return text
 
 
 @dataclass

@@ -25,7 +25,8 @@ EXAMPLE_CLAIM = "Lars Onsager won the Nobel prize when he was 30 years old."
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .check import clean_claim_text, open_retriever, run_check
+    from .check import open_retriever, run_check
+    from .inputs import clean_claim_text
     from .llm import make_model
     from .registry import get_pipeline
     from .report import format_step, terminal_text, usage_line, write_report

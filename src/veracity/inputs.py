@@ -110,15 +110,91 @@ def read_limited(source: str | os.PathLike | BinaryIO, limit: int, what: str, *,
         raise error(f"cannot read {what} {name}: {e.strerror or e}".replace("  ", " ").strip()) from None
 
 
-# -- claim dates: one rule for the CLI (--date), the HTTP API and the page ------------------------------------
+# -- user text: one set of rules for the CLI, the HTTP API and the page ------------------------------------------
+
+#: the longest answer the answer check (LEAF) takes, in characters (the server's --max-answer-chars changes it)
+DEFAULT_MAX_ANSWER_CHARS = 10_000
+
+
+class InputError(UserError):
+    """Bad user input, with a `code` the HTTP API answers with (400 `{"error": code}`); the CLI prints the message."""
+
+    def __init__(self, code: str, message: str, length: int = 0) -> None:
+        super().__init__(message)
+        self.code = code
+        self.length = length  # the text's length, for *_too_long
+
+
+class ClaimError(InputError):
+    """What is wrong with a claim: claim_empty, claim_too_long, invalid_claim."""
+
+
+def decode_user_text(value: str | bytes, what: str) -> str:
+    """Text a user gave (argument, file, standard input) as str, or a UserError naming `what` is wrong."""
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise UserError(f"the {what} is not valid UTF-8 (byte {e.start}); re-encode it as UTF-8") from None
+    if any("\udc80" <= ch <= "\udcff" for ch in value):  # undecodable bytes from argv (surrogateescape)
+        raise UserError(f"the {what} is not valid UTF-8; re-encode it as UTF-8")
+    return value
+
+
+def clean_claim_text(text: str | bytes, max_chars: int) -> str:
+    """The claim as the pipelines see it, or a ClaimError saying what is wrong with it."""
+    try:
+        text = decode_user_text(text, "claim")
+    except UserError as e:
+        raise ClaimError("invalid_claim", str(e)) from None
+    if "\x00" in text:
+        raise ClaimError("invalid_claim", "the claim contains NUL characters")
+    text = " ".join(text.split())
+    if not text:
+        raise ClaimError("claim_empty", "the claim is empty: give the statement to check")
+    if len(text) > max_chars:
+        raise ClaimError("claim_too_long", f"the claim has {len(text)} characters; the limit is {max_chars} "
+                         "(raise max_claim_chars in the config to allow more)", length=len(text))
+    return text
+
+
+def _answer_check_text(value: str | bytes | None, what: str, max_chars: int, *, squeeze: bool, hint: str) -> str:
+    try:
+        text = decode_user_text(value or "", what).replace("\x00", "")
+    except InputError:
+        raise
+    except UserError as e:
+        raise InputError(f"invalid_{what}", str(e)) from None
+    text = " ".join(text.split()) if squeeze else text.strip()
+    if not text:
+        raise InputError(f"{what}_empty", f"the {what} is empty: give {hint}")
+    if len(text) > max_chars:
+        raise InputError(f"{what}_too_long", f"the {what} has {len(text)} characters; the limit is {max_chars}",
+                         length=len(text))
+    return text
+
+
+def clean_question(value: str | bytes | None, max_chars: int) -> str:
+    """An answer check's question, whitespace squeezed (question_empty, question_too_long)."""
+    return _answer_check_text(value, "question", max_chars, squeeze=True,
+                              hint="the question the answer replies to")
+
+
+def clean_answer(value: str | bytes | None, max_chars: int = DEFAULT_MAX_ANSWER_CHARS) -> str:
+    """An answer to fact-check, line breaks kept: they separate list items (answer_empty, answer_too_long)."""
+    return _answer_check_text(value, "answer", max_chars, squeeze=False, hint="the answer text to fact-check")
+
+
+# -- claim dates ----------------------------------------------------------------------------------------------
 
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
-class DateError(UserError):
+class DateError(InputError):
     """A claim date that is not a real, past YYYY-MM-DD date (the server answers it with 400 invalid_date)."""
 
-    code = "invalid_date"
+    def __init__(self, message: str) -> None:
+        super().__init__("invalid_date", message)
 
 
 def check_claim_date(text: str | None) -> str | None:

@@ -69,26 +69,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     report.set_defaults(func=cmd_report)
 
 
-def _text(value: str | bytes, what: str) -> str:
-    from ..check import decode_user_text
+def _question(args: argparse.Namespace, config) -> str:
+    """The question, by the same rule as the server's answer check (`inputs.clean_question`)."""
+    from ..inputs import clean_question
 
-    return decode_user_text(value, what).replace("\x00", "")
-
-
-def _question(args: argparse.Namespace) -> str:
-    q = " ".join(_text(args.question, "question").split())
-    if not q:
-        raise UserError("the question is empty: give the question the answer replies to")
-    return q
+    return clean_question(args.question, config.max_claim_chars)
 
 
 def _answer(args: argparse.Namespace) -> str:
-    if args.answer_file is None:
-        return _text(args.answer, "answer")
-    from ..inputs import MAX_TEXT_FILE_BYTES, read_limited
+    """The answer (argument, file or standard input), by the server's rule (`inputs.clean_answer`)."""
+    from ..inputs import MAX_TEXT_FILE_BYTES, clean_answer, read_limited
 
+    if args.answer_file is None:
+        return clean_answer(args.answer)
     source = sys.stdin.buffer if args.answer_file == "-" else args.answer_file
-    return _text(read_limited(source, MAX_TEXT_FILE_BYTES, "the answer file"), "answer")
+    return clean_answer(read_limited(source, MAX_TEXT_FILE_BYTES, "the answer file"))
 
 
 def _snippet(text: str) -> str:
@@ -154,7 +149,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     from .sentences import answer_sentences
 
     config = leaf_config(args)
-    question = _question(args)
+    question = _question(args, config)
     answer = _answer(args)
     answer_sentences(answer, config.leaf.max_sentences)  # an empty answer fails before anything loads
     options = load_options_file(args.options) if args.options else {}
@@ -198,7 +193,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
 
     options = load_options_file(args.options)
     config = leaf_config(args)
-    question = _question(args)
+    question = _question(args, config)
     pipeline = get_pipeline(f"answer:{args.answer_mode}", config)
     retriever = index_retriever(config)
     model = make_model(config)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
+from ..inputs import InputError, clean_answer, clean_question
 from ..leaf.factcheck import AnswerChecker
 from ..leaf.rater import Rater
 from ..leaf.sentences import answer_sentences
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 NAME = "answer-check"
 DESCRIPTION = ("check an answer to a question sentence by sentence against the index (LEAF): each sentence "
                "supported or not, with its evidence")
-DEFAULT_MAX_ANSWER_CHARS = 10_000
 
 
 class AnswerCheckPipeline(Pipeline):
@@ -54,26 +54,21 @@ class AnswerCheckPipeline(Pipeline):
                        parse_failures=list(result.parse_failures))
 
 
-def _text(value: str | None, what: str, max_chars: int, *, squeeze: bool) -> str:
-    text = (value or "").replace("\x00", "")
-    text = " ".join(text.split()) if squeeze else text.strip()
-    if not text:
-        hint = "the question the answer replies to" if what == "question" else "the answer text to fact-check"
-        raise ApiError(400, f"{what}_empty", f"the {what} is empty: give {hint}")
-    if len(text) > max_chars:
-        raise ApiError(400, f"{what}_too_long", f"the {what} has {len(text)} characters; this server accepts at "
-                                                f"most {max_chars}: shorten it")
-    return text
-
-
 def check_answer_input(question: str | None, answer: str | None, *, max_question_chars: int,
                        max_answer_chars: int) -> tuple[str, str]:
-    """The question (whitespace squeezed) and the answer (line breaks kept: they separate list items), or a
-    400 saying what is wrong."""
-    q = _text(question, "question", max_question_chars, squeeze=True)
-    a = _text(answer, "answer", max_answer_chars, squeeze=False)
+    """The question (whitespace squeezed) and the answer (line breaks kept: they separate list items), by the
+    rules of `inputs` (the CLI's too), or a 400 saying what is wrong."""
     try:
+        q = clean_question(question, max_question_chars)
+        a = clean_answer(answer, max_answer_chars)
         answer_sentences(a, 1)
+    except InputError as e:
+        if e.code.endswith("_too_long"):  # the limit is the server's, not a config key the client could raise
+            what, limit = (("question", max_question_chars) if e.code.startswith("question")
+                           else ("answer", max_answer_chars))
+            raise ApiError(400, e.code, f"the {what} has {e.length} characters; this server accepts at most "
+                                        f"{limit}: shorten it") from None
+        raise ApiError(400, e.code, str(e)) from None
     except UserError as e:
         raise ApiError(400, "answer_empty", str(e)) from None
     return q, a

@@ -16,7 +16,8 @@ from ..errors import UserError
 from ..leaf.rater import Rater
 from ..pipeline import Pipeline
 from ..registry import get_pipeline, pipeline_specs
-from .answers import DEFAULT_MAX_ANSWER_CHARS, AnswerCheckPipeline
+from ..inputs import DEFAULT_MAX_ANSWER_CHARS
+from .answers import AnswerCheckPipeline
 from .answers import DESCRIPTION as ANSWER_CHECK_DESCRIPTION
 from .answers import NAME as ANSWER_CHECK
 from .errors import ApiError

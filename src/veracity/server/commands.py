@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..inputs import DEFAULT_MAX_ANSWER_CHARS
+
 from ..cli_options import config_from, model_options, pipeline_options
 
 
@@ -45,8 +47,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="another model the page offers besides --model (repeatable)")
     g.add_argument("--max-claim-chars", type=int, help="longest claim (and answer-check question) accepted "
                                                        "(default 2000)")
-    g.add_argument("--max-answer-chars", type=int, default=10_000, metavar="N",
-                   help="answer check: longest answer accepted (default 10000)")
+    g.add_argument("--max-answer-chars", type=int, default=DEFAULT_MAX_ANSWER_CHARS, metavar="N",
+                   help=f"answer check: longest answer accepted (default {DEFAULT_MAX_ANSWER_CHARS})")
     g.add_argument("--max-images", type=_non_negative, default=4, metavar="N",
                    help="images a check may carry, for pipelines that look at images (defame; default 4, "
                         "0 = none)")

@@ -11,8 +11,7 @@ import threading
 import time
 from datetime import date, datetime, timedelta, timezone
 
-from ..check import ClaimError, clean_claim_text
-from ..inputs import DateError, check_claim_date
+from ..inputs import ClaimError, DateError, check_claim_date, clean_claim_text
 from .errors import ApiError
 
 # Image types DEFAME will accept, recognised by their first bytes (never by the name or declared type alone).

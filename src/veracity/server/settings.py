@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
+from ..inputs import DEFAULT_MAX_ANSWER_CHARS
 
 
 def default_db_path() -> str:
@@ -32,7 +33,7 @@ class ServerSettings:
     max_images: int = 4                      # images one check may carry (0: no uploads)
     images_dir: str | None = None            # where uploads are kept; default: next to the database
     max_body_bytes: int = 1024 * 1024        # JSON request bodies (a check with images may add its images)
-    max_answer_chars: int = 10_000           # answer check: the longest answer accepted
+    max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS  # answer check: the longest answer accepted
     # proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (addresses or networks, e.g. 10.0.0.0/8);
     # none by default: the address that connects is the client, whatever headers it sends
     trusted_proxies: list[str] = field(default_factory=list)
