@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 
 
-def _lines(text: str) -> list[str]:
+def text_lines(text: str) -> list[str]:
+    """The non-blank lines of a model's output, stripped (the parsers' common first step)."""
     return [ln.strip() for ln in text.replace("\r", "").split("\n") if ln.strip()]
 
 
@@ -22,7 +23,7 @@ def parse_rationale(text: str) -> str:
     """The reasoning before `Therefore, the final answer is ...` (which the label call decides)."""
     cut = re.split(r"therefore,?\s+the\s+final\s+answer|the\s+final\s+answer\s+is", text, maxsplit=1,
                    flags=re.IGNORECASE)[0]
-    return "\n".join(_lines(cut)).strip()
+    return "\n".join(text_lines(cut)).strip()
 
 
 # The reasoner and CoT prompts ask for "True"/"False"; pipelines speak Supported/Refuted.

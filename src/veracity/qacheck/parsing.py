@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import re
 
+from ..prompts.parsers import text_lines
+
 _PREFIX = r"^\s*(?:question\s*\d*|q\d*|answer\s*\d*|a\d*|relevant passage|passage|evidence|prediction)\s*[:=]\s*"
-
-
-def _lines(text: str) -> list[str]:
-    return [ln.strip() for ln in text.replace("\r", "").split("\n") if ln.strip()]
 
 
 def _strip_prefix(line: str) -> str:
@@ -28,7 +26,7 @@ def parse_question(text: str) -> str | None:
     Anything after the first `?` on that line (a stray answer) is dropped. Returns None when
     nothing question-like (at least two words) remains.
     """
-    for line in _lines(text):
+    for line in text_lines(text):
         q = _strip_prefix(line)
         if "?" in q:
             q = q[: q.index("?") + 1]
@@ -41,7 +39,7 @@ def parse_question(text: str) -> str | None:
 
 def parse_short_answer(text: str) -> str | None:
     """A short answer (reader, closed-book): the first line without an `Answer =` prefix."""
-    for line in _lines(text):
+    for line in text_lines(text):
         a = _strip_prefix(line)
         a = re.split(r"\s+(?:Evidence|Question)\s*\d*\s*[:=]", a, maxsplit=1)[0].strip()
         return a.rstrip(".").strip() or None
@@ -59,7 +57,7 @@ def parse_closed_book(text: str) -> tuple[str | None, str | None]:
 def parse_passage(text: str) -> str | None:
     """A recited passage: the text up to the next demonstration-like line."""
     kept: list[str] = []
-    for line in _lines(text):
+    for line in text_lines(text):
         if re.match(r"^(question|claim)\s*\d*\s*[:=]", line, flags=re.IGNORECASE) or line.startswith("---"):
             break
         kept.append(_strip_prefix(line))

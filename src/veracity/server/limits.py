@@ -11,7 +11,7 @@ import threading
 import time
 from datetime import date, datetime, timedelta, timezone
 
-from ..inputs import ClaimError, DateError, check_claim_date, clean_claim_text
+from ..inputs import ClaimError, DateError, check_claim_date, clean_claim_text, human_size
 from .errors import ApiError
 
 # Image types DEFAME will accept, recognised by their first bytes (never by the name or declared type alone).
@@ -32,11 +32,6 @@ def check_claim(text: str, max_chars: int) -> str:
             raise ApiError(400, e.code, f"the claim has {e.length} characters; this server accepts at most "
                            f"{max_chars}: shorten it to the one statement you want checked") from None
         raise ApiError(400, e.code, str(e)) from None
-
-
-def size_text(n: int | float) -> str:
-    """A size as people read it: 2.4 MB, 50.0 kB."""
-    return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.1f} kB"
 
 
 def check_date(text: str | None) -> str | None:
@@ -67,7 +62,7 @@ def check_image(data: bytes, declared_type: str | None, max_bytes: int) -> str:
         raise ApiError(400, "image_empty", "the uploaded image is empty")
     if len(data) > max_bytes:
         raise ApiError(413, "image_too_large",
-                       f"the image has {size_text(len(data))}; the limit is {size_text(max_bytes)}: "
+                       f"the image has {human_size(len(data))}; the limit is {human_size(max_bytes)}: "
                        "upload a smaller or more compressed image")
     kind = sniff_image(data)
     if kind is None:

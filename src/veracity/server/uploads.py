@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from .errors import ApiError
-from .limits import check_image, size_text
+from ..inputs import human_size
+from .limits import check_image
 
 if TYPE_CHECKING:
     from ..images.files import ImageFile
@@ -77,8 +78,8 @@ def upload_from_base64(data: str, filename: str | None, media_type: str | None, 
     payload = "".join(text.split())  # line breaks of MIME-style base64 do not count
     if len(payload) // 4 * 3 > max_bytes + 3:  # refuse before decoding what is too large anyway
         raise ApiError(413, "image_too_large",
-                       f"{name}: the image has about {size_text(len(payload) * 3 / 4)}; the limit is "
-                       f"{size_text(max_bytes)}: upload a smaller or more compressed image")
+                       f"{name}: the image has about {human_size(len(payload) * 3 / 4)}; the limit is "
+                       f"{human_size(max_bytes)}: upload a smaller or more compressed image")
     altchars = b"-_" if ("-" in payload or "_" in payload) else None  # the URL-safe alphabet is fine too
     try:
         raw = base64.b64decode(payload + "=" * (-len(payload) % 4), altchars=altchars, validate=True)
