@@ -255,14 +255,20 @@ ENV_KEYS = ("model", "base_url", "api_key", "cache_path", "index", "n_threads", 
             "timeout", "max_retries", "prompts_dir", "llama_extra_buffers")
 
 
+def config_file(path: str | os.PathLike | None = None, env: dict[str, str] | None = None) -> str | os.PathLike | None:
+    """The configuration file in use: `path`, else $VERACITY_CONFIG, else ./veracity.toml when it exists."""
+    file = path or (os.environ if env is None else env).get("VERACITY_CONFIG")
+    if file is None and Path("veracity.toml").is_file():
+        file = "veracity.toml"
+    return file
+
+
 def load_config(path: str | os.PathLike | None = None, overrides: dict[str, Any] | None = None,
                 env: dict[str, str] | None = None) -> Config:
     """Build the configuration: defaults < file < environment < overrides (flags; None = not given)."""
     env = dict(os.environ if env is None else env)
     cfg = Config()
-    file = path or env.get("VERACITY_CONFIG")
-    if file is None and Path("veracity.toml").is_file():
-        file = "veracity.toml"
+    file = config_file(path, env)
     if file is not None:
         from .inputs import MAX_CONFIG_BYTES, read_limited
 

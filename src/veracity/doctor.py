@@ -111,7 +111,8 @@ def _child_main(args: argparse.Namespace) -> int:
 
 
 def gather(args: argparse.Namespace) -> dict:
-    from .config import default_cache_path, load_config
+    from .config import config_file, default_cache_path, load_config
+    from .server.settings import default_db_path
     from .errors import ConfigError
     from .llm import llama_guard
 
@@ -132,9 +133,8 @@ def gather(args: argparse.Namespace) -> dict:
         report["config"] = {"error": str(e)}
         cfg = None
     if cfg is not None:
-        file = args.config or os.environ.get("VERACITY_CONFIG") or ("veracity.toml" if Path("veracity.toml").is_file()
-                                                                     else None)
-        report["config"] = {"file": file, "model": cfg.model, "base_url": cfg.base_url,
+        file = config_file(args.config)
+        report["config"] = {"file": None if file is None else str(file), "model": cfg.model, "base_url": cfg.base_url,
                             "n_threads": cfg.n_threads or os.cpu_count(),
                             "llama_extra_buffers": cfg.llama_extra_buffers}
         model_file = None
@@ -153,7 +153,7 @@ def gather(args: argparse.Namespace) -> dict:
             "response_cache": _file_info(cfg.cache_path if cfg.cache else None),
             "default_response_cache": default_cache_path(),
             "llama_probe_results": _file_info(llama_guard._probe_cache_file()),
-            "runs_database_default": _file_info(_default_db()),
+            "runs_database_default": _file_info(default_db_path()),
             "index": _file_info(cfg.index),
         }
         d = cfg.defame
@@ -173,11 +173,6 @@ def gather(args: argparse.Namespace) -> dict:
             report["model_check"] = _model_check(args.config, args.model, args.threads, args.base_url,
                                                  args.timeout)
     return report
-
-
-def _default_db() -> str:
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return os.path.join(base, "veracity", "runs.sqlite")
 
 
 def render(report: dict) -> str:

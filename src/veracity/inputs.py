@@ -161,8 +161,6 @@ def clean_claim_text(text: str | bytes, max_chars: int) -> str:
 def _answer_check_text(value: str | bytes | None, what: str, max_chars: int, *, squeeze: bool, hint: str) -> str:
     try:
         text = decode_user_text(value or "", what).replace("\x00", "")
-    except InputError:
-        raise
     except UserError as e:
         raise InputError(f"invalid_{what}", str(e)) from None
     text = " ".join(text.split()) if squeeze else text.strip()

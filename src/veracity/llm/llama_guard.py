@@ -21,6 +21,7 @@ above), `on` or `off`. `veracity doctor` shows the decision and runs the model i
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -41,6 +42,7 @@ _PROBE_TEXT = ("Claim: The Eiffel Tower was completed in 1889 and stands on the 
                "Question: When was the Eiffel Tower completed? Answer: 1889. ") * 12
 
 
+@functools.cache
 def cpu_info() -> dict:
     """The CPU's model name and feature flags as the operating system reports them (Linux: /proc/cpuinfo)."""
     model, flags = platform.processor() or platform.machine(), set()
@@ -69,6 +71,7 @@ def interesting_flags(flags) -> list[str]:
     return sorted(f for f in flags if f.startswith(keep))
 
 
+@functools.cache
 def llama_build_info() -> dict:
     """llama-cpp-python's version, its library file and llama.cpp's compiled-in features (no model loaded)."""
     try:

@@ -145,9 +145,9 @@ class QACheck(Pipeline):
 
 
 def _variant(name: str, description: str, qa: str = "choice", **kw) -> None:
-    factory = (lambda config: QACheck(config, **kw)) if qa == "choice" else (
-        lambda config: QACheck(config, qa=qa, **kw))
-    register(name, description, kind=QACheck, qa=qa, index="retriever-reader")(factory)
+    fixed = {} if qa == "choice" else {"qa": qa}  # "choice": the configured QA module
+    register(name, description, kind=QACheck, qa=qa, index="retriever-reader")(
+        lambda config: QACheck(config, **fixed, **kw))
 
 
 _variant("qacheck", "QACheck with the configured QA module (default reciter-reader)")
