@@ -219,10 +219,15 @@ def test_evidence_image_fields_that_are_not_files_or_http_stay_text(tmp_path):
 
 
 def test_terminal_lines_carry_no_control_characters():
-    from veracity.report import format_step
+    from veracity.report import TerminalPrinter
 
-    line = format_step({"stage": "answer", "answer": "Tallinn\x1b[2J\x1b]0;owned\x07\r",
-                        "evidence": [{"text": "x\x1b[31m", "source": "s\x9b1m"}]})
+    printed: list[str] = []
+    printer = TerminalPrinter(printed.append)
+    printer({"stage": "question", "depth": 1, "question": "Where?\x1b[2J"})
+    printer({"stage": "answer", "depth": 1, "question": "Where?\x1b[2J", "answer": "Tallinn\x1b[2J\x1b]0;owned\x07\r",
+             "evidence": [{"text": "x\x1b[31m", "source": "s\x9b1m"}]})
+    assert "\x1b" not in printed[0] and printed[0].startswith("\n[1] Q: Where?\ufffd[2J")
+    line = printed[1]
     assert "\x1b" not in line and "\x07" not in line and "\r" not in line and "\x9b" not in line
     assert line.startswith("    A: Tallinn\ufffd[2J")
 

@@ -560,3 +560,88 @@ def test_a_reopened_defame_run_checks_its_images_again_without_javascript(browse
         expect(p.locator("#run .thumbs img")).to_have_attribute("alt", "Claim image 1: olive.png")
     finally:
         ctx.close()
+
+
+# -- the live view draws what the server renders ----------------------------------------------------------------
+
+CANON_JS = """
+(function () {
+  // an element as a canonical string: tag, sorted classes and attributes, its non-blank text and children
+  // JSON (a generic item's data) with its keys sorted: the template's tojson sorts them, JSON.stringify does not
+  function sorted(v) {
+    if (Array.isArray(v)) return v.map(sorted);
+    if (v && typeof v === "object") return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted(v[k])]));
+    return v;
+  }
+  function text(t) {
+    t = t.replace(/\\s+/g, " ").trim();
+    if (t.startsWith("{")) { try { return JSON.stringify(sorted(JSON.parse(t))); } catch (e) { /* text */ } }
+    return t;
+  }
+  function canon(node) {
+    if (node.nodeType === 3) return text(node.textContent);
+    if (node.nodeType !== 1) return "";
+    const attrs = Array.from(node.attributes).filter((a) => a.name !== "class")
+      .map((a) => `${a.name}=${a.value}`).sort().join(" ");
+    const kids = Array.from(node.childNodes).map(canon).filter((x) => x !== "").join("|");
+    return `<${node.tagName.toLowerCase()}.${Array.from(node.classList).sort().join(".")} ${attrs}>${kids}</>`;
+  }
+  window.__canon = canon;
+})();
+"""
+
+
+def test_the_live_page_draws_view_items_as_the_server_renders_them(browser):
+    """static/app.js only draws the items the server folded; it must draw them as templates/steps.html does."""
+    import test_steps as ts
+
+    from veracity.server.app import _templates
+    from veracity.server.views import run_view
+
+    index = ts.Index.from_documents(ts.DOCS)
+    traces = [ts.run("qacheck-retriever-reader", ts.QACHECK_RULES, ts.QACHECK_CLAIM, index)[0].trace,
+              ts.run("defame", ts.DEFAME_RULES, ts.DEFAME_CLAIM, index, **{"defame.search": "local"})[0].trace,
+              ts.run("answer:rag", ts.LEAF_RULES, ts.Claim(ts.LEAF_QUESTION, metadata={"options": {"A": "yes",
+                                                                                               "B": "no"}}),
+                     index, **{"leaf.top_k": 1})[0].trace,
+              ts.run("direct", [(r"true or false\?\nAnswer:$", " False")], ts.QACHECK_CLAIM)[0].trace,
+              ts.OLD_TRACE,
+              [{"stage": "images", "refs": ["<image:1>", "<image:2>"], "sources": ["/a.png", "/b.png"],
+                "model_sees_images": False},
+               {"stage": "plan", "round": 1, "actions": [], "note": "no tool is available", "static": True,
+                "fallback": True, "rejected": ["fly_to(x): no such tool"], "unavailable": {"geolocate": "no weights"}},
+               {"stage": "action", "round": 1, "action": "image_search(x)", "error": "provider down", "results": [],
+                "notes": ["dropped 2 results"]},
+               {"stage": "summary", "round": 1, "action": "nothing(x)", "source": "S", "url": "javascript:x",
+                "summary": None},
+               {"stage": "leaf_note", "note": "the answer is empty"},
+               {"stage": "judge", "round": 1, "label": "Refuted", "confidence": 0.9, "findings": "F.", "final": True}]]
+    items = [it for trace in traces for it in run_view(trace)[0]]
+    assert {it["kind"] for it in items} >= {"qa", "verifier", "parse_failure", "stop", "reasoning", "plan", "action",
+                                            "develop", "judge", "justify", "images", "summary", "leaf", "leaf_score",
+                                            "leaf_note", "retrieval", "mc_answer", "other"}
+    env = _templates().env
+    server_html = env.from_string('{% import "steps.html" as m with context %}'
+                                  '{% for it in items %}{{ m.item(it) }}{% endfor %}').render(items=items)
+    app_js = (Path(__file__).resolve().parents[1] / "src/veracity/server/static/app.js").read_text()
+    assert "function drawItem(it) {" in app_js
+    app_js = app_js.replace("function drawItem(it) {", "window.__drawItem = drawItem;\n  function drawItem(it) {", 1)
+    ctx = browser.new_context()
+    try:
+        p = ctx.new_page()
+        p.set_content('<ol id="server"></ol><ol id="live"></ol>')
+        p.add_script_tag(content=app_js)
+        p.add_script_tag(content=CANON_JS)
+        server, live = p.evaluate("""([html, items]) => {
+            const s = document.getElementById("server"), l = document.getElementById("live");
+            s.innerHTML = html;
+            for (const it of items) l.append(window.__drawItem(it));
+            s.normalize();  // adjacent text nodes as one
+            l.normalize();
+            return [Array.from(s.children).map(window.__canon), Array.from(l.children).map(window.__canon)];
+        }""", [server_html, items])
+    finally:
+        ctx.close()
+    assert len(server) == len(live) == len(items)
+    for it, a, b in zip(items, server, live):
+        assert a == b, it["kind"]

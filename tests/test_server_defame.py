@@ -336,7 +336,7 @@ def test_upload_from_base64():
 
 
 def test_defame_steps_fold_into_cards():
-    from veracity.server.views import group_steps, link_parts
+    from veracity.server.views import link_parts, run_view
 
     action = 'web_search("bridge")'
     steps = [
@@ -356,7 +356,7 @@ def test_defame_steps_fold_into_cards():
         {"stage": "judge", "round": 2, "label": "Refuted", "confidence": 0.9, "final": True},
         {"stage": "justify", "text": "See [A](https://a.example/1).", "sources": ["[A](https://a.example/1)"] * 2},
     ]
-    items = group_steps(steps)
+    items, _ = run_view(steps)
     assert [i["kind"] for i in items] == ["images", "plan", "action", "develop", "judge", "plan", "judge", "justify"]
     card = items[2]
     assert [(r["summarized"], r["summary"], r["href"]) for r in card["results"]] == [

@@ -29,7 +29,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from .inputs import clean_claim_text
     from .llm import make_model
     from .registry import get_pipeline
-    from .report import format_step, terminal_text, usage_line, write_report
+    from .report import TerminalPrinter, terminal_text, usage_line, write_report
     from .types import Claim
 
     config = config_from(args)
@@ -50,13 +50,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     listeners = []
     if not args.json:
         print(terminal_text(f"Claim: {text}\nPipeline: {args.pipeline}   Model: {model.model_id}"), flush=True)
-
-        def show(step) -> None:
-            line = format_step(step.to_dict())
-            if line:
-                print(line, flush=True)
-
-        listeners.append(show)
+        listeners.append(TerminalPrinter())  # each step as it happens
     result = run_check(claim, pipeline, model, config, retriever=retriever, listeners=listeners)
     if args.report:
         write_report(result, args.report)

@@ -14,6 +14,7 @@ from .pipeline import REGISTRY, Pipeline, PipelineSpec
 
 if TYPE_CHECKING:
     from .config import Config
+    from .steps import Step
 
 
 def _register_all() -> None:
@@ -22,6 +23,15 @@ def _register_all() -> None:
     from .baselines import pipeline as _baselines  # noqa: F401  (direct, cot)
     from .defame import pipeline as _defame  # noqa: F401  (defame and its ablations)
     from .leaf import pipelines as _leaf  # noqa: F401  (answer:plain, answer:rag, answer:fc-rag, ...)
+
+
+def load_step_types() -> "dict[str, type[Step]]":
+    """Every system's step types by stage name, so that stored steps read back as their types (each system's
+    package registers its `steps` module when imported)."""
+    from . import baselines, defame, leaf, qacheck  # noqa: F401  (imported for their registration)
+    from .steps import STEP_TYPES
+
+    return STEP_TYPES
 
 
 def get_pipeline(name: str, config: "Config") -> Pipeline:

@@ -1,6 +1,9 @@
-"""Rendering a finished check as Markdown and HTML (for `--report` and downloads) and as terminal text.
+"""Rendering a check as Markdown and HTML (for `--report` and downloads) and as terminal text.
 
-Everything is rendered from the check's trace, the one record of what happened.
+Everything is rendered from the check's trace, the one record of what happened, folded once into view items
+(`veracity.steps.view_items`): the terminal printer (`TerminalPrinter`, as the steps arrive) and the report
+render those items; DEFAME's part of the report renders its record (`defame.record.Record`, read from the same
+steps).
 """
 
 from __future__ import annotations
@@ -8,10 +11,14 @@ from __future__ import annotations
 import html
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 from urllib.parse import quote, unquote, urlsplit
 
 from .check import CheckResult
+from .steps import Fold, Step, ViewItem, as_step
+
+if TYPE_CHECKING:
+    from .defame.record import Record
 
 # Markdown safety. Every piece of text a model, a web page, an index document or a user wrote (claim, question,
 # answer, evidence, titles, summaries, reasoning, notes, errors) enters the Markdown through `_md_text` (or
@@ -116,12 +123,34 @@ def own_images(result: CheckResult) -> set[str]:
     the server's uploads) and the evidence images DEFAME's tools returned, read from the result's image fields
     (never from text)."""
     refs: list[Any] = list(result.claim.images or [])
-    for step in result.trace:
-        if step.get("stage") == "images":
-            refs += list(step.get("sources") or [])
-        elif step.get("stage") == "summary":
-            refs += list(step.get("images") or [])
+    for item in check_items(result):
+        if item["kind"] == "images":
+            refs += list(item.get("sources") or [])
+        elif item["kind"] == "action":
+            refs += [im for r in item["results"] for im in r.get("images") or []]
+        elif item["kind"] == "summary":
+            refs += list(item.get("images") or [])
     return {p for p in map(_local_path, refs) if p}
+
+
+def check_steps(trace: Iterable["Step | Mapping[str, Any]"]) -> list[Step]:
+    """A check's trace (typed steps, or steps as stored) as typed steps, every system's step types known."""
+    from .registry import load_step_types
+
+    load_step_types()
+    return [as_step(s) for s in trace]
+
+
+def check_items(result: CheckResult) -> list[ViewItem]:
+    """The view items of a check (`veracity.steps.view_items`)."""
+    return Fold().add_all(check_steps(result.trace)).items
+
+
+def defame_record(result: CheckResult) -> "Record | None":
+    """DEFAME's record of the check, read from its steps; None when the check kept none."""
+    from .defame.record import Record
+
+    return Record.from_steps(result.claim, check_steps(result.trace))
 
 
 ImageLink = Callable[[str], "str | None"]
@@ -154,73 +183,71 @@ def _md_path(path: str) -> str:
     return re.sub(r"([<>&\\])", r"\\\1", path)
 
 
-def _defame_sections(result: CheckResult, image_url: ImageLink | None = None) -> list[str]:
-    """The DEFAME report: the claim and its images, then per round the plan, evidence, reasoning, judgement."""
-    trace = result.trace
+def _record_sections(record: "Record", result: CheckResult, image_url: ImageLink | None = None) -> list[str]:
+    """DEFAME's report, rendered from its record: the claim and its images, then per round the plan, the
+    evidence of each tool run, the reasoning and the judgement, then the justification."""
+    from .defame.steps import Develop, Judge, Plan, ToolRun
+
     lines: list[str] = ["## Claim", "", f"> {_md_text(result.claim.text)}", ""]
     if result.claim.date:
         lines += [f"Claim date: {_md_text(result.claim.date)}", ""]
-    for step in trace:
-        if step["stage"] == "images":
-            for ref, src in zip(step["refs"], step["sources"]):
-                lines += [_image_md(src, ref, image_url), ""]
-            if not step.get("model_sees_images"):
-                lines += ["*The model reads text only: it did not see the images; the tools' textual findings "
-                          "(reverse search, metadata, geolocation) stand in for them.*", ""]
-    rounds = sorted({s["round"] for s in trace if s["stage"] in ("plan", "judge") and "round" in s})
-    for n in rounds:
-        lines += [f"## Round {_md_text(n)}", ""]
-        for s in trace:
-            if s.get("round") != n:
-                continue
-            st = s["stage"]
-            if st == "plan":
+    if record.images is not None:
+        for ref, src in zip(record.images.refs, record.images.sources):
+            lines += [_image_md(src, ref, image_url), ""]
+        if not record.images.model_sees_images:
+            lines += ["*The model reads text only: it did not see the images; the tools' textual findings "
+                      "(reverse search, metadata, geolocation) stand in for them.*", ""]
+    rounds = [r for r in record.rounds if r.plan is not None or r.judgements]
+    for rnd in rounds:
+        lines += [f"## Round {_md_text(rnd.number)}", ""]
+        for s in rnd.steps:
+            if isinstance(s, Plan):
                 lines += ["### Plan", ""]
-                lines += [f"- {_md_code(a)}" for a in s["actions"]] or ["- no new action"]
-                if s.get("how") == "constrained":
+                lines += [f"- {_md_code(a)}" for a in s.actions] or ["- no new action"]
+                if s.how == "constrained":
                     lines.append("- *(the model's plan named no usable action: the tool was chosen by scoring the "
                                  "tools, then the model wrote the query)*")
-                elif s.get("fallback"):
+                elif s.fallback:
                     lines.append("- *(the model named no usable action; veracity searched the claim itself)*")
-                if s.get("static"):
+                if s.static:
                     lines.append("- *(static actions: every tool once, no planning)*")
-                if s.get("note"):
-                    lines.append(f"- *{_md_text(s['note'])}*")
-                if n == rounds[0]:  # the same every round: said once
-                    for name, why in (s.get("unavailable") or {}).items():
+                if s.note:
+                    lines.append(f"- *{_md_text(s.note)}*")
+                if rnd is rounds[0]:  # the same every round: said once
+                    for name, why in (s.unavailable or {}).items():
                         lines.append(f"- *{_md_text(name)} unavailable: {_md_text(why)}*")
                 lines += [""]
-            elif st == "action":
-                lines += [f"### Evidence from {_md_code(s['action'])}", ""]
-                if s.get("error"):
-                    lines += [f"- **failed:** {_md_text(s['error'])}"]
-                lines += [f"- *{_md_text(note)}*" for note in s.get("notes", [])]
-                if not s.get("results") and not s.get("error"):
+            elif isinstance(s, ToolRun):
+                lines += [f"### Evidence from {_md_code(s.action)}", ""]
+                if s.error:
+                    lines += [f"- **failed:** {_md_text(s.error)}"]
+                lines += [f"- *{_md_text(note)}*" for note in s.notes or []]
+                if not s.results and not s.error:
                     lines.append("- no results")
-                for sm in trace:
-                    if sm["stage"] == "summary" and sm.get("round") == n and sm["action"] == s["action"]:
-                        where = _md_link(sm.get("source") or sm.get("url") or "source", sm.get("url"))
-                        when = f" ({_md_text(sm['date'])})" if sm.get("date") else ""
-                        if sm.get("summary"):
-                            lines.append(f"- {where}{when}: {_md_text(sm['summary'])}")
-                            lines += [f"  {_image_md(img, 'evidence image', image_url)}"
-                                      for img in (sm.get("images") or [])[:2]]
-                        else:
-                            lines.append(f"- {where}{when}: *not relevant (summarizer said NONE)*")
+                for sm in rnd.summaries:
+                    if sm.action != s.action:
+                        continue
+                    where = _md_link(sm.source or sm.url or "source", sm.url)
+                    when = f" ({_md_text(sm.date)})" if sm.date else ""
+                    if sm.summary:
+                        lines.append(f"- {where}{when}: {_md_text(sm.summary)}")
+                        lines += [f"  {_image_md(img, 'evidence image', image_url)}" for img in (sm.images or [])[:2]]
+                    else:
+                        lines.append(f"- {where}{when}: *not relevant (summarizer said NONE)*")
                 lines += [""]
-            elif st == "develop":
-                lines += ["### Reasoning", "", _md_text(s["text"]) or "*(empty)*", ""]
-            elif st == "judge":
-                conf = f" (confidence {s['confidence']:.2f})" if s.get("confidence") is not None else ""
-                lines += ["### Judgement", "", f"{_md_strong(s['label'])}{conf}"]
-                if s.get("findings"):
-                    lines += ["", f"Key findings: {_md_text(s['findings'])}"]
+            elif isinstance(s, Develop):
+                lines += ["### Reasoning", "", _md_text(s.text) or "*(empty)*", ""]
+            elif isinstance(s, Judge):
+                conf = f" (confidence {s.confidence:.2f})" if s.confidence is not None else ""
+                lines += ["### Judgement", "", f"{_md_strong(s.label)}{conf}"]
+                if s.findings:
+                    lines += ["", f"Key findings: {_md_text(s.findings)}"]
                 lines += [""]
-    for s in trace:
-        if s["stage"] == "justify":
-            lines += ["## Justification", "", _md_text(s["text"]) or "*(empty)*", ""]
-            if s.get("sources"):
-                lines += ["Sources: " + ", ".join(_md_link(x, x) for x in dict.fromkeys(map(str, s["sources"]))), ""]
+    if record.justification is not None:
+        j = record.justification
+        lines += ["## Justification", "", _md_text(j.text) or "*(empty)*", ""]
+        if j.sources:
+            lines += ["Sources: " + ", ".join(_md_link(x, x) for x in dict.fromkeys(map(str, j.sources))), ""]
     return lines
 
 
@@ -233,22 +260,21 @@ def to_markdown(result: CheckResult, image_url: ImageLink | None = None) -> str:
              f"- **Verdict:** {_md_text(v.label)}{conf}",
              f"- **Pipeline:** {_md_text(result.pipeline)}", f"- **Model:** {_md_text(result.model)}",
              f"- **Usage:** {_md_text(usage_line(result))}", ""]
-    defame = any(s["stage"] == "plan" for s in result.trace)
-    if defame:
-        lines += _defame_sections(result, image_url)
-    answers = [s for s in result.trace if s["stage"] == "answer"]
-    if answers:
+    record = defame_record(result)
+    if record is not None:
+        lines += _record_sections(record, result, image_url)
+    answered = [it for it in check_items(result) if it["kind"] == "qa" and it["answer"] is not None]
+    if answered:
         lines += ["## Reasoning steps", ""]
-        kept = {s["question"]: s.get("useful", True) for s in result.trace if s["stage"] == "validator"}
-        for s in answers:
-            note = "" if kept.get(s["question"], True) else " *(discarded by the validator)*"
-            lines += [f"### Step {_md_text(s['depth'])}: {_md_text(s['question'])}{note}", "",
-                      f"**Answer:** {_md_text(s['answer'])}", ""]
-            ev = _evidence_lines(s.get("evidence", []), markdown=True)
+        for it in answered:
+            note = "" if it["useful"] is not False else " *(discarded by the validator)*"
+            lines += [f"### Step {_md_text(it['depth'])}: {_md_text(it['question'])}{note}", "",
+                      f"**Answer:** {_md_text(it['answer'])}", ""]
+            ev = _evidence_lines(it["evidence"] or [], markdown=True)
             if ev:
                 lines += ["**Evidence:**", ""] + [f"> {e}" for e in ev] + [""]
     lines += ["## Prediction with rationale", "", _md_strong(v.label), ""]
-    if v.rationale and not defame:  # DEFAME's rationale is the justification, shown above
+    if v.rationale and record is None:  # DEFAME's rationale is the justification, shown above
         lines += [_md_text(v.rationale), ""]
     if v.parse_failures:
         lines += ["## What the model got wrong", ""] + [f"- {_md_text(p)}" for p in v.parse_failures] + [""]
@@ -271,47 +297,133 @@ def terminal_text(text: str) -> str:
     return _TERMINAL_CONTROL.sub("\ufffd", text)
 
 
-def format_step(step: dict[str, Any]) -> str | None:
-    """One trace step as a line (or a few) of terminal output; None for steps not shown. Control characters
-    (escape sequences a model or a page could send to the terminal) are shown as U+FFFD."""
-    text = _format_step(step)
-    return None if text is None else terminal_text(text)
+SNIPPET = 200
 
 
-def _format_step(step: dict[str, Any]) -> str | None:
-    st = step["stage"]
-    if st == "question":
-        dup = " (already asked; skipped)" if step.get("duplicate") else ""
-        return f"\n[{step['depth']}] Q: {step['question']}{dup}"
-    if st == "answer":
-        lines = [f"    A: {step['answer']}"]
-        lines += [f"    evidence: {e}" for e in _evidence_lines(step.get("evidence", []), width=200)]
-        return "\n".join(lines)
-    if st == "validator":
-        return "    validator: " + ("useful, kept" if step["useful"] else "not useful, discarded")
-    if st == "verifier":
-        return f"    verifier: {'enough to decide' if step['enough'] else 'not enough yet'}"
-    if st == "plan":
-        acts = ", ".join(step["actions"]) or "no new action"
-        how = {"constrained": " (tool scored, query written)", "fallback": " (fallback: the claim itself)"}
-        line = f"\n[round {step['round']}] plan: {acts}{how.get(step.get('how', ''), '')}"
-        return line + (f"\n    {step['note']}" if step.get("note") else "")
-    if st == "action":
-        if step.get("error"):
-            return f"    {step['action']}: failed: {step['error']}"
-        notes = "".join(f"; {n}" for n in step.get("notes", []))
-        return f"    {step['action']}: {len(step.get('results', []))} results{notes}"
-    if st == "summary":
-        src = step.get("url") or step.get("source") or "source"
-        return f"      {src}: " + (str(step["summary"])[:200] if step.get("summary") else "not relevant")
-    if st == "develop":
-        return f"    reasoning: {step['text'][:300]}"
-    if st == "judge":
-        conf = f" ({step['confidence']:.2f})" if step.get("confidence") is not None else ""
-        return f"    judgement: {step['label']}{conf}"
-    if st == "parse_failure":
-        return f"    ! {step['for_stage']}: unusable model output {str(step.get('raw', ''))[:80]!r}; {step['fallback']}"
-    return None
+def _snippet(text: Any) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= SNIPPET else text[: SNIPPET - 1] + "…"
+
+
+def _where(d: Mapping[str, Any]) -> str:
+    """Which round or sample of an answering pipeline a LEAF item belongs to ("" for neither)."""
+    if "round" in d:
+        return f"round {d['round']} "
+    if "sample" in d:
+        return f"sample {d['sample']} "
+    return ""
+
+
+_HOW = {"constrained": " (tool scored, query written)", "fallback": " (fallback: the claim itself)"}
+_ANSWER_HEADS = {"plain": "Answer", "rag": "Answer with retrieved passages",
+                 "fc-rag": "Answer with fact-check knowledge"}
+
+
+def item_lines(item: ViewItem) -> list[str]:
+    """A view item as terminal text: its chunks (each one or more lines) in order. An item that fills in as the
+    check goes on (a question card, a tool call) only grows at the end, so a printer shows the new chunks."""
+    k = item["kind"]
+    if k == "qa":
+        dup = " (already asked; skipped)" if item.get("duplicate") else ""
+        out = [f"\n[{item['depth']}] Q: {item['question']}{dup}"]
+        if item.get("answer") is not None:
+            out.append("\n".join([f"    A: {item['answer']}"] + [
+                f"    evidence: {e}" for e in _evidence_lines(item.get("evidence") or [], width=200)]))
+        if item.get("useful") is not None:
+            out.append("    validator: " + ("useful, kept" if item["useful"] else "not useful, discarded"))
+        return out
+    if k == "verifier":
+        return [f"    verifier: {'enough to decide' if item['enough'] else 'not enough yet'}"]
+    if k == "parse_failure":
+        return [f"    ! {item['for_stage']}: unusable model output {str(item.get('raw', ''))[:80]!r}; "
+                f"{item['fallback']}"]
+    if k == "plan":
+        acts = ", ".join(item["actions"]) or "no new action"
+        line = f"\n[round {item['round']}] plan: {acts}{_HOW.get(item.get('how') or '', '')}"
+        return [line + (f"\n    {item['note']}" if item.get("note") else "")]
+    if k == "action":
+        if item.get("error"):
+            head = f"    {item['action']}: failed: {item['error']}"
+        else:
+            head = f"    {item['action']}: {len(item['results'])} results" + "".join(f"; {n}" for n in item["notes"])
+        return [head] + [_summary_line(r) for r in item["results"] if r["summarized"]]
+    if k == "summary":
+        return [_summary_line(item)]
+    if k == "develop":
+        return [f"    reasoning: {item['text'][:300]}"]
+    if k == "judge":
+        conf = f" ({item['confidence']:.2f})" if item.get("confidence") is not None else ""
+        return [f"    judgement: {item['label']}{conf}"]
+    if k == "leaf":
+        return [_leaf_lines(item)]
+    if k == "leaf_score":
+        return [f"  {_where(item)}LEAF score {item['score']:.2f} ({item['supported']} of {item['checked']} "
+                "sentences supported)"]
+    if k == "leaf_note":
+        return [f"  note: {item['note']}"]
+    if k == "mc_answer":
+        d = item["data"]
+        where = _where(d)
+        head = _ANSWER_HEADS.get(d.get("kind", ""), "Answer")
+        return [f"\n{where.capitalize()}{head[0].lower() if where else head[0]}{head[1:]}: option "
+                f"{d.get('letter') or 'none'}\n    {_snippet(d.get('text', ''))}"]
+    if k == "retrieval":
+        return [f"Retrieved {len(item['results'])} passages for: {_snippet(item['query'])}"]
+    if k == "fc_rag_round":
+        d = item["data"]
+        failed = ", ".join(str(i) for i in d.get("failed_sentences", []))
+        return [f"\nFact-Check-Then-RAG round {d['round']}: score {d['score_before']:.2f}; "
+                f"{len(d.get('knowledge', []))} passages from failed sentence(s) {failed} go in the prompt"]
+    return []  # shown by the verdict and the report, not while the check runs
+
+
+def _summary_line(r: Mapping[str, Any]) -> str:
+    """A result of a DEFAME tool call and its summary."""
+    src = r.get("url") or r.get("source") or "source"
+    return f"      {src}: " + (str(r["summary"])[:200] if r.get("summary") else "not relevant")
+
+
+def _leaf_lines(item: ViewItem) -> str:
+    rating = item.get("rating") or "no decision (counted as not supported)"
+    conf = f" ({item['confidence']:.2f})" if item.get("confidence") is not None else ""
+    lines = [f"  [{item['index']}] {rating}{conf}: {item['sentence']}", f"      query: {item['query']}"]
+    for e in item.get("evidence") or []:
+        src = e.get("source") or e.get("doc_id") or "passage"
+        lines.append(f"      evidence: {_snippet(e.get('text', ''))} — {src}")
+    if not item.get("evidence"):
+        lines.append("      evidence: none found")
+    if item.get("reasoning"):
+        lines.append(f"      reasoning: {_snippet(item['reasoning'])}")
+    return "\n".join(lines)
+
+
+class TerminalPrinter:
+    """A tracer listener that prints a check as it happens: each step folded into the view items (the one
+    fold), and what the step added to them printed (`item_lines`), control characters shown as U+FFFD.
+    `skip`: item kinds not printed (the caller prints them at the end)."""
+
+    def __init__(self, write: Callable[[str], None] | None = None, *, skip: Iterable[str] = ()) -> None:
+        from .registry import load_step_types
+
+        load_step_types()  # steps given as stored dicts read back as their types
+        self.fold = Fold()
+        self.write = write or (lambda text: print(text, flush=True))
+        self.skip = set(skip)
+        self._shown: dict[int, int] = {}  # item index -> chunks printed
+
+    def __call__(self, step: "Step | Mapping[str, Any]") -> None:
+        for i in self.fold.add(step):
+            item = self.fold.items[i]
+            if item["kind"] in self.skip:
+                continue
+            chunks = item_lines(item)
+            for chunk in chunks[self._shown.get(i, 0):]:
+                self.write(terminal_text(chunk))
+            self._shown[i] = len(chunks)
+
+    @property
+    def items(self) -> list[ViewItem]:
+        return self.fold.items
 
 
 _CSS = """

@@ -1,29 +1,20 @@
 """One event stream for everything that happens during a check.
 
-Every stage of a pipeline emits typed `Step` events to the run's `Tracer`. The CLI prints them as
-they arrive, the report renders them, the JSON output and the evaluation runner store them. Nothing
-re-derives a trace from anything else.
+Every stage of a pipeline emits typed steps (`veracity.steps`) to the run's `Tracer`: `emit(step)`, or
+`emit(stage, **fields)`, which builds the step type declared for that stage. The CLI prints them as they
+arrive, the server streams and stores them, the report renders them, the JSON output and the evaluation
+runner store them (`to_list`: each step's `to_dict()`). Nothing re-derives a trace from anything else.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
+from .steps import Listener, Step, make_step
 
-@dataclass
-class Step:
-    stage: str  # e.g. "verifier", "question", "answer", "validator", "reasoner", "model_call"
-    data: dict[str, Any] = field(default_factory=dict)
-    t: float = 0.0  # seconds since the run started
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"stage": self.stage, "t": round(self.t, 4), **self.data}
-
-
-Listener = Callable[[Step], None]
+__all__ = ["Listener", "Step", "Tracer"]
 
 
 class Tracer:
@@ -36,8 +27,13 @@ class Tracer:
     def subscribe(self, listener: Listener) -> None:
         self._listeners.append(listener)
 
-    def emit(self, stage: str, **data: Any) -> Step:
-        step = Step(stage=stage, data=data, t=time.perf_counter() - self._t0)
+    def emit(self, step: Step | str, /, **data: Any) -> Step:
+        """Record a step: a typed step, or a stage name and its fields (the stage's declared type is built)."""
+        if isinstance(step, str):
+            step = make_step(step, data)
+        elif data:
+            raise TypeError("emit(step) takes no fields besides the step")
+        step.t = time.perf_counter() - self._t0
         with self._lock:
             self.steps.append(step)
         for fn in self._listeners:

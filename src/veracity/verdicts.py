@@ -1,25 +1,23 @@
 """Choosing a verdict label through the model, shared by QACheck, the baselines, DEFAME and LEAF.
 
 The label set shown to a prompt (`label_block`, `claim_line`), a strict reading of the model's choice
-(`strict_choose`: a label only when the model asserts exactly one, never a guess), a label among any set
-(`choose_label`, falling back to e.g. `UNVERIFIED`), True/False mapped to Supported/Refuted (`decide_label`),
-and the shared step of QACheck's reasoner and chain-of-thought: free-text reasoning, then a constrained
-label (`reason_then_label`).
+(`strict_choose`, in `prompts/spec.py`: a label only when the model asserts exactly one, never a guess), a
+label among any set (`choose_label`, falling back to e.g. `UNVERIFIED`), the True/False decision after a
+reasoning prompt mapped to Supported/Refuted (`final_answer`, `truth_label`), and the shared step of
+QACheck's reasoner and chain-of-thought: free-text reasoning, then a constrained label (`reason_then_label`).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Any
 
-from .llm.base import FORMAT_REMINDER, Choice, CompletionRequest, fewshot
 from .pipeline import Context
-from .prompts.parsers import (FINAL_ANSWER_CUE, TRUE_FALSE, TRUTH_TO_LABEL, choice_text, is_parsed, parse_label,
-                              parse_rationale)
+from .prompts.parsers import FINAL_ANSWER_CUE, TRUE_FALSE, TRUTH_TO_LABEL
+from .prompts.spec import Prompt, PromptSpec, Reply, strict_choose
 from .types import Claim, Verdict
 
-if TYPE_CHECKING:
-    from .llm.model import RunModel
+__all__ = ["UNVERIFIED", "LABEL_MEANINGS", "NO_TRUE_FALSE", "choose_label", "claim_line", "final_answer",
+           "label_block", "no_label", "reason_then_label", "strict_choose", "truth_label"]
 
 UNVERIFIED = "Unverified"  # the label when the model's final answer matched no allowed label
 
@@ -52,65 +50,52 @@ def label_block(labels: list[str] | tuple[str, ...], rules: str) -> str:
                      for x in labels)
 
 
-def strict_choose(model: "RunModel", request: CompletionRequest, labels: list[str], *, stage: str) -> Choice:
-    """The model's choice among `labels`, read strictly when it was read from text.
+NO_TRUE_FALSE = f"label {UNVERIFIED!r}: the model asserted neither True nor False unambiguously"
 
-    Scored decisions (log-probabilities) stand as they are. A decision the backend read from free text
-    is re-read with `parse_label`, which takes a label only when the text asserts exactly one: a
-    negated label, several labels, a refusal or a hedge give `option=None` (after one retry with the
-    format reminder when the backend had not retried), never a guessed label.
+
+def no_label(fallback: str) -> str:
+    """The trace's word for a label decision that fell back to `fallback`."""
+    return f"label {fallback!r}: the model asserted none of the labels unambiguously"
+
+
+def _rationale_line(rationale: str) -> str:
+    return f"{rationale}\n" if rationale else ""
+
+
+def final_answer(spec: PromptSpec, name: str) -> PromptSpec:
+    """The True/False decision after a reasoning prompt (QACheck's reasoner, the chain-of-thought baseline):
+    the prompt, the rationale on its own line when there is one, then `Therefore, the final answer is:`."""
+    return spec.follow(name, "\n[[RATIONALE]]" + FINAL_ANSWER_CUE, formats={"RATIONALE": _rationale_line},
+                       max_tokens=8, options=TRUE_FALSE, strict=True, problem="no True/False",
+                       fallback=NO_TRUE_FALSE)
+
+
+def truth_label(reply: Reply) -> str:
+    """Supported / Refuted for a True/False decision; `UNVERIFIED` when it asserted neither."""
+    return TRUTH_TO_LABEL.get(reply.value, UNVERIFIED) if reply.ok else UNVERIFIED
+
+
+def choose_label(ctx: Context, prompt: Prompt, labels: list[str] | tuple[str, ...], *, fallback: str,
+                 failures: list[str], images: tuple[str, ...] = (),
+                 **slots: Any) -> tuple[str, float | None, dict[str, float] | None]:
+    """Pick one of `labels` with `prompt` (a decision spec, e.g. one ending in "Verdict:").
+
+    Returns (label, confidence, probabilities); when the model asserts none of them unambiguously (see
+    `strict_choose`), `fallback`, with the parse failure recorded, never a guess.
     """
-    choice = model.choose(request, list(labels), stage=stage)
-    if not is_parsed(choice.method):
-        return choice
-    option = parse_label(choice_text(choice.raw, choice.method), labels)
-    if option is not None or choice.method == "parse-retry":
-        return replace(choice, option=option, probabilities=choice.probabilities if option else None)
-    # the backend's first-match reading took a label from an answer that does not assert one: ask once more
-    retry = model.complete(replace(request.with_reminder(FORMAT_REMINDER.format(options=", ".join(labels))),
-                                   n=1, max_tokens=16), stage=stage)
-    option = parse_label(retry.text, labels)
-    return replace(choice, option=option, probabilities=None, raw=f"{choice.raw}\n---retry---\n{retry.text}",
-                   method="parse-retry")
+    reply = prompt.ask(ctx.model, options=list(labels), failures=failures, fallback=no_label(fallback),
+                       images=images, **slots)
+    if not reply.ok:
+        return fallback, None, None
+    return reply.value, reply.confidence, reply.probabilities
 
 
-def decide(ctx: Context, request: CompletionRequest, labels: list[str], *, stage: str) -> Choice:
-    """`strict_choose` with the run's model."""
-    return strict_choose(ctx.model, request, labels, stage=stage)
-
-
-def choose_label(ctx: Context, prompt: str, labels: list[str], *, stage: str, fallback: str,
-                 images: tuple[str, ...] = ()) -> tuple[str, float | None, dict[str, float] | None, list[str]]:
-    """Pick one of `labels` after `prompt` (which ends where the label goes).
-
-    Returns (label, confidence, probabilities, parse failures); when the model asserts none of them
-    unambiguously (see `decide`), `fallback` with the failure recorded, never a guess.
-    """
-    choice = decide(ctx, fewshot(prompt, max_tokens=16, images=images), list(labels), stage=stage)
-    if choice.option is None:
-        ctx.tracer.emit("parse_failure", for_stage=stage, raw=choice.raw,
-                        fallback=f"label {fallback!r}: the model asserted none of the labels unambiguously")
-        return fallback, None, None, [f"{stage}: no label in {choice.raw[:120]!r}"]
-    return choice.option, choice.confidence, choice.probabilities, []
-
-
-def decide_label(ctx: Context, prompt: str, *, stage: str) -> tuple[str, float | None, list[str]]:
-    """Ask for True/False after `prompt`; returns (label, confidence, parse failures)."""
-    choice = decide(ctx, fewshot(prompt, max_tokens=8), TRUE_FALSE, stage=stage)
-    if choice.option is None:
-        ctx.tracer.emit("parse_failure", for_stage=stage, raw=choice.raw,
-                        fallback=f"label {UNVERIFIED!r}: the model asserted neither True nor False unambiguously")
-        return UNVERIFIED, None, [f"{stage}: no True/False in {choice.raw[:120]!r}"]
-    label = TRUTH_TO_LABEL[choice.option]
-    return label, choice.confidence, []
-
-
-def reason_then_label(ctx: Context, prompt: str, *, stage: str, max_tokens: int = 200) -> Verdict:
-    """Generate a rationale for `prompt`, then decide the label with the rationale in view."""
-    out = ctx.model.complete(fewshot(prompt, max_tokens=max_tokens, stop=["Therefore", "\n\n", "final answer"]),
-                             stage=stage)
-    rationale = parse_rationale(out.text)
-    label_prompt = f"{prompt}\n{rationale}\n{FINAL_ANSWER_CUE}" if rationale else f"{prompt}\n{FINAL_ANSWER_CUE}"
-    label, confidence, failures = decide_label(ctx, label_prompt, stage=stage)
-    ctx.tracer.emit(stage, label=label, rationale=rationale, confidence=confidence)
-    return Verdict(label=label, rationale=rationale, confidence=confidence, parse_failures=failures)
+def reason_then_label(ctx: Context, reasoning: Prompt, decision: Prompt, *, failures: list[str],
+                      **slots: Any) -> Verdict:
+    """Generate a rationale with `reasoning`, then decide True/False with `decision` (its `final_answer`),
+    the rationale in view."""
+    rationale = reasoning.ask(ctx.model, failures=failures, **slots).value
+    reply = decision.ask(ctx.model, failures=failures, RATIONALE=rationale, **slots)
+    label = truth_label(reply)
+    ctx.tracer.emit(decision.spec.stage, label=label, rationale=rationale, confidence=reply.confidence)
+    return Verdict(label=label, rationale=rationale, confidence=reply.confidence, parse_failures=list(failures))

@@ -3,3 +3,5 @@
 `pipeline.Direct` and `pipeline.ChainOfThought`, registered by name; both decide the label through the
 shared `veracity.verdicts`.
 """
+
+from . import steps as steps  # registers the step types of this system

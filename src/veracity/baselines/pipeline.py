@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..llm.base import fewshot
 from ..pipeline import Context, Pipeline, register
-from ..prompts import load_prompt
 from ..types import BINARY_LABELS, Claim, Verdict
-from ..verdicts import UNVERIFIED, choose_label, claim_line, decide_label, label_block, reason_then_label
+from ..verdicts import UNVERIFIED, choose_label, label_block, reason_then_label, truth_label
+from .prompts import COT, COT_LABEL, COT_LABELS, COT_LABELS_LABEL, DIRECT, DIRECT_LABELS
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -26,17 +25,18 @@ class Direct(Pipeline):
     label set an evaluation asks for (e.g. AVeriTeC's four labels)."""
 
     def __init__(self, config: "Config") -> None:
-        self.prompt = load_prompt("direct", config.prompts_dir)
-        self.labels_prompt = load_prompt("direct_labels", config.prompts_dir)
+        self.prompt = DIRECT.load(config.prompts_dir)
+        self.labels_prompt = DIRECT_LABELS.load(config.prompts_dir)
 
     def check(self, claim: Claim, ctx: Context) -> Verdict:
+        failures: list[str] = []
         if labels := _other_labels(ctx):
-            prompt = self.labels_prompt.render(LABELS=label_block(labels, ctx.label_rules), CLAIM=claim_line(claim))
-            label, confidence, _, failures = choose_label(ctx, prompt, list(labels), stage="direct",
-                                                          fallback=UNVERIFIED)
+            label, confidence, _ = choose_label(ctx, self.labels_prompt, labels, fallback=UNVERIFIED, failures=failures,
+                                                LABELS=label_block(labels, ctx.label_rules), CLAIM=claim)
             ctx.tracer.emit("direct", label=label, confidence=confidence)
             return Verdict(label=label, confidence=confidence, parse_failures=failures)
-        label, confidence, failures = decide_label(ctx, self.prompt.render(CLAIM=claim.text), stage="direct")
+        reply = self.prompt.ask(ctx.model, failures=failures, CLAIM=claim.text)
+        label, confidence = truth_label(reply), reply.confidence
         ctx.tracer.emit("direct", label=label, confidence=confidence)
         return Verdict(label=label, confidence=confidence, parse_failures=failures)
 
@@ -46,19 +46,21 @@ class ChainOfThought(Pipeline):
     label set an evaluation asks for when it is not Supported/Refuted."""
 
     def __init__(self, config: "Config") -> None:
-        self.prompt = load_prompt("cot", config.prompts_dir)
-        self.labels_prompt = load_prompt("cot_labels", config.prompts_dir)
+        self.prompt = COT.load(config.prompts_dir)
+        self.label_prompt = COT_LABEL.load(config.prompts_dir)
+        self.labels_prompt = COT_LABELS.load(config.prompts_dir)
+        self.labels_label_prompt = COT_LABELS_LABEL.load(config.prompts_dir)
 
     def check(self, claim: Claim, ctx: Context) -> Verdict:
+        failures: list[str] = []
         if labels := _other_labels(ctx):
-            prompt = self.labels_prompt.render(LABELS=label_block(labels, ctx.label_rules), CLAIM=claim_line(claim))
-            out = ctx.model.complete(fewshot(prompt, max_tokens=160, stop=["\n\n", "Verdict:"]), stage="cot")
-            rationale = " ".join(out.text.split())
-            label, confidence, _, failures = choose_label(ctx, f"{prompt} {rationale}\nVerdict:", list(labels),
-                                                          stage="cot", fallback=UNVERIFIED)
+            slots = dict(LABELS=label_block(labels, ctx.label_rules), CLAIM=claim)
+            rationale = self.labels_prompt.ask(ctx.model, failures=failures, **slots).value
+            label, confidence, _ = choose_label(ctx, self.labels_label_prompt, labels, fallback=UNVERIFIED,
+                                                failures=failures, RATIONALE=rationale, **slots)
             ctx.tracer.emit("cot", label=label, rationale=rationale, confidence=confidence)
             return Verdict(label=label, rationale=rationale, confidence=confidence, parse_failures=failures)
-        return reason_then_label(ctx, self.prompt.render(CLAIM=claim.text), stage="cot")
+        return reason_then_label(ctx, self.prompt, self.label_prompt, failures=failures, CLAIM=claim.text)
 
 
 register("direct", "Direct prompting baseline: the label straight from the claim", kind=Direct)(Direct)

@@ -5,3 +5,5 @@ execute them, summarize each result (or drop it as irrelevant), develop the reas
 "not enough information" verdict goes back to planning, at most `defame.max_iterations` rounds),
 and justify the verdict with links and images.
 """
+
+from . import steps as steps  # registers the step types of this system

@@ -15,6 +15,9 @@ _CALL = re.compile(
 )
 
 
+PLACEHOLDER = "query"  # the argument the tool list shows (`web_search("query")`); a small model copies it
+
+
 @dataclass
 class Plan:
     actions: list[Action] = field(default_factory=list)
@@ -39,6 +42,9 @@ def parse_plan(text: str, tools: dict[str, Tool], executed: set[tuple[str, str]]
             continue
         if not tool.takes_image and (is_ref or not arg):
             plan.rejected.append(f"{written}: {name} takes a text query")
+            continue
+        if arg.lower() == PLACEHOLDER:
+            plan.rejected.append(f"{written}: the tool list's placeholder, not a query")
             continue
         action = Action(name, arg)
         if action.key() in seen:

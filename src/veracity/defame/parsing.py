@@ -14,7 +14,8 @@ from ..leaf.sentences import split_sentences
 
 _LABELS = (r"(?:Record|Claim|Search result|Round \d+|Actions|Executed actions|Evidence|Elaboration|Judgement|"
            r"Verdict|Justification|Key findings|Summary)\s*:")
-_LEADING_LABEL = re.compile(r"^\s*(?:-\s*)?" + _LABELS + r"\s*", re.IGNORECASE)  # the model repeated the cue
+# the model repeated the cue, perhaps as a bullet or in bold ("**Key findings:**")
+_LEADING_LABEL = re.compile(r"^\s*(?:-\s*)?(?:\*\*)?" + _LABELS + r"(?:\*\*)?\s*", re.IGNORECASE)
 _NEXT_BLOCK = re.compile(r"\s" + _LABELS, re.IGNORECASE)  # the model went on writing the next block
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset("a an the of in on at to for and or but is are was were be been by with from as that this it its "

@@ -7,25 +7,20 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..llm.base import fewshot
 from ..pipeline import Context, Pipeline, register
 from ..prompts import load_prompt
 from ..tools.base import Action, ImageStore, ToolCall, ToolOutput
 from ..types import Claim, Evidence, Verdict
 from ..verdicts import UNVERIFIED, choose_label, label_block
-from .actions import parse_plan
-from .parsing import clean_text, excerpt, grounded, parse_summary
-from .record import Finding, Record, Round, evidence_text
+from .parsing import excerpt
+from .prompts import SPECS, SUMMARY_CHARS
+from .record import Record, Round
+from .steps import Develop, Images, Judge, Justify, Plan, Summary, ToolRun
 from .toolbox import Toolbox, build_toolbox
 
 if TYPE_CHECKING:
     from ..config import Config, DefameConfig
     from ..images.files import ImageFile
-
-RESULT_CHARS = 1500  # source text a summary is written from
-SUMMARY_CHARS = 400  # longest summary kept in the record
-TEXT_ONLY_NOTE = ("(The model reads text only: the images are known only through the tools' findings, "
-                  "not seen directly.)")
 
 
 def _example_blocks(text: str) -> list[tuple[set[str], str]]:
@@ -51,7 +46,7 @@ class Defame(Pipeline):
         self.static_actions = static_actions
         self.develop_stage = develop
         pd = config.prompts_dir
-        self.prompts = {n: load_prompt(f"defame_{n}", pd) for n in ("plan", "summarize", "develop", "judge", "justify")}
+        self.prompts = {spec.name.removeprefix("defame."): spec.load(pd) for spec in SPECS}  # specs: prompts.py
         self.examples = _example_blocks(load_prompt("defame_plan_examples", pd).body)
 
     def needs_retriever(self, config: "Config") -> bool:
@@ -78,15 +73,14 @@ class Defame(Pipeline):
             rnd = record.new_round()
             actions = self._plan(rnd, record, toolbox, store, executed, ctx, failures)
             if not actions and n > 1:  # nothing new to do: the last judgement is final
-                record.rounds.pop()
                 if nei not in labels:  # ... but "not enough information" is not an answer here: decide now
-                    label, confidence = self._judge(record.rounds[-1], record, store, labels, nei, rules, ctx,
+                    label, confidence = self._judge(record.rounds[-2], record, store, labels, nei, rules, ctx,
                                                     failures, final=True)
                 break
             outputs = self._execute(actions, toolbox, call, ctx, n)
             for a in actions:
                 executed.add(a.key())
-            self._summarize(rnd, outputs, record, store, toolbox, ctx)
+            self._summarize(rnd, outputs, record, store, toolbox, ctx, failures)
             if self.develop_stage:
                 self._develop(rnd, record, store, ctx)
             final = n == self.max_rounds
@@ -113,18 +107,21 @@ class Defame(Pipeline):
             return ()
         return tuple(img.data_url() for img in (store.get(r) for r in store.refs()) if img is not None)
 
+    @staticmethod
+    def _add(record: Record, ctx: Context, step) -> None:
+        """A step of the record: added to it, and emitted (the same object) to the trace."""
+        record.add(step)
+        ctx.tracer.emit(step)
+
     def _load_claim_images(self, claim: Claim, store: ImageStore, record: Record, toolbox: Toolbox,
                            ctx: Context) -> None:
         from ..images.files import load_image
 
-        for ref in claim.images:
-            image = load_image(ref, fetch=toolbox.fetch_image)  # a broken image is the user's error: say so
-            record.claim_images.append(store.add(image))
-        if claim.images and not ctx.model.accepts_images:
-            record.image_notes.append(TEXT_ONLY_NOTE)
-        if claim.images:
-            ctx.tracer.emit("images", refs=list(record.claim_images), sources=list(claim.images),
-                            model_sees_images=ctx.model.accepts_images)
+        # a broken image is the user's error: say so
+        refs = [store.add(load_image(ref, fetch=toolbox.fetch_image)) for ref in claim.images]
+        if claim.images:  # the record notes a text-only model (record.TEXT_ONLY_NOTE)
+            self._add(record, ctx, Images(refs=refs, sources=list(claim.images),
+                                          model_sees_images=ctx.model.accepts_images))
 
     def _plan(self, rnd: Round, record: Record, toolbox: Toolbox, store: ImageStore,
               executed: set[tuple[str, str]], ctx: Context, failures: list[str]) -> list[Action]:
@@ -133,60 +130,57 @@ class Defame(Pipeline):
         unavailable = {n: t.unavailable() for n, t in toolbox.tools.items() if t.unavailable()}
         if self.static_actions:
             actions = [] if executed else self._static_plan(record, offered)
-            rnd.actions = [a.render() for a in actions]
-            ctx.tracer.emit("plan", round=rnd.number, actions=rnd.actions, static=True, unavailable=unavailable)
+            self._add(record, ctx, Plan(round=rnd.number, actions=[a.render() for a in actions], static=True,
+                                        unavailable=unavailable))
             return actions
         if not offered:
-            ctx.tracer.emit("plan", round=rnd.number, actions=[], unavailable=unavailable,
-                            note="no tool is available (search needs --index DIR or --search serper|searxng): "
-                                 "the verdict rests on the claim alone")
+            self._add(record, ctx, Plan(round=rnd.number, actions=[], unavailable=unavailable,
+                                        note="no tool is available (search needs --index DIR or --search "
+                                             "serper|searxng): the verdict rests on the claim alone"))
             return []
         examples = "\n\n".join(body for uses, body in self.examples if uses <= set(offered))
-        prompt = self.prompts["plan"].render(
-            TOOLS=toolbox.describe(has_images=has_images), RULES=self._rules_line(),
-            EXAMPLES=f"\nExamples:\n\n{examples}\n" if examples else "",
-            RECORD=record.render(), EXECUTED=", ".join(record.executed()) or "none")
-        out = ctx.model.complete(fewshot(prompt, max_tokens=96, stop=["\n\n", "Record:", "Executed actions:"],
-                                         images=self._images_for_model(store, ctx)), stage="plan")
-        plan = parse_plan(out.text, offered, executed, self.dc.max_actions)
+        slots = dict(TOOLS=toolbox.describe(has_images=has_images), RULES=self._rules_line(),
+                     EXAMPLES=f"\nExamples:\n\n{examples}\n" if examples else "",
+                     RECORD=record, EXECUTED=", ".join(record.executed()) or "none")
+        out = self.prompts["plan"].ask(ctx.model, failures=failures, defer=True,
+                                       images=self._images_for_model(store, ctx), **slots,
+                                       parse_args=dict(tools=offered, executed=executed, max_actions=self.dc.max_actions))
+        plan = out.value
         how = "planned"
-        if not plan.actions:
-            failures.append(f"plan (round {rnd.number}): no usable action in {out.text[:120]!r}")
-            action = self._constrained_action(prompt, offered, executed, store, ctx)
+        if not out.ok:  # recorded once the fallback is known
+            action = self._constrained_action(slots, offered, executed, store, ctx)
             how = "constrained"
             if action is None:
                 action, how = self._fallback_action(record, offered, executed), "fallback"
-            ctx.tracer.emit("parse_failure", for_stage="plan", raw=out.text,
-                            fallback=(f"ran {action.render()} ({'tool scored, query generated' if how == 'constrained' else 'the claim itself'})"
-                                      if action else "no new action left to try"))
+            how_run = "tool scored, query generated" if how == "constrained" else "the claim itself"
+            out.fail(f"ran {action.render()} ({how_run})" if action else "no new action left to try",
+                     where=f"round {rnd.number}")
             if action:
                 plan.actions.append(action)
-        rnd.actions = [a.render() for a in plan.actions]
-        ctx.tracer.emit("plan", round=rnd.number, actions=rnd.actions, rejected=plan.rejected, raw=out.text,
-                        how=how, fallback=how == "fallback", unavailable=unavailable)
+        self._add(record, ctx, Plan(round=rnd.number, actions=[a.render() for a in plan.actions],
+                                    rejected=plan.rejected, raw=out.raw, how=how, fallback=how == "fallback",
+                                    unavailable=unavailable))
         return plan.actions
 
-    def _constrained_action(self, prompt: str, offered: dict, executed: set[tuple[str, str]], store: ImageStore,
+    def _constrained_action(self, slots: dict, offered: dict, executed: set[tuple[str, str]], store: ImageStore,
                             ctx: Context) -> Action | None:
         """One action when the free plan named none: the tool by a scored choice, then its argument
-        (a generated query, or a scored choice among the images)."""
+        (a generated query, or a scored choice among the images). `slots`: the plan prompt's."""
         fresh = {n: t for n, t in offered.items()
                  if not t.takes_image or any(Action(n, r).key() not in executed for r in store.refs())}
         if not fresh:
             return None
-        choice = ctx.model.choose(fewshot(prompt + "\n", max_tokens=8), list(fresh), stage="plan")
-        if choice.option is None:
+        choice = self.prompts["plan.tool"].ask(ctx.model, options=list(fresh), **slots)
+        if choice.value is None:
             return None
-        tool = fresh[choice.option]
-        head = f"{prompt}\n{tool.name}("
+        tool = fresh[choice.value]
         if tool.takes_image:
             refs = [r for r in store.refs() if Action(tool.name, r).key() not in executed]
             if len(refs) > 1:
-                pick = ctx.model.choose(fewshot(head, max_tokens=8), refs, stage="plan")
-                refs = [pick.option] if pick.option else refs
+                pick = self.prompts["plan.image"].ask(ctx.model, options=refs, TOOL=tool.name, **slots)
+                refs = [pick.value] if pick.value else refs
             return Action(tool.name, refs[0]) if refs else None
-        out = ctx.model.complete(fewshot(head + '"', max_tokens=24, stop=['"', "\n", ")"]), stage="plan")
-        query = " ".join(out.text.split()).strip(" '\u201c\u201d")
+        query = self.prompts["plan.query"].ask(ctx.model, TOOL=tool.name, **slots).value
         action = Action(tool.name, query[:200])
         return action if query and action.key() not in executed else None
 
@@ -217,7 +211,7 @@ class Defame(Pipeline):
         return actions
 
     def _execute(self, actions: list[Action], toolbox: Toolbox, call: ToolCall, ctx: Context,
-                 n: int) -> list[ToolOutput]:
+                 n: int) -> list[tuple[ToolOutput, ToolRun]]:
         def run(action: Action) -> ToolOutput:
             try:
                 return toolbox.tools[action.tool].run(action.argument, call)
@@ -228,47 +222,38 @@ class Defame(Pipeline):
             return []
         with ThreadPoolExecutor(max_workers=min(4, len(actions))) as pool:
             outputs = list(pool.map(run, actions))
+        runs = []
         for out in outputs:
             d = out.to_dict()
             for r in d["results"]:
                 r["text"] = r["text"][:1000]
-            ctx.tracer.emit("action", round=n, **d)
-        return outputs
+            runs.append((out, ctx.tracer.emit(ToolRun(round=n, **d))))  # joins the record as it is summarized
+        return runs
 
-    def _summarize(self, rnd: Round, outputs: list[ToolOutput], record: Record, store: ImageStore,
-                   toolbox: Toolbox, ctx: Context) -> None:
-        for out in outputs:
+    def _summarize(self, rnd: Round, outputs: list[tuple[ToolOutput, ToolRun]], record: Record, store: ImageStore,
+                   toolbox: Toolbox, ctx: Context, failures: list[str]) -> None:
+        for out, run in outputs:
+            record.add(run)  # an error, or no results, is a failure line of the round (ToolRun.failure)
             action = out.action.render()
-            if out.error:
-                rnd.failures.append(f"{action}: {out.error}")
-                continue
-            if not out.results:
-                rnd.failures.append(f"{action}: no results")
+            if out.error or not out.results:
                 continue
             for ev in out.results:
-                prompt = self.prompts["summarize"].render(RECORD=record.render(),
-                                                          RESULT=evidence_text(ev, RESULT_CHARS))
-                gen = ctx.model.complete(fewshot(prompt, max_tokens=120, stop=["\n\n", "Record:", "Search result:"]),
-                                         stage="summarize")
-                summary = parse_summary(gen.text, SUMMARY_CHARS)
+                gen = self.prompts["summarize"].ask(ctx.model, failures=failures, RECORD=record, RESULT=ev,
+                                                    parse_args=dict(source=ev.text, claim=record.claim.text))
+                summary = gen.value.text
                 written_by = "model"
-                if summary and not grounded(summary, ev.text, record.claim.text):
+                if not gen.ok:
                     # the model wrote something not drawn from the source (often the claim again):
-                    # quote the source instead, and say so
-                    ctx.tracer.emit("parse_failure", for_stage="summarize", raw=gen.text,
-                                    fallback="quoted the source's sentences closest to the claim")
+                    # quote the source instead, and say so (the failure is recorded)
                     summary = excerpt(ev.text, record.claim.text, SUMMARY_CHARS) or None
                     written_by = "excerpt"
                 refs = self._evidence_images(ev, store, toolbox, ctx) if summary else []
                 shown = f'Excerpt: "{summary}"' if summary and written_by == "excerpt" else summary
-                ctx.tracer.emit("summary", round=rnd.number, action=action, source=ev.source, url=ev.url,
-                                date=ev.date, summary=shown, written_by=written_by,
-                                images=evidence_image_refs(ev.images[:4], toolbox.local_image_roots), image_refs=refs)
-                if summary:
-                    # the record quotes it as data (record.Finding.line), an excerpt marked as such
-                    rnd.findings.append(Finding(action=action, source=ev.source or ev.url or "source", url=ev.url,
-                                                date=ev.date, summary=summary, image_refs=refs,
-                                                excerpt=written_by == "excerpt"))
+                # a summary is a finding of the record, quoted as data (record.Finding), an excerpt marked as such
+                self._add(record, ctx, Summary(round=rnd.number, action=action, source=ev.source, url=ev.url,
+                                               date=ev.date, summary=shown, written_by=written_by,
+                                               images=evidence_image_refs(ev.images[:4], toolbox.local_image_roots),
+                                               image_refs=refs))
 
     def _evidence_images(self, ev: Evidence, store: ImageStore, toolbox: Toolbox, ctx: Context) -> list[str]:
         """The first image of a relevant result joins the fact-check (for reverse search and the report)."""
@@ -286,38 +271,29 @@ class Defame(Pipeline):
         return [store.add(image)]
 
     def _develop(self, rnd: Round, record: Record, store: ImageStore, ctx: Context) -> None:
-        prompt = self.prompts["develop"].render(RECORD=record.render())
-        out = ctx.model.complete(fewshot(prompt, max_tokens=160, stop=["\n\n", "Record:", "Judgement:"],
-                                         images=self._images_for_model(store, ctx)), stage="develop")
-        rnd.elaboration = clean_text(out.text, 800)
-        ctx.tracer.emit("develop", round=rnd.number, text=rnd.elaboration)
+        text = self.prompts["develop"].ask(ctx.model, images=self._images_for_model(store, ctx), RECORD=record).value
+        self._add(record, ctx, Develop(round=rnd.number, text=text))
 
     def _judge(self, rnd: Round, record: Record, store: ImageStore, labels: tuple[str, ...], nei: str | None,
                rules: str, ctx: Context, failures: list[str], *, final: bool) -> tuple[str, float | None]:
         options = list(labels)
         if nei and nei not in options and not final:
             options.append(nei)
-        prompt = self.prompts["judge"].render(LABELS=label_block(options, rules), RECORD=record.render())
+        slots = dict(LABELS=label_block(options, rules), RECORD=record)
         images = self._images_for_model(store, ctx)
-        gen = ctx.model.complete(fewshot(prompt, max_tokens=100, stop=["\n\n", "Verdict:", "Record:"], images=images),
-                                 stage="judge")
-        findings = clean_text(gen.text, 600)
-        label, confidence, probabilities, failed = choose_label(
-            ctx, f"{prompt} {findings}\nVerdict:", options, stage="judge",
-            fallback=nei if nei in options else UNVERIFIED, images=images)  # never a default label
-        failures += failed
-        rnd.judgement = label
-        ctx.tracer.emit("judge", round=rnd.number, label=label, confidence=confidence, findings=findings,
-                        probabilities=probabilities, final=final or label != nei)
+        findings = self.prompts["judge"].ask(ctx.model, images=images, **slots).value
+        label, confidence, probabilities = choose_label(
+            ctx, self.prompts["judge.label"], options, fallback=nei if nei in options else UNVERIFIED,  # no default
+            failures=failures, images=images, FINDINGS=findings, **slots)
+        self._add(record, ctx, Judge(round=rnd.number, label=label, confidence=confidence, findings=findings,
+                                     probabilities=probabilities, final=final or label != nei))
         return label, confidence
 
     def _justify(self, record: Record, store: ImageStore, label: str, ctx: Context) -> str:
-        prompt = self.prompts["justify"].render(RECORD=record.render(), VERDICT=label)
-        out = ctx.model.complete(fewshot(prompt, max_tokens=160, stop=["\n\n", "Record:", "Justification:"],
-                                         images=self._images_for_model(store, ctx)), stage="justify")
-        text = clean_text(out.text, 1200)
+        text = self.prompts["justify"].ask(ctx.model, images=self._images_for_model(store, ctx), RECORD=record,
+                                           VERDICT=label).value
         links = [f"[{f.source}]({f.url})" for f in record.findings() if f.url]
-        ctx.tracer.emit("justify", text=text, sources=links)
+        self._add(record, ctx, Justify(text=text, sources=links))
         return text
 
 

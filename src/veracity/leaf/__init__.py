@@ -8,6 +8,7 @@
 - `commands`: `veracity leaf score | answer | report`.
 """
 
+from . import steps as steps  # registers the step types of this system
 from .factcheck import NOT_SUPPORTED, SUPPORTED, AnswerChecker, LeafResult, SentenceCheck
 from .options import extract_letter, format_options, load_options_file, parse_options
 from .sentences import split_sentences

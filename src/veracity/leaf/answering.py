@@ -14,11 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..llm.base import CompletionRequest, fewshot
-from ..prompts import load_prompt
+from ..prompts.parsers import RETRY_MARK
 from ..types import Evidence
-from .factcheck import numbered_passages
-from .options import extract_letter, format_options
+from .options import extract_letter
+from .prompts import ANSWER_LETTER, ANSWERS, KNOWLEDGE_SLOT
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -26,7 +25,6 @@ if TYPE_CHECKING:
     from ..trace import Tracer
 
 SCORED = ("logprob", "grammar")  # choice methods that never parse text
-TEMPLATES = {"plain": "answer_plain", "rag": "answer_rag", "fc-rag": "answer_fc_rag"}
 
 
 @dataclass
@@ -48,34 +46,30 @@ class Answer:
                 "parse_failure": self.parse_failure}
 
 
-def letters_phrase(keys: list[str]) -> str:
-    return keys[0] if len(keys) == 1 else ", ".join(keys[:-1]) + " or " + keys[-1]
-
-
 class Answerer:
     def __init__(self, config: "Config") -> None:
         pd = config.prompts_dir
         self.max_tokens = config.leaf.answer_max_tokens
-        self.templates = {kind: load_prompt(name, pd) for kind, name in TEMPLATES.items()}
-        self.p_letter = load_prompt("answer_letter", pd)
+        self.templates = {kind: spec.load(pd) for kind, spec in ANSWERS.items()}  # specs: prompts.py
+        self.p_letter = ANSWER_LETTER.load(pd)
+
+    @staticmethod
+    def slots(kind: str, question: str, options: dict[str, str], knowledge: list[Evidence]) -> dict[str, Any]:
+        """The answer prompt's slots: the question, its options, and the passages the kind shows."""
+        values: dict[str, Any] = {"QUESTION": question, "OPTIONS": options}
+        if kind in KNOWLEDGE_SLOT:
+            values[KNOWLEDGE_SLOT[kind]] = knowledge
+        return values
 
     def prompt(self, kind: str, question: str, options: dict[str, str], knowledge: list[Evidence]) -> str:
-        t = self.templates[kind]
-        values: dict[str, Any] = {"QUESTION": question, "OPTIONS": format_options(options)}
-        if kind == "rag":
-            values["DOCUMENTS"] = numbered_passages(knowledge)
-        elif kind == "fc-rag":
-            values["KNOWLEDGE"] = numbered_passages(knowledge)
-        return t.render(**values)
+        return self.templates[kind].render(**self.slots(kind, question, options, knowledge))
 
     def answer(self, question: str, options: dict[str, str], *, model: "RunModel", tracer: "Tracer",
                kind: str = "plain", knowledge: list[Evidence] | None = None, temperature: float = 0.0,
                seed: int | None = None, label: dict[str, Any] | None = None) -> Answer:
         knowledge = list(knowledge or [])
-        prompt = self.prompt(kind, question, options, knowledge)
-        out = model.complete(CompletionRequest.of(prompt, max_tokens=self.max_tokens, temperature=temperature,
-                                                  seed=seed), stage="answer")
-        text = out.text.strip()
+        text = self.templates[kind].ask(model, tracer=tracer, max_tokens=self.max_tokens, temperature=temperature,
+                                        seed=seed, **self.slots(kind, question, options, knowledge)).value
         ans = self.decide_letter(question, options, text, model=model, tracer=tracer)
         ans.kind, ans.knowledge, ans.stated = kind, knowledge, extract_letter(text, options)
         tracer.emit("mc_answer", **(label or {}), **{k: v for k, v in ans.to_dict().items() if k != "knowledge"},
@@ -85,21 +79,17 @@ class Answerer:
     def decide_letter(self, question: str, options: dict[str, str], text: str, *, model: "RunModel",
                       tracer: "Tracer") -> Answer:
         keys = list(options)
-        prompt = self.p_letter.render(QUESTION=question, OPTIONS=format_options(options),
-                                      ANSWER=text or "(no answer)", LETTERS=letters_phrase(keys))
-        choice = model.choose(fewshot(prompt, max_tokens=8), keys, stage="answer_choice")
-        if choice.method in SCORED and choice.option is not None:
-            return Answer(text=text, letter=choice.option, kind="", confidence=choice.confidence,
+        choice = self.p_letter.ask(model, tracer=tracer, options=keys, defer=True, QUESTION=question, OPTIONS=options,
+                                   ANSWER=text, LETTERS=keys)  # a failure is recorded below, after the re-reading
+        if choice.method in SCORED and choice.ok:
+            return Answer(text=text, letter=choice.value, kind="", confidence=choice.confidence,
                           method=choice.method)
         # Parsed from text: re-read the reply robustly, then the answer itself; the naive match last.
-        first, _, retry = choice.raw.partition("\n---retry---\n")
+        first, _, retry = choice.raw.partition(RETRY_MARK)
         for source, candidate in (("reply", first), ("retry", retry), ("answer", text)):
             letter = extract_letter(candidate, options)
             if letter is not None:
                 return Answer(text=text, letter=letter, kind="", method=f"extracted from the {source}")
-        if choice.option is not None:
-            return Answer(text=text, letter=choice.option, kind="", method=choice.method)
-        failure = f"answer_choice: no option in {choice.raw[:120]!r}"
-        tracer.emit("parse_failure", for_stage="answer_choice", raw=choice.raw,
-                    fallback="no option chosen: the item counts as unanswered")
-        return Answer(text=text, letter=None, kind="", method=choice.method, parse_failure=failure)
+        if choice.ok:
+            return Answer(text=text, letter=choice.value, kind="", method=choice.method)
+        return Answer(text=text, letter=None, kind="", method=choice.method, parse_failure=choice.fail())

@@ -22,7 +22,6 @@ from ..cli_options import index_retriever, leaf_config, leaf_options, model_opti
 from ..errors import UserError
 
 MODES = ("plain", "rag", "fc-rag")
-SNIPPET = 200
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -86,52 +85,6 @@ def _answer(args: argparse.Namespace) -> str:
     return clean_answer(read_limited(source, MAX_TEXT_FILE_BYTES, "the answer file"))
 
 
-def _snippet(text: str) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= SNIPPET else text[: SNIPPET - 1] + "…"
-
-
-def format_leaf_step(step: dict[str, Any]) -> str | None:
-    """One LEAF trace step as terminal lines; None for steps not shown."""
-    st = step["stage"]
-    where = ""
-    if "round" in step:
-        where = f"round {step['round']} "
-    elif "sample" in step:
-        where = f"sample {step['sample']} "
-    if st == "mc_answer":
-        head = {"plain": "Answer", "rag": "Answer with retrieved passages", "fc-rag": "Answer with fact-check "
-                "knowledge"}.get(step.get("kind", ""), "Answer")
-        letter = step.get("letter") or "none"
-        return f"\n{where.capitalize()}{head[0].lower() if where else head[0]}{head[1:]}: option {letter}\n" \
-               f"    {_snippet(step.get('text', ''))}"
-    if st == "retrieval":
-        return f"Retrieved {len(step.get('results', []))} passages for: {_snippet(step.get('query', ''))}"
-    if st == "fc_rag_round":
-        failed = ", ".join(str(i) for i in step.get("failed_sentences", []))
-        return (f"\nFact-Check-Then-RAG round {step['round']}: score {step['score_before']:.2f}; "
-                f"{len(step.get('knowledge', []))} passages from failed sentence(s) {failed} go in the prompt")
-    if st == "leaf_sentence":
-        rating = step.get("rating") or "no decision (counted as not supported)"
-        conf = f" ({step['confidence']:.2f})" if step.get("confidence") is not None else ""
-        lines = [f"  [{step['index']}] {rating}{conf}: {step['sentence']}", f"      query: {step['query']}"]
-        for e in step.get("evidence", []):
-            src = e.get("source") or e.get("doc_id") or "passage"
-            lines.append(f"      evidence: {_snippet(e.get('text', ''))} — {src}")
-        if not step.get("evidence"):
-            lines.append("      evidence: none found")
-        if step.get("reasoning"):
-            lines.append(f"      reasoning: {_snippet(step['reasoning'])}")
-        return "\n".join(lines)
-    if st == "leaf_score":
-        return f"  {where}LEAF score {step['score']:.2f} ({step['supported']} of {step['checked']} sentences supported)"
-    if st == "leaf_note":
-        return f"  note: {step['note']}"
-    if st == "parse_failure":
-        return f"  ! {step['for_stage']}: unusable model output {str(step.get('raw', ''))[:80]!r}; {step['fallback']}"
-    return None
-
-
 def _usage_line(usage: dict[str, Any], seconds: float) -> str:
     t = usage.get("total", {})
     return (f"{t.get('calls', 0)} model calls ({t.get('cached_calls', 0)} cached), {t.get('prompt_tokens', 0)} "
@@ -141,6 +94,7 @@ def _usage_line(usage: dict[str, Any], seconds: float) -> str:
 def cmd_score(args: argparse.Namespace) -> int:
     from ..llm import make_model
     from ..llm.usage import UsageMeter
+    from ..report import TerminalPrinter
     from ..trace import Tracer
     from .factcheck import AnswerChecker
     from .options import load_options_file
@@ -158,13 +112,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     listeners = []
     if not args.json:
         print(f"Question: {question}\nRater: {model.model_id}   Index: {config.index}", flush=True)
-
-        def show(step) -> None:
-            line = format_leaf_step(step.to_dict())
-            if line and step.stage not in ("leaf_score", "leaf_note"):  # both are printed at the end
-                print(line, flush=True)
-
-        listeners.append(show)
+        listeners.append(TerminalPrinter(skip=("leaf_score", "leaf_note")))  # both are printed at the end
     tracer, meter = Tracer(listeners), UsageMeter()
     t0 = time.perf_counter()
     result = AnswerChecker.from_config(config).check(question_context(question, options), answer,
@@ -188,6 +136,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
     from ..check import run_check
     from ..llm import make_model
     from ..registry import get_pipeline
+    from ..report import TerminalPrinter, check_items
     from ..types import Claim
     from .options import load_options_file
 
@@ -205,16 +154,10 @@ def cmd_answer(args: argparse.Namespace) -> int:
             print(f"  {k}. {v}")
         print(f"Mode: {args.answer_mode}   Model: {model.model_id}   Rater: {rater}   Index: {config.index}",
               flush=True)
-
-        def show(step) -> None:
-            line = format_leaf_step(step.to_dict())
-            if line:
-                print(line, flush=True)
-
-        listeners.append(show)
+        listeners.append(TerminalPrinter())  # each step as it happens
     result = run_check(Claim(text=question, metadata={"options": options}), pipeline, model, config,
                        retriever=retriever, listeners=listeners)
-    final = next((s for s in reversed(result.trace) if s["stage"] == "leaf_final"), {})
+    final = next((it["data"] for it in reversed(check_items(result)) if it["kind"] == "leaf_final"), {})
     if args.json:
         doc = result.to_dict()
         doc["options"] = options

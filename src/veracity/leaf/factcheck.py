@@ -23,12 +23,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
-from ..llm.base import fewshot
-from ..prompts import load_prompt
-from ..prompts.quoting import quote_passages
 from ..types import Evidence
-from ..verdicts import strict_choose
-from .parsing import parse_query, parse_reasoning
+from .prompts import NOT_SUPPORTED, QUERY, RATING, REASONING, SUPPORTED  # noqa: F401 (NOT_SUPPORTED: re-exported)
 from .sentences import answer_sentences
 
 if TYPE_CHECKING:
@@ -36,13 +32,6 @@ if TYPE_CHECKING:
     from ..llm.model import RunModel
     from ..retrieval.base import Retriever
     from ..trace import Tracer
-
-SUPPORTED = "Supported"
-NOT_SUPPORTED = "Not Supported"
-RATINGS = [SUPPORTED, NOT_SUPPORTED]
-REASONING_CUE = "Reasoning:"
-DECISION_CUE = "Final answer:"
-NO_PASSAGES = "(no passages found)"
 
 
 @dataclass
@@ -122,11 +111,6 @@ class LeafResult:
                 "sentences": [s.to_dict() for s in self.sentences], "parse_failures": list(self.parse_failures)}
 
 
-def numbered_passages(passages: list[Evidence]) -> str:
-    """Passages as `[1] source: text` lines in one quoted-data block (the format of the prompts' demonstrations)."""
-    return quote_passages(passages) if passages else NO_PASSAGES
-
-
 def ensure_searchable(retriever: "Retriever | None") -> None:
     """A UserError when there is nothing to retrieve from: no index, or an index with no passages."""
     if retriever is None:
@@ -148,8 +132,9 @@ class AnswerChecker:
 
     def __init__(self, settings: "LeafConfig", prompts_dir: str | None = None) -> None:
         self.settings = settings
-        self.p_query = load_prompt("leaf_query", prompts_dir)
-        self.p_rate = load_prompt("leaf_rate", prompts_dir)
+        self.p_query = QUERY.load(prompts_dir)  # specs: prompts.py
+        self.p_reasoning = REASONING.load(prompts_dir)
+        self.p_rating = RATING.load(prompts_dir)
 
     @classmethod
     def from_config(cls, config: "Config") -> "AnswerChecker":
@@ -188,32 +173,16 @@ class AnswerChecker:
 
     def generate_query(self, sentence: str, context: str, model: "RunModel", tracer: "Tracer",
                        result: LeafResult) -> str:
-        prompt = self.p_query.render(CONTEXT=context, STATEMENT=sentence)
-        out = model.complete(fewshot(prompt, max_tokens=40, stop=["\n\n", "\nSTATEMENT", "\nQUESTION", "--------"]),
-                             stage="leaf_query")
-        query = parse_query(out.text)
-        if query is None:
-            tracer.emit("parse_failure", for_stage="leaf_query", raw=out.text,
-                        fallback="searched for the sentence itself")
-            result.parse_failures.append(f"leaf_query: {out.text[:120]!r}")
-            query = sentence
-        return query
+        reply = self.p_query.ask(model, tracer=tracer, failures=result.parse_failures, CONTEXT=context,
+                                 STATEMENT=sentence)
+        return reply.value if reply.ok else sentence
 
     def rate(self, check: SentenceCheck, context: str, model: "RunModel", tracer: "Tracer",
              result: LeafResult) -> None:
-        prompt = self.p_rate.render(KNOWLEDGE=numbered_passages(check.evidence), CONTEXT=context,
-                                    STATEMENT=check.sentence)
+        slots = dict(KNOWLEDGE=check.evidence, CONTEXT=context, STATEMENT=check.sentence)
+        reasoning = None  # the rater decides at once
         if self.settings.rater_reasoning:
-            prompt = f"{prompt}\n{REASONING_CUE}"
-            out = model.complete(fewshot(prompt, max_tokens=64, stop=["Final answer", "\n\n", "--------"]),
-                                 stage="leaf_rating")
-            check.reasoning = parse_reasoning(out.text)
-            prompt = f"{prompt} {check.reasoning}" if check.reasoning else prompt
-        choice = strict_choose(model, fewshot(f"{prompt}\n{DECISION_CUE}", max_tokens=8), RATINGS,
-                               stage="leaf_rating")
-        if choice.option is None:
-            tracer.emit("parse_failure", for_stage="leaf_rating", raw=choice.raw,
-                        fallback=f"counted as {NOT_SUPPORTED!r}: the rater asserted neither label unambiguously")
-            result.parse_failures.append(f"leaf_rating: {choice.raw[:120]!r}")
-        check.rating = choice.option
+            reasoning = check.reasoning = self.p_reasoning.ask(model, tracer=tracer, **slots).value
+        choice = self.p_rating.ask(model, tracer=tracer, failures=result.parse_failures, REASONING=reasoning, **slots)
+        check.rating = choice.value
         check.confidence = choice.confidence

@@ -5,8 +5,8 @@ labels and final-answer cue of the reasoner and chain-of-thought prompts, and th
 answer (`parse_rationale`); `veracity.verdicts` uses them for QACheck, the baselines, DEFAME and LEAF.
 Each system's own parsers live in its package: `qacheck/parsing.py`, `defame/parsing.py`, `leaf/parsing.py`.
 
-Each returns `None` (or an empty value) when the output cannot be used; callers record that as a
-parse failure in the trace and fall back explicitly. No parser ever invents a label.
+Each returns `None` (or an empty value) when the output cannot be used; the prompt spec's call records that
+as a parse failure (`prompts/spec.py`) and the pipeline falls back explicitly. No parser ever invents a label.
 """
 
 from __future__ import annotations
@@ -117,9 +117,12 @@ def parse_label(text: str | None, labels: list[str] | tuple[str, ...]) -> str | 
     return None
 
 
+RETRY_MARK = "\n---retry---\n"  # between a first reply and its retry in a `raw` (as `Backend.choose` writes it)
+
+
 def choice_text(raw: str, method: str) -> str:
     """The text a parsed decision was read from: after a retry, only the retry's answer."""
-    return raw.rsplit("\n---retry---\n", 1)[-1] if method == "parse-retry" else raw
+    return raw.rsplit(RETRY_MARK, 1)[-1] if method == "parse-retry" else raw
 
 
 def is_parsed(method: str) -> bool:

@@ -12,6 +12,10 @@ The paper's five modules, and where each lives:
 - reasoner R(c, C), the label and its rationale: `pipeline.QACheck.reasoner`, through the shared
   `veracity.verdicts.reason_then_label`.
 
+Every model call's prompt spec (template, slots, max_tokens, stop, parser) is in `prompts.py`.
+
 `pipeline.QACheck.check` runs the loop; `pipeline` registers `qacheck` and its variants and ablations
 (`qacheck-closed-book`, `qacheck-no-validator`, `qacheck-1-iter`, ...) in `veracity.pipeline.REGISTRY`.
 """
+
+from . import steps as steps  # registers the step types of this system

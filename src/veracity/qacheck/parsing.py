@@ -3,7 +3,8 @@
 The claim verifier and the validator decide Yes/No through the model's `choose`, so they need no parser
 here; the reasoner's rationale and label are read by the shared parsers in `prompts/parsers.py` (through
 `veracity.verdicts`), as the chain-of-thought baseline's are. Each returns `None` when the output cannot
-be used; callers record that as a parse failure in the trace and fall back explicitly.
+be used; the prompt spec's call (`prompts.py`) records that as a parse failure and the pipeline falls back.
+Markdown bullets and bold, quotes and a repeated prompt cue are stripped; a new demonstration is no question.
 """
 
 from __future__ import annotations
@@ -12,21 +13,29 @@ import re
 
 from ..prompts.parsers import text_lines
 
-_PREFIX = r"^\s*(?:question\s*\d*|q\d*|answer\s*\d*|a\d*|relevant passage|passage|evidence|prediction)\s*[:=]\s*"
+_PREFIX = (r"^\s*(?:question\s*\d*|q\d*|answer\s*\d*|a\d*|relevant passage|passage|evidence|prediction)\s*[:=]"
+           r"\s*(?:\*\*)?\s*")
+# markdown a small model adds: a bullet or number, bold ("- **Question:** ...")
+_MARKUP = re.compile(r"^\s*(?:[-*\u2022+>](?:\s+|$)|\d{1,2}[.)]\s+)?(?:\*\*)?")
+_QUOTES = '"\u201c\u201d'
+# the model starts a new demonstration instead of answering
+_DEMO = re.compile(r"^(?:claim|contexts?)\s*\d*\s*[:=]|^-{3,}", re.IGNORECASE)
 
 
 def _strip_prefix(line: str) -> str:
-    line = re.sub(_PREFIX, "", line, flags=re.IGNORECASE)
-    return line.strip().strip('"').strip()
+    line = re.sub(_PREFIX, "", _MARKUP.sub("", line), flags=re.IGNORECASE)
+    return line.strip().strip("*").strip().strip(_QUOTES).strip()
 
 
 def parse_question(text: str) -> str | None:
     """The generated question: the first non-empty line, without a `Question N =` prefix.
 
     Anything after the first `?` on that line (a stray answer) is dropped. Returns None when
-    nothing question-like (at least two words) remains.
+    nothing question-like (at least two words) remains, or when the line starts a new demonstration.
     """
     for line in text_lines(text):
+        if _DEMO.match(line):
+            return None
         q = _strip_prefix(line)
         if "?" in q:
             q = q[: q.index("?") + 1]

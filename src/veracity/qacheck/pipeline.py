@@ -12,19 +12,14 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from ..llm.base import fewshot
 from ..pipeline import Context, Pipeline, register
-from ..prompts import load_prompt
 from ..types import Claim, QAStep, Verdict
 from ..verdicts import reason_then_label
-from .parsing import parse_question
+from .prompts import QUESTION_FIRST, QUESTION_FOLLOWUP, REASONER, REASONER_LABEL, VALIDATOR, VERIFIER, YES_NO
 from .qa import QA_MODULES, QAModule
 
 if TYPE_CHECKING:
     from ..config import Config, QACheckConfig
-
-YES_NO = ["Yes", "No"]
-NOTHING_YET = "(nothing yet)"
 
 
 def _norm(q: str) -> str:
@@ -43,80 +38,63 @@ class QACheck(Pipeline):
         self.max_iterations = max_iterations or c.max_iterations
         self.qa: QAModule = QA_MODULES[self.qa_name](config.prompts_dir, c.top_k)
         pd = config.prompts_dir
-        self.p_verifier = load_prompt("verifier", pd)
-        self.p_first = load_prompt("question_first", pd)
-        self.p_followup = load_prompt("question_followup", pd)
-        self.p_validator = load_prompt("validator", pd)
-        self.p_reasoner = load_prompt("reasoner", pd)
+        self.p_verifier = VERIFIER.load(pd)
+        self.p_first = QUESTION_FIRST.load(pd)
+        self.p_followup = QUESTION_FOLLOWUP.load(pd)
+        self.p_validator = VALIDATOR.load(pd)
+        self.p_reasoner = REASONER.load(pd)
+        self.p_reasoner_label = REASONER_LABEL.load(pd)
 
     def needs_retriever(self, config: "Config") -> bool:
         return self.qa_name == "retriever-reader"
 
-    # -- the five modules -------------------------------------------------------------------------
+    # -- the five modules (each call's prompt spec is in prompts.py; a parse failure goes to `failures`) ------
 
-    @staticmethod
-    def _numbered(context: list[QAStep]) -> str:
-        return "\n".join(f"Question {i} = {s.question}\nAnswer {i} = {s.answer}"
-                         for i, s in enumerate(context, 1)) or NOTHING_YET
-
-    def claim_verifier(self, claim: Claim, context: list[QAStep], ctx: Context) -> bool:
-        prompt = self.p_verifier.render(CLAIM=claim.text, QA_CONTEXTS=self._numbered(context))
-        ch = ctx.model.choose(fewshot(prompt, max_tokens=8), YES_NO, stage="verifier")
-        if ch.option is None:
-            ctx.tracer.emit("parse_failure", for_stage="verifier", raw=ch.raw,
-                            fallback="treated as 'No': keep gathering evidence")
-        enough = ch.option == "Yes"
+    def claim_verifier(self, claim: Claim, context: list[QAStep], ctx: Context,
+                       failures: list[str] | None = None) -> bool:
+        ch = self.p_verifier.ask(ctx.model, failures=failures, CLAIM=claim.text, QA_CONTEXTS=context)
+        enough = ch.value == "Yes"
         ctx.tracer.emit("verifier", depth=len(context), enough=enough, confidence=ch.confidence)
         return enough
 
     def question_generator(self, claim: Claim, context: list[QAStep], ctx: Context, attempt: int,
-                           resample: bool) -> str | None:
-        if context:
-            prompt = self.p_followup.render(CLAIM=claim.text, QA_CONTEXTS=self._numbered(context),
-                                            Q_INDEX=len(context) + 1)
-        else:
-            prompt = self.p_first.render(CLAIM=claim.text)
+                           resample: bool, failures: list[str] | None = None) -> str | None:
         # Greedy decoding would repeat a question the validator just rejected: sample instead.
-        req = fewshot(prompt, max_tokens=48, stop=["\n"],
-                                   temperature=0.7 if resample else 0.0, seed=attempt if resample else None)
-        out = ctx.model.complete(req, stage="question")
-        q = parse_question(out.text)
-        if q is None:
-            ctx.tracer.emit("parse_failure", for_stage="question", raw=out.text,
-                            fallback="stop asking; the reasoner decides from what is known")
-        return q
+        sampling = dict(temperature=0.7 if resample else 0.0, seed=attempt if resample else None)
+        if context:
+            return self.p_followup.ask(ctx.model, failures=failures, **sampling, CLAIM=claim.text,
+                                       QA_CONTEXTS=context, Q_INDEX=len(context) + 1).value
+        return self.p_first.ask(ctx.model, failures=failures, **sampling, CLAIM=claim.text).value
 
-    def validator(self, claim: Claim, step: QAStep, context: list[QAStep], ctx: Context) -> bool:
-        known = "\n".join(f"Question = {s.question}\nAnswer = {s.answer}" for s in context) or NOTHING_YET
-        prompt = self.p_validator.render(CLAIM=claim.text, QA_CONTEXTS=known,
-                                         NEW_QA_PAIR=f"Question = {step.question}\nAnswer = {step.answer}")
-        ch = ctx.model.choose(fewshot(prompt, max_tokens=8), YES_NO, stage="validator")
-        if ch.option is None:
-            ctx.tracer.emit("parse_failure", for_stage="validator", raw=ch.raw,
-                            fallback="treated as 'Yes': keep the pair")
-        useful = ch.option != "No"
+    def validator(self, claim: Claim, step: QAStep, context: list[QAStep], ctx: Context,
+                  failures: list[str] | None = None) -> bool:
+        ch = self.p_validator.ask(ctx.model, failures=failures, CLAIM=claim.text, QA_CONTEXTS=context,
+                                  NEW_QA_PAIR=step)
+        useful = ch.value != "No"
         ctx.tracer.emit("validator", depth=step.depth, question=step.question, useful=useful,
                         confidence=ch.confidence)
         return useful
 
-    def reasoner(self, claim: Claim, context: list[QAStep], ctx: Context) -> Verdict:
-        contexts = "\n".join(f"Q{i}: {s.question}\nA{i}: {s.answer}" for i, s in enumerate(context, 1))
-        prompt = self.p_reasoner.render(CONTEXTS=contexts or NOTHING_YET, CLAIM=claim.text)
-        return reason_then_label(ctx, prompt, stage="reasoner")
+    def reasoner(self, claim: Claim, context: list[QAStep], ctx: Context,
+                 failures: list[str] | None = None) -> Verdict:
+        return reason_then_label(ctx, self.p_reasoner, self.p_reasoner_label,
+                                 failures=[] if failures is None else failures, CONTEXTS=context, CLAIM=claim.text)
 
     # -- the loop ---------------------------------------------------------------------------------
 
     def check(self, claim: Claim, ctx: Context) -> Verdict:
         context: list[QAStep] = []
+        failures: list[str] = []  # every parse failure of the check, in order (also in the trace)
         asked: set[str] = set()
         rejected_last = False
         stop_reason = "max_iterations"
         for attempt in range(self.max_iterations):
             # With an empty context there is nothing to judge yet: the first question is always asked.
-            if context and self.use_verifier and self.claim_verifier(claim, context, ctx):
+            if context and self.use_verifier and self.claim_verifier(claim, context, ctx, failures):
                 stop_reason = "verifier"
                 break
-            question = self.question_generator(claim, context, ctx, attempt, resample=rejected_last)
+            question = self.question_generator(claim, context, ctx, attempt, resample=rejected_last,
+                                               failures=failures)
             if question is None:
                 stop_reason = "no_question"
                 break
@@ -127,20 +105,18 @@ class QACheck(Pipeline):
                 continue
             asked.add(_norm(question))
             ctx.tracer.emit("question", depth=depth, question=question)
-            answer, evidence = self.qa.answer(question, ctx)
+            answer, evidence = self.qa.answer(question, ctx, failures)
             step = QAStep(depth=depth, question=question, answer=answer, evidence=evidence)
             ctx.tracer.emit("answer", depth=depth, question=question, answer=answer, qa=self.qa_name,
                             evidence=[e.to_dict() for e in evidence])
             if self.use_validator:
-                step.useful = self.validator(claim, step, context, ctx)
+                step.useful = self.validator(claim, step, context, ctx, failures)
             rejected_last = step.useful is False
             if not rejected_last:
                 context.append(step)
         ctx.tracer.emit("context_done", depth=len(context), reason=stop_reason)
-        verdict = self.reasoner(claim, context, ctx)
+        verdict = self.reasoner(claim, context, ctx, failures)
         verdict.steps = context
-        verdict.parse_failures = [f"{s.data.get('for_stage')}: {str(s.data.get('raw', ''))[:120]!r}"
-                                  for s in ctx.tracer.steps if s.stage == "parse_failure"]
         return verdict
 
 

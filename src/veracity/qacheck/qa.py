@@ -5,14 +5,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 from ..errors import UserError
-from ..llm.base import fewshot
 from ..pipeline import Context
-from ..prompts import load_prompt
-from ..prompts.quoting import quote_passages
 from ..types import Evidence
-from .parsing import parse_closed_book, parse_passage, parse_short_answer
-
-UNKNOWN = "Unknown"
+from .prompts import CLOSED_BOOK, READER, RECITE, UNKNOWN
 
 
 class QAModule(ABC):
@@ -21,23 +16,16 @@ class QAModule(ABC):
     def __init__(self, prompts_dir: str | None = None, top_k: int = 3) -> None:
         self.prompts_dir = prompts_dir
         self.top_k = top_k
+        self.p_reader = READER.load(prompts_dir)
 
     @abstractmethod
-    def answer(self, question: str, ctx: Context) -> tuple[str, list[Evidence]]: ...
+    def answer(self, question: str, ctx: Context,
+               failures: list[str] | None = None) -> tuple[str, list[Evidence]]: ...
 
-    def _fail(self, ctx: Context, stage: str, raw: str, fallback: str) -> None:
-        ctx.tracer.emit("parse_failure", for_stage=stage, raw=raw, fallback=fallback)
-
-    def read(self, question: str, passages: list[Evidence], ctx: Context) -> str:
+    def read(self, question: str, passages: list[Evidence], ctx: Context, failures: list[str] | None = None) -> str:
         """The reader: answer `question` from numbered passages, quoted as data (they may be any page's text)."""
-        block = quote_passages(passages)
-        prompt = load_prompt("reader", self.prompts_dir).render(PASSAGES=block, QUESTION=question)
-        out = ctx.model.complete(fewshot(prompt, max_tokens=32, stop=["\n"]), stage="answer")
-        ans = parse_short_answer(out.text)
-        if ans is None:
-            self._fail(ctx, "answer", out.text, f"answer {UNKNOWN!r}")
-            return UNKNOWN
-        return ans
+        reply = self.p_reader.ask(ctx.model, failures=failures, PASSAGES=passages, QUESTION=question)
+        return reply.value if reply.ok else UNKNOWN
 
 
 class RetrieverReader(QAModule):
@@ -45,7 +33,7 @@ class RetrieverReader(QAModule):
 
     name = "retriever-reader"
 
-    def answer(self, question: str, ctx: Context) -> tuple[str, list[Evidence]]:
+    def answer(self, question: str, ctx: Context, failures: list[str] | None = None) -> tuple[str, list[Evidence]]:
         if ctx.retriever is None:
             raise UserError("the retriever-reader QA module needs an index: pass --index DIR "
                             "(build one with `veracity index build`)")
@@ -53,7 +41,7 @@ class RetrieverReader(QAModule):
         ctx.tracer.emit("retrieval", query=question, results=[p.to_dict() for p in passages])
         if not passages:
             return UNKNOWN, []
-        return self.read(question, passages, ctx), passages
+        return self.read(question, passages, ctx, failures), passages
 
 
 class ClosedBook(QAModule):
@@ -61,14 +49,13 @@ class ClosedBook(QAModule):
 
     name = "closed-book"
 
-    def answer(self, question: str, ctx: Context) -> tuple[str, list[Evidence]]:
-        prompt = load_prompt("qa_closed_book", self.prompts_dir).render(QUESTION=question)
-        out = ctx.model.complete(fewshot(prompt, max_tokens=80, stop=["\n\n", "\nQuestion"]),
-                                 stage="answer")
-        ans, ev = parse_closed_book(out.text)
-        if ans is None:
-            self._fail(ctx, "answer", out.text, f"answer {UNKNOWN!r}")
-            ans = UNKNOWN
+    def __init__(self, prompts_dir: str | None = None, top_k: int = 3) -> None:
+        super().__init__(prompts_dir, top_k)
+        self.p_closed_book = CLOSED_BOOK.load(prompts_dir)
+
+    def answer(self, question: str, ctx: Context, failures: list[str] | None = None) -> tuple[str, list[Evidence]]:
+        ans, ev = self.p_closed_book.ask(ctx.model, failures=failures, QUESTION=question).value
+        ans = UNKNOWN if ans is None else ans
         evidence = [Evidence(text=ev, source="model knowledge (closed-book)")] if ev else []
         return ans, evidence
 
@@ -78,16 +65,16 @@ class ReciterReader(QAModule):
 
     name = "reciter-reader"
 
-    def answer(self, question: str, ctx: Context) -> tuple[str, list[Evidence]]:
-        prompt = load_prompt("recite", self.prompts_dir).render(QUESTION=question)
-        out = ctx.model.complete(fewshot(prompt, max_tokens=120, stop=["\n\n", "\nQuestion"]),
-                                 stage="recite")
-        passage = parse_passage(out.text)
+    def __init__(self, prompts_dir: str | None = None, top_k: int = 3) -> None:
+        super().__init__(prompts_dir, top_k)
+        self.p_recite = RECITE.load(prompts_dir)
+
+    def answer(self, question: str, ctx: Context, failures: list[str] | None = None) -> tuple[str, list[Evidence]]:
+        passage = self.p_recite.ask(ctx.model, failures=failures, QUESTION=question).value
         if passage is None:
-            self._fail(ctx, "recite", out.text, f"answer {UNKNOWN!r} (nothing recited)")
             return UNKNOWN, []
         evidence = [Evidence(text=passage, source="recited by the model")]
-        return self.read(question, evidence, ctx), evidence
+        return self.read(question, evidence, ctx, failures), evidence
 
 
 QA_MODULES: dict[str, type[QAModule]] = {m.name: m for m in (RetrieverReader, ClosedBook, ReciterReader)}

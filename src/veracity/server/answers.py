@@ -5,6 +5,7 @@ The run's `claim` is the question; the answer travels in the claim's metadata (s
 `options` column as {"answer": ...}). The checker emits `leaf_sentence` steps (sentence, query, evidence,
 rating, confidence) and a `leaf_score`; the verdict's label is "LEAF <score>", its rationale says how many
 sentences were supported. The rater is `leaf.rater_model` when configured, else the run's model.
+`leaf_summary` reads the answer check back from a run's view items (`views.run_view`).
 
 It is offered by the server only (not in the pipeline registry): a question and an answer are not a claim.
 """
@@ -21,6 +22,7 @@ from ..leaf.sentences import answer_sentences
 from ..pipeline import Context, Pipeline
 from ..types import Claim, Verdict
 from .errors import ApiError
+from .views import run_view
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -75,11 +77,13 @@ def check_answer_input(question: str | None, answer: str | None, *, max_question
 
 
 def leaf_summary(steps: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The answer check in a run's steps: {"score", "supported", "checked", ..., "sentences": [...]}."""
-    sentences = [s for s in steps if s.get("stage") == "leaf_sentence"]
-    score = next((s for s in reversed(steps) if s.get("stage") == "leaf_score"), None)
+    """The answer check in a run's steps: {"score", "supported", "checked", ..., "sentences": [...]}, from its
+    view items (a `leaf` item per sentence, the last `leaf_score`)."""
+    items, _ = run_view(steps)
+    sentences = [it for it in items if it["kind"] == "leaf"]
+    score = next((it for it in reversed(items) if it["kind"] == "leaf_score"), None)
     if not sentences and score is None:
         return None
-    out = {k: v for k, v in (score or {}).items() if k not in ("stage", "t")}
-    out["sentences"] = [{k: v for k, v in s.items() if k not in ("stage", "t")} for s in sentences]
+    out = {k: v for k, v in (score or {}).items() if k != "kind"}
+    out["sentences"] = [{k: v for k, v in it.items() if k != "kind"} for it in sentences]
     return out

@@ -21,7 +21,7 @@ from .errors import ApiError, short_error
 from .reports import StoredImage, result_of, to_html, to_json, to_markdown
 from .safe import mend, strict_json
 from .state import state
-from .views import iso
+from .views import LiveView, iso
 
 if TYPE_CHECKING:
     from .state import ServerState
@@ -334,9 +334,11 @@ async def events(run_id: str, request: Request,
                  last_event_id: str | None = Header(None, description="resume after this step (set by "
                                                                       "EventSource on reconnect)")):
     """Events: `status` ({"status", "queue_position"}), one `step` per trace step in the order the run emitted
-    it (data: the step; id: its sequence number), and a final `done` ({"status", "verdict", "usage", "seconds"}
+    it (data: the step; id: its sequence number), each right after a `view` event with what that step changed
+    in the run's view, already folded ({"items": [{"index", "item"}], "status": what the run is doing, "calls":
+    model calls so far}; the page draws these), and a final `done` ({"status", "verdict", "usage", "seconds"}
     or {"status", "error"}), after which the stream ends. A client connecting late first gets the steps so far;
-    `Last-Event-ID` skips the steps it already has."""
+    `Last-Event-ID` skips the steps it already has (and their views)."""
     s = state(request)
     after = resume_after(last_event_id)
     live = s.manager.subscribe(run_id, asyncio.get_running_loop())
@@ -351,11 +353,23 @@ async def events(run_id: str, request: Request,
     def event(kind: str, data: dict[str, Any]) -> ServerSentEvent:
         return ServerSentEvent(data=json.dumps(mend(data), ensure_ascii=False, default=str), event=kind, retry=2000)
 
+    view = LiveView()  # this stream's fold of the run's steps (veracity.steps)
+
+    def step_events(seq: int, data: dict[str, Any]) -> list[ServerSentEvent]:
+        """The step's `view` event (what it changed in the view), then the step itself; none for a step the
+        client already has (its view included)."""
+        update = view.add(data)
+        if seq <= after:
+            return []
+        return [ServerSentEvent(data=json.dumps(mend(update), ensure_ascii=False, default=str), event="view"),
+                step_event(seq, data)]
+
     async def stream():
         if live is None:  # finished before: everything is in the store
             yield event("status", {"status": run["status"], "queue_position": None})
-            for seq, d in await run_in_threadpool(s.store.steps, run_id, after):
-                yield step_event(seq, d)
+            for seq, d in await run_in_threadpool(s.store.steps, run_id):
+                for e in step_events(seq, d):
+                    yield e
             r = run.get("result") or {}
             final = ({"status": run["status"], "verdict": r.get("verdict"), "usage": r.get("usage"),
                       "seconds": r.get("seconds"), "model": r.get("model")} if run["status"] == st.DONE
@@ -366,16 +380,16 @@ async def events(run_id: str, request: Request,
         try:
             yield event("status", {"status": status, "queue_position": s.manager.queue_position(run_id)})
             for seq, d in enumerate(snapshot):
-                if seq > after:
-                    yield step_event(seq, d)
+                for e in step_events(seq, d):
+                    yield e
             if sub is None:
                 yield event("done", final or {})
                 return
             while True:
                 kind, seq, data = await sub.queue.get()
                 if kind == "step":
-                    if seq > after:
-                        yield step_event(seq, data)
+                    for e in step_events(seq, data):
+                        yield e
                 elif kind == "status":
                     yield event("status", {**data, "queue_position": None})
                 else:

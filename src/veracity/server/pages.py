@@ -25,7 +25,7 @@ from .checks import MAX_OFFSET, CheckIn, images_of, start_check, stored_images
 from .errors import ApiError, short_error
 from .state import state
 from .uploads import Upload, clean_filename
-from .views import EXAMPLES, group_steps, human_time, iso, label_class, link_parts, model_calls, source_of
+from .views import EXAMPLES, human_time, iso, label_class, link_parts, run_view, source_of
 
 if TYPE_CHECKING:
     from .state import ServerState
@@ -68,7 +68,8 @@ def run_context(s: "ServerState", run: dict[str, Any]) -> dict[str, Any]:
     steps = [d for _, d in s.store.steps(run["id"])] if finished else []  # a live run's steps come over SSE
     r = run.get("result") or {}
     options = run.get("options") or {}
-    return {"run": run, "live": not finished, "items": group_steps(steps), "calls": model_calls(steps),
+    items, calls = run_view(steps)
+    return {"run": run, "live": not finished, "items": items, "calls": calls,
             "verdict": r.get("verdict"), "usage": r.get("usage"), "result": r, "images": images_of(run),
             "claim_date": options.get("date")}
 

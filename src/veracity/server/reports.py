@@ -1,7 +1,7 @@
 """Downloads of a stored run: Markdown (report.to_markdown), HTML (that Markdown, rendered) and JSON.
 
 An answer check's downloads add the answer and its per-sentence results (rating, confidence, query,
-evidence, reasoning), read from its `leaf_sentence` and `leaf_score` steps.
+evidence, reasoning), read from its view items (`answers.leaf_summary`).
 
 The stored run is turned back into the `CheckResult` the run produced (its trace is the stored steps),
 so every format says what `veracity check --report/--json` says for the same run.

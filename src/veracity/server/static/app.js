@@ -1,19 +1,14 @@
 // veracity's page: the form, and the live view of a run over Server-Sent Events.
-// Steps are rendered as they arrive with the same markup as templates/steps.html (grouped the way
-// views.group_steps groups them); when the run ends, the server-rendered panel replaces the live one.
+// The server folds the run's steps into view items (veracity.steps.view_items) and sends, with each step, a
+// `view` event with the items it added or changed; this script only draws them, with the same markup as
+// templates/steps.html. When the run ends, the server-rendered panel replaces the live one.
 (function () {
   "use strict";
 
   const $ = (sel, root) => (root || document).querySelector(sel);
   const dataEl = $("#catalog-data");
   const catalog = dataEl ? JSON.parse(dataEl.textContent) : { pipelines: [], qa_modules: [] };
-  const STOP_REASONS = {
-    verifier: "the verifier judged the answers enough to decide",
-    max_iterations: "the most questions allowed were asked",
-    no_question: "no further question came",
-  };
   const REASONING = { reasoner: "Reasoner", cot: "Chain of thought", direct: "Direct answer" };
-  const SKIP = new Set(["claim", "verdict", "model_call", "retrieval"]);
 
   // el("p", {class: "q"}, child, "text", ...): text is always set as text, never parsed as HTML.
   function el(tag, attrs, ...children) {
@@ -351,192 +346,144 @@
     return el("li", { class: `step note ${cls}` }, key(label), " ", ...rest);
   }
 
-  // Renders one trace step into the list; `state` carries the open question card between steps.
-  function renderStep(list, s, state) {
-    const st = s.stage;
-    if (st === "model_call") { state.calls += 1; return null; }
-    if (SKIP.has(st)) return null;
-    let item = null;
-    if (st === "question") {
-      const head = el("div", { class: "step-head" }, el("span", { class: "depth" }, `Step ${s.depth}`));
-      if (s.duplicate) head.append(el("span", { class: "badge b-muted" }, "already asked: skipped"));
-      const text = el("div", { class: "qa-text" }, el("p", { class: "q" }, key("Question"), " ", s.question));
-      const body = el("div", { class: "step-body" }, text);
-      item = el("li", { class: `step qa${s.duplicate ? " duplicate" : ""}` }, head, body);
-      state.card = { question: s.question, item, head, text, body };
-      state.status = `Step ${s.depth}: ${s.question}`;
-    } else if (st === "answer" && state.card && state.card.question === s.question) {
-      const c = state.card;
-      c.text.append(el("p", { class: "a" }, key("Answer"), " ", s.answer));
-      if (s.evidence && s.evidence.length) {
-        c.body.classList.add("two");
-        c.body.append(el("div", { class: "evidence" }, ...s.evidence.map(evidenceBlock)));
-      }
-      state.status = `Step ${s.depth}: answered`;
-      return c.item;
-    } else if (st === "validator" && state.card && state.card.question === s.question) {
-      const c = state.card;
-      c.head.append(s.useful ? el("span", { class: "badge b-kept" }, "validator: useful, kept")
-                             : el("span", { class: "badge b-dropped" }, "validator: not useful, discarded"));
-      if (!s.useful) c.item.classList.add("discarded");
-      return c.item;
-    } else if (st === "leaf_sentence") {
-      // one sentence of the answer: a disclosure with its query, evidence and rating (as templates/steps.html)
-      const ev = s.evidence && s.evidence.length ? s.evidence.map(evidenceBlock)
-                                                 : [el("p", { class: "hint" }, "No evidence found in the index.")];
-      const body = el("div", { class: "leaf-body" }, el("p", null, key("Query"), " ", s.query || ""), ...ev,
-                      s.reasoning ? el("p", null, key("Reasoning"), " ", s.reasoning) : null);
-      const summary = el("summary", null, el("span", { class: "sent" }, s.sentence || ""), " ",
-                         el("span", { class: `badge ${s.supported ? "b-kept" : "b-dropped"}` }, s.rating || "no decision"),
-                         conf(s.confidence));
-      item = el("li", { class: `step leaf ${s.supported ? "supported" : "unsupported"}`, "data-index": s.index },
-                el("details", null, summary, body));
-      state.status = `Sentence ${s.index}: ${s.rating || "no decision"}`;
-    } else if (st === "leaf_score") {
-      item = note("leaf-score", "LEAF score", `${Number(s.score || 0).toFixed(2)} (${s.supported} of ${s.checked} sentences supported)`);
-    } else if (st === "leaf_note") {
-      item = note("warn", "Note", s.note || "");
-    } else if (st === "verifier") {
-      item = note("verifier", "Verifier", s.enough ? "enough to decide" : "not enough yet: ask another question",
-                  conf(s.confidence));
-    } else if (st === "parse_failure") {
-      const raw = String(s.raw || "");
-      item = note("warn", "Unusable model output",
-                  `${s.for_stage}: “${raw.length > 120 ? raw.slice(0, 117) + "..." : raw}”; ${s.fallback || ""}`);
-    } else if (st === "context_done") {
-      item = note("stop", "Stopped asking", STOP_REASONS[s.reason] || s.reason);
-      state.status = "Weighing the answers…";
-    } else if (st in REASONING) {
-      item = note("reasoning", REASONING[st], s.label, conf(s.confidence));
-    } else if (DEFAME.has(st)) {
-      item = defameStep(s, state);
-      if (item === undefined) return null;  // a summary: it went into its tool call's card
-    } else {
-      const data = Object.assign({}, s);
-      delete data.stage; delete data.t;
-      item = note("other", st, el("code", null, JSON.stringify(data)));
-    }
-    if (item) list.append(item);
-    return item;
-  }
-
-  // ---- DEFAME's steps (as views.defame_item and templates/steps.html) -------------------------------
-
-  const DEFAME = new Set(["images", "plan", "action", "summary", "develop", "judge", "justify"]);
-  const httpUrl = (u) => (typeof u === "string" && /^https?:\/\//i.test(u) ? u : null);
   const link = (title, href) => (href ? el("a", { href, rel: "noopener noreferrer nofollow" }, title) : title);
   const labelClass = (l) => ({ Supported: "supported", Refuted: "refuted" })[l] || "other";
   const notRelevant = () => el("span", { class: "badge b-muted" }, "not relevant");
 
-  function resultRow(r) {
-    const title = el("p", { class: "r-title" }, link(r.source || r.url || "result", httpUrl(r.url)),
-                     r.date ? " " : null, r.date ? el("span", { class: "hint" }, `(${r.date})`) : null);
-    const li = el("li", { class: "result" }, title,
-                  r.text ? el("details", { class: "r-text" }, el("summary", null, "Source text"), el("p", null, r.text))
-                         : null);
-    return { url: r.url || null, summarized: false, li, title };
-  }
-
-  // The next result of the call still without a summary gets this one (the summarizer reads them in order).
-  function attachSummary(card, s) {
-    const r = card.results.find((x) => !x.summarized && (!s.url || !x.url || x.url === s.url));
-    if (!r) return false;
-    r.summarized = true;
-    if (s.summary) {
-      r.title.after(el("p", { class: "r-sum" }, key("Summary"), " ", s.summary));
-    } else {
-      r.li.classList.add("irrelevant");
-      r.title.append(" ", notRelevant());
-    }
-    return true;
-  }
-
-  function defameStep(s, state) {
-    const st = s.stage;
-    if (st === "images") {
-      return note("images", "Claim images", (s.refs || []).join(", "), !s.model_sees_images
-        ? el("span", { class: "hint" },
-             " (the model reads text only: it knows the images through the tools’ findings)")
-        : null);
-    }
-    if (st === "plan") {
-      const head = el("div", { class: "step-head" }, el("span", { class: "depth" }, `Round ${s.round} · Plan`));
-      if (s.fallback) {
-        head.append(" ", el("span", { class: "badge b-dropped" }, "no usable action: searched the claim itself"));
+  // One view item as markup (as templates/steps.html draws it). The items come folded from the server.
+  function drawItem(it) {
+    switch (it.kind) {
+      case "qa": {
+        const head = el("div", { class: "step-head" }, el("span", { class: "depth" }, `Step ${it.depth}`));
+        if (it.duplicate) head.append(el("span", { class: "badge b-muted" }, "already asked: skipped"));
+        else if (it.useful === true) head.append(el("span", { class: "badge b-kept" }, "validator: useful, kept"));
+        else if (it.useful === false) {
+          head.append(el("span", { class: "badge b-dropped" }, "validator: not useful, discarded"));
+        }
+        const ev = it.evidence || [];
+        const text = el("div", { class: "qa-text" }, el("p", { class: "q" }, key("Question"), " ", it.question),
+          it.answer === null || it.answer === undefined ? null : el("p", { class: "a" }, key("Answer"), " ", it.answer));
+        const cls = `step qa${it.useful === false ? " discarded" : ""}${it.duplicate ? " duplicate" : ""}`;
+        return el("li", { class: cls }, head,
+          el("div", { class: `step-body${ev.length ? " two" : ""}` }, text,
+             ev.length ? el("div", { class: "evidence" }, ...ev.map(evidenceBlock)) : null));
       }
-      if (s.static) head.append(" ", el("span", { class: "badge b-muted" }, "static: every tool once"));
-      const actions = s.actions || [];
-      const unavailable = s.round === 1 ? Object.entries(s.unavailable || {}) : [];
-      state.status = actions.length ? `Round ${s.round}: running ${actions.join(", ")}`
-                                    : `Round ${s.round}: no new action`;
-      return el("li", { class: "step plan", "data-round": s.round }, head,
-        actions.length ? el("ul", { class: "acts" }, ...actions.map((a) => el("li", null, el("code", null, a))))
-                       : el("p", { class: "hint" }, `No new action${s.note ? `: ${s.note}` : ""}`),
-        (s.rejected || []).length ? el("p", { class: "hint" }, `Not run: ${s.rejected.join("; ")}`) : null,
-        unavailable.length ? el("p", { class: "hint" },
-          `Unavailable: ${unavailable.map(([n, why]) => `${n} (${why})`).join("; ")}`) : null);
+      case "leaf": {
+        // one sentence of the answer: a disclosure with its query, evidence and rating
+        const ev = it.evidence && it.evidence.length ? it.evidence.map(evidenceBlock)
+                                                     : [el("p", { class: "hint" }, "No evidence found in the index.")];
+        const body = el("div", { class: "leaf-body" }, el("p", null, key("Query"), " ", it.query || ""), ...ev,
+                        it.reasoning ? el("p", null, key("Reasoning"), " ", it.reasoning) : null);
+        const summary = el("summary", null, el("span", { class: "sent" }, it.sentence || ""), " ",
+                           el("span", { class: `badge ${it.supported ? "b-kept" : "b-dropped"}` },
+                              it.rating || "no decision"), conf(it.confidence));
+        return el("li", { class: `step leaf ${it.supported ? "supported" : "unsupported"}`, "data-index": it.index },
+                  el("details", null, summary, body));
+      }
+      case "leaf_score":
+        return note("leaf-score", "LEAF score",
+                    `${Number(it.score || 0).toFixed(2)} (${it.supported} of ${it.checked} sentences supported)`);
+      case "leaf_note":
+        return note("warn", "Note", it.note || "");
+      case "verifier":
+        return note("verifier", "Verifier", it.enough ? "enough to decide" : "not enough yet: ask another question",
+                    conf(it.confidence));
+      case "parse_failure": {
+        const raw = String(it.raw || "");
+        return note("warn", "Unusable model output",
+                    `${it.for_stage}: “${raw.length > 120 ? raw.slice(0, 117) + "..." : raw}”; ${it.fallback || ""}`);
+      }
+      case "stop":
+        return note("stop", "Stopped asking", it.reason);
+      case "reasoning":
+        return note("reasoning", REASONING[it.stage] || it.stage, it.label, conf(it.confidence));
+      case "images":
+        return note("images", "Claim images", (it.refs || []).join(", "), !it.model_sees_images
+          ? el("span", { class: "hint" },
+               " (the model reads text only: it knows the images through the tools’ findings)")
+          : null);
+      case "plan": {
+        const head = el("div", { class: "step-head" }, el("span", { class: "depth" }, `Round ${it.round} · Plan`));
+        if (it.fallback) {
+          head.append(" ", el("span", { class: "badge b-dropped" }, "no usable action: searched the claim itself"));
+        }
+        if (it.static) head.append(" ", el("span", { class: "badge b-muted" }, "static: every tool once"));
+        const actions = it.actions || [], unavailable = Object.entries(it.unavailable || {});
+        return el("li", { class: "step plan", "data-round": it.round }, head,
+          actions.length ? el("ul", { class: "acts" }, ...actions.map((a) => el("li", null, el("code", null, a))))
+                         : el("p", { class: "hint" }, `No new action${it.note ? `: ${it.note}` : ""}`),
+          (it.rejected || []).length ? el("p", { class: "hint" }, `Not run: ${it.rejected.join("; ")}`) : null,
+          unavailable.length ? el("p", { class: "hint" },
+            `Unavailable: ${unavailable.map(([n, why]) => `${n} (${why})`).join("; ")}`) : null);
+      }
+      case "action": {
+        const head = el("div", { class: "step-head" }, el("span", { class: "depth" }, `Round ${it.round}`), " ",
+                        el("code", { class: "act" }, it.action || ""));
+        if (it.error) head.append(" ", el("span", { class: "badge b-dropped" }, "failed"));
+        const results = it.results || [];
+        return el("li", { class: `step tool${it.error ? " failed" : ""}`, "data-round": it.round }, head,
+          it.error ? el("p", { class: "warn-text" }, it.error) : null,
+          ...(it.notes || []).map((n) => el("p", { class: "hint" }, n)),
+          results.length ? el("ol", { class: "results" }, ...results.map(resultRow))
+                         : (it.error ? null : el("p", { class: "hint" }, "No results.")));
+      }
+      case "summary":  // a summary of no result shown: on its own
+        return note("summary", "Summary", link(it.title, it.href), ": ", it.summary ? it.summary : notRelevant());
+      case "develop":
+        return note("develop", `Reasoning · round ${it.round}`, it.text || "");
+      case "judge":
+        return note("judge", `Judgement · round ${it.round}`,
+                    el("span", { class: `badge label-${labelClass(it.label)}` }, it.label || ""), conf(it.confidence),
+                    it.findings ? el("p", { class: "findings" }, it.findings) : null,
+                    it.final ? null : el("p", { class: "hint" }, "Not enough to decide yet: planning another round."));
+      case "justify": {
+        // the text with the model's Markdown links as links, and its sources
+        const sources = it.sources || [];
+        const hint = sources.length ? el("p", { class: "hint" }, "Sources: ") : null;
+        sources.forEach((x, i) => hint.append(...(i ? [", ", link(x.title, x.url)] : [link(x.title, x.url)])));
+        return note("justify", "Justification", ...(it.parts || []).map((p) => link(p.text, p.href)), hint);
+      }
+      default:  // a kind without markup of its own: its stage and data, as they are
+        return note("other", it.stage || it.kind, el("code", null, JSON.stringify(it.data || {})));
     }
-    if (st === "action") {
-      const head = el("div", { class: "step-head" }, el("span", { class: "depth" }, `Round ${s.round}`), " ",
-                      el("code", { class: "act" }, s.action || ""));
-      if (s.error) head.append(" ", el("span", { class: "badge b-dropped" }, "failed"));
-      const results = (s.results || []).map(resultRow);
-      state.tools[`${s.round}|${s.action}`] = { results };
-      state.status = `Round ${s.round}: ${s.action} ${s.error ? "failed" : `found ${results.length} result(s)`}`;
-      return el("li", { class: `step tool${s.error ? " failed" : ""}`, "data-round": s.round }, head,
-        s.error ? el("p", { class: "warn-text" }, s.error) : null,
-        ...(s.notes || []).map((n) => el("p", { class: "hint" }, n)),
-        results.length ? el("ol", { class: "results" }, ...results.map((r) => r.li))
-                       : (s.error ? null : el("p", { class: "hint" }, "No results.")));
-    }
-    if (st === "summary") {
-      state.status = `Round ${s.round}: reading the results`;
-      const card = state.tools[`${s.round}|${s.action}`];
-      if (card && attachSummary(card, s)) return undefined;
-      return note("summary", "Summary", link(s.source || s.url || "result", httpUrl(s.url)), ": ",
-                  s.summary ? s.summary : notRelevant());
-    }
-    if (st === "develop") {
-      state.status = `Round ${s.round}: judging`;
-      return note("develop", `Reasoning · round ${s.round}`, s.text || "");
-    }
-    if (st === "judge") {
-      state.status = s.final ? "Writing the justification…"
-                             : `Round ${s.round}: not enough to decide, planning again`;
-      return note("judge", `Judgement · round ${s.round}`,
-                  el("span", { class: `badge label-${labelClass(s.label)}` }, s.label || ""), conf(s.confidence),
-                  s.findings ? el("p", { class: "findings" }, s.findings) : null,
-                  s.final ? null : el("p", { class: "hint" }, "Not enough to decide yet: planning another round."));
-    }
-    // justify: the text, and its sources (written as Markdown links) as links
-    const sources = Array.from(new Set(s.sources || [])).map((x) => {
-      const m = /^\[(.*)\]\((\S+)\)$/.exec(String(x).trim());
-      return m ? link(m[1], httpUrl(m[2])) : String(x);
-    });
-    state.status = "Finishing…";
-    const hint = sources.length ? el("p", { class: "hint" }, "Sources: ") : null;
-    sources.forEach((x, i) => hint.append(...(i ? [", ", x] : [x])));
-    return note("justify", "Justification", ...linkParts(s.text || ""), hint);
   }
 
-  // The model's Markdown links [title](http...) as links, the rest as text (as views.link_parts).
-  function linkParts(text) {
-    const out = [];
-    const re = /\[([^\[\]\n]{1,300})\]\((https?:\/\/[^\s()<>]{1,2000})\)/g;
-    let pos = 0, m;
-    while ((m = re.exec(text)) !== null) {
-      if (m.index > pos) out.push(text.slice(pos, m.index));
-      out.push(link(m[1], m[2]));
-      pos = m.index + m[0].length;
+  // One result of a DEFAME tool call, with its summary once the summarizer has read it.
+  function resultRow(r) {
+    const irrelevant = r.summarized && !r.summary;
+    const title = el("p", { class: "r-title" }, link(r.title, r.href),
+                     r.date ? " " : null, r.date ? el("span", { class: "hint" }, `(${r.date})`) : null,
+                     irrelevant ? " " : null, irrelevant ? notRelevant() : null);
+    return el("li", { class: `result${irrelevant ? " irrelevant" : ""}` }, title,
+              r.summary ? el("p", { class: "r-sum" }, key("Summary"), " ", r.summary) : null,
+              r.text ? el("details", { class: "r-text" }, el("summary", null, "Source text"), el("p", null, r.text))
+                     : null);
+  }
+
+  // Draws the items a `view` event carries: a new one is appended, a changed one replaces its old markup
+  // (keeping which of its disclosures were open, and the focus).
+  function drawView(list, view, nodes) {
+    for (const { index, item } of view.items || []) {
+      const fresh = drawItem(item);
+      const old = nodes[index];
+      if (old && old.isConnected) {
+        const open = Array.from(old.querySelectorAll("details")).map((d) => d.open);
+        fresh.querySelectorAll("details").forEach((d, i) => { if (open[i]) d.open = true; });
+        const focusable = (n) => Array.from(n.querySelectorAll("summary, a, button"));
+        const focused = focusable(old).indexOf(document.activeElement);
+        old.replaceWith(fresh);
+        if (focused >= 0 && focusable(fresh)[focused]) focusable(fresh)[focused].focus({ preventScroll: true });
+      } else {
+        list.append(fresh);
+      }
+      nodes[index] = fresh;
     }
-    if (pos < text.length) out.push(text.slice(pos));
-    return out;
   }
 
   function attach(panel) {
     const id = panel.dataset.runId;
     const list = $("#steps", panel), status = $("#run-status", panel);
-    const state = { card: null, tools: {}, calls: 0, status: "Running…" };
+    const nodes = [];  // the drawn items, by their index in the run's view
     bindDelete(panel);
     setBusy(true);
     const source = new EventSource(`/api/checks/${id}/events`);
@@ -556,10 +503,11 @@
         setStatus("running", "Running…");
       }
     });
-    source.addEventListener("step", (e) => {
-      renderStep(list, JSON.parse(e.data), state);
-      const calls = state.calls ? ` (${state.calls} model call${state.calls === 1 ? "" : "s"})` : "";
-      setStatus("running", `${state.status}${calls}`);
+    source.addEventListener("view", (e) => {
+      const view = JSON.parse(e.data);
+      drawView(list, view, nodes);
+      const calls = view.calls ? ` (${view.calls} model call${view.calls === 1 ? "" : "s"})` : "";
+      setStatus("running", `${view.status}${calls}`);
     });
     source.addEventListener("done", async (e) => {
       source.close();
