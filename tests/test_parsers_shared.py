@@ -144,3 +144,17 @@ def test_is_parsed(method, parsed):
 def test_match_option_is_the_backends_first_reading(text, options, expected):
     assert match_option(text, options) == expected
 
+
+@pytest.mark.parametrize("text, stated", [
+    ("No, the claim is false.", "Refuted"),  # the embedded model's reply under a Supported verdict (issue 13)
+    ("So the claim is true.", "Supported"),
+    ("Therefore the statement is not correct.", "Refuted"),
+    ("The claim isn't accurate.", "Refuted"),
+    ("The claim is true in part, but the claim is false overall.", None),  # both: no single conclusion
+    ("Mara Lind was born in Tallinn.", None),
+    ("", None),
+])
+def test_stated_conclusion(text, stated):
+    from veracity.prompts.parsers import stated_conclusion
+
+    assert stated_conclusion(text) == stated

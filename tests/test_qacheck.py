@@ -12,6 +12,7 @@ from veracity.llm.scripted import ScriptedBackend
 from veracity.registry import available_pipelines, get_pipeline
 from veracity.retrieval import Document, Index
 from veracity.types import Claim
+from veracity.verify.model import WEIGHTS_DIR as ROOT_WEIGHTS
 
 CLAIM = "The author of the novel Kestrel Bay was born in the same city where the Orrin Bridge stands."
 
@@ -186,3 +187,40 @@ def test_registry_names_every_variant():
         assert n in names
     with pytest.raises(UserError, match="unknown pipeline 'qa-check'"):
         get_pipeline("qa-check", config())
+
+
+def test_a_rationale_that_concludes_otherwise_than_the_label_says_so():
+    rules = [(VERIFIER, "Yes, we can know."), (FIRST_Q, " Who wrote the novel Kestrel Bay?"), (RECITE, " A novel."),
+             (READER, " Mara Lind"), (VALIDATOR, " Yes"), (REASONER, "\nNo, the claim is false.\n"), (LABEL, " True")]
+    result, _ = run(rules)
+    assert result.verdict.label == "Supported"
+    assert "[Note: this reasoning concludes Refuted, but the label is Supported" in result.verdict.rationale
+
+
+def _bridge_index():
+    return Index.from_documents([
+        Document(id="kb", title="Kestrel Bay", text="Kestrel Bay is a 1998 novel written by Mara Lind, who was born "
+                 "in Riga."),
+        Document(id="ob", title="Orrin Bridge", text="The Orrin Bridge is a stone bridge in Tallinn."),
+    ])
+
+
+@pytest.mark.skipif(not (ROOT_WEIGHTS / "verifier.json").is_file(), reason="no trained verifier")
+def test_the_evidence_verifier_decides_the_reasoners_label_in_evidence_settings_and_the_ablation_does_not():
+    rules = [(VERIFIER, "Yes, we can know."), (FIRST_Q, " Who wrote the novel Kestrel Bay?"),
+             (READER, " Mara Lind"), (VALIDATOR, " Yes"), (REASONER, "\nThe claim is true.\n"), (LABEL, " True")]
+    claim = "The Orrin Bridge is a stone bridge in Tallinn."
+    cfg = config(**{"verifier.use": "on"})
+    with_v = run_check(Claim(claim), get_pipeline("qacheck-retriever-reader", cfg), Model(ScriptedBackend(rules)),
+                       cfg, retriever=_bridge_index().retriever("bm25"))
+    step = [s for s in with_v.trace if s["stage"] == "evidence_verifier"]
+    assert len(step) == 1 and step[0]["label"] == with_v.verdict.label
+    assert with_v.verdict.confidence == step[0]["confidence"]
+    without = run_check(Claim(claim), get_pipeline("qacheck-no-evidence-verifier", config(
+        **{"verifier.use": "on", "qacheck.qa": "retriever-reader"})), Model(ScriptedBackend(rules)), cfg,
+        retriever=_bridge_index().retriever("bm25"))
+    assert not [s for s in without.trace if s["stage"] == "evidence_verifier"]
+    # auto: off with any model but the embedded default, so scripted runs decide as before
+    auto = run_check(Claim(claim), get_pipeline("qacheck-retriever-reader", config()), Model(ScriptedBackend(rules)),
+                     config(), retriever=_bridge_index().retriever("bm25"))
+    assert not [s for s in auto.trace if s["stage"] == "evidence_verifier"]

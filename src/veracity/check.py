@@ -65,6 +65,7 @@ def run_check(claim: Claim, pipeline: Pipeline, model: "Model", config: "Config"
     tracer.emit("claim", text=claim.text, pipeline=pipeline.name, model=model.model_id)
     verdict = pipeline.check(claim, ctx)
     seconds = time.perf_counter() - t0
+    verdict.uncertain = verdict.confidence is not None and verdict.confidence < config.verifier.uncertain_below
     tracer.emit("verdict", label=verdict.label, rationale=verdict.rationale, confidence=verdict.confidence)
     return CheckResult(claim=claim, pipeline=pipeline.name, model=model.model_id, verdict=verdict,
                        trace=tracer.to_list(), usage=meter.to_dict(), seconds=seconds)

@@ -58,7 +58,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:
         v = result.verdict
-        conf = f" (confidence {v.confidence:.2f})" if v.confidence is not None else ""
+        conf = f" (confidence {v.confidence:.2f}{', uncertain' if v.uncertain else ''})" \
+            if v.confidence is not None else ""
         print(f"\nVerdict: {v.label}{conf}")
         if v.rationale:
             print(terminal_text("Rationale: " + v.rationale.replace("\n", " ")))
@@ -192,6 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .retrieval.commands import register as register_index
     from .server.commands import register as register_serve
     from .training.commands import register as register_selftrain
+    from .verify.commands import register as register_verifier
 
     register_index(sub)
     register_doctor(sub)
@@ -199,6 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_leaf(sub)
     register_serve(sub)
     register_selftrain(sub)
+    register_verifier(sub)
     return parser
 
 

@@ -136,6 +136,31 @@ class DefameConfig:
 
 
 @dataclass
+class VerifierConfig:
+    """The trained evidence verifier (verify/): which model, and how the pipelines use it."""
+
+    model: str = "default"  # "default": the verifier shipped in the package; or a folder (verify/model.py)
+    top_k: int = 5  # passages the `verifier` and `lexical` pipelines retrieve
+    #: QACheck's reasoner, LEAF's rater and DEFAME's judge draw on the verifier where they decide on evidence:
+    #: on | off | auto (on with the embedded 135M model, whose own decisions are near chance; off with others)
+    use: str = "auto"
+    uncertain_below: float = 0.6  # a verdict whose confidence is below this is shown as uncertain
+    threads: int = 1  # torch threads for the verifier (1 is fastest beside other work on 2 cores)
+
+    def validate(self) -> None:
+        if not 1 <= self.top_k <= 50:
+            raise ConfigError(f"verifier.top_k must be between 1 and 50, not {self.top_k}")
+        if not 0.0 <= self.uncertain_below <= 1.0:
+            raise ConfigError(f"verifier.uncertain_below must be between 0 and 1, not {self.uncertain_below}")
+        if not 1 <= self.threads <= 64:
+            raise ConfigError(f"verifier.threads must be between 1 and 64, not {self.threads}")
+        if self.use not in ("auto", "on", "off"):
+            raise ConfigError(f"verifier.use must be auto, on or off, not {self.use!r}")
+        if not self.model.strip():
+            raise ConfigError("verifier.model must not be empty (\"default\" is the shipped verifier)")
+
+
+@dataclass
 class Config:
     model: str = "embedded"
     base_url: str | None = None
@@ -156,6 +181,7 @@ class Config:
     qacheck: QACheckConfig = field(default_factory=QACheckConfig)
     leaf: LeafConfig = field(default_factory=LeafConfig)
     defame: DefameConfig = field(default_factory=DefameConfig)
+    verifier: VerifierConfig = field(default_factory=VerifierConfig)
 
     def validate(self) -> None:
         if not self.model.strip():
@@ -176,6 +202,7 @@ class Config:
         self.qacheck.validate()
         self.leaf.validate()
         self.defame.validate()
+        self.verifier.validate()
 
 
 def _check_type(value: Any, annotation: Any, where: str) -> Any:

@@ -21,6 +21,7 @@ def _register_all() -> None:
     # imported for their registration side effects
     from .qacheck import pipeline as _qacheck  # noqa: F401  (qacheck, its QA modes and ablations)
     from .baselines import pipeline as _baselines  # noqa: F401  (direct, cot)
+    from .baselines import evidence as _evidence  # noqa: F401  (verifier, lexical)
     from .defame import pipeline as _defame  # noqa: F401  (defame and its ablations)
     from .leaf import pipelines as _leaf  # noqa: F401  (answer:plain, answer:rag, answer:fc-rag, ...)
 

@@ -255,7 +255,8 @@ def to_markdown(result: CheckResult, image_url: ImageLink | None = None) -> str:
     """The report as Markdown. `image_url` (a local image's absolute path -> the URL to show it by, or None):
     the server links the claim's uploads by their URL instead of its own paths."""
     v = result.verdict
-    conf = f" (confidence {v.confidence:.2f})" if v.confidence is not None else ""
+    conf = (f" (confidence {v.confidence:.2f}{', uncertain' if getattr(v, 'uncertain', False) else ''})"
+            if v.confidence is not None else "")
     lines = [f"# Fact-check: {_md_text(result.claim.text)}", "",
              f"- **Verdict:** {_md_text(v.label)}{conf}",
              f"- **Pipeline:** {_md_text(result.pipeline)}", f"- **Model:** {_md_text(result.model)}",

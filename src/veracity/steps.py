@@ -242,6 +242,25 @@ class Retrieval(Step):
                      "results": list(self.results)})
 
 
+@step_type
+@dataclass(kw_only=True)
+class EvidenceCheck(Step):
+    """The trained evidence verifier's (or the lexical baseline's) reading of passages for a claim (verify/):
+    probabilities of supported / refuted / not enough information, and the passage that decided."""
+
+    kind: ClassVar[str] = "evidence_verifier"
+    verifier: str = ""
+    label: str = ""
+    confidence: float | None = None
+    probabilities: dict[str, float] = field(default_factory=dict)
+    passage: int | None = None
+    rationale: str = ""
+
+    def fold(self, view: "Fold") -> None:
+        view.append({"kind": "reasoning", "stage": self.kind, "label": self.label, "rationale": self.rationale,
+                     "confidence": self.confidence})
+
+
 @dataclass(kw_only=True)
 class Reasoning(Step):
     """A label decided with its rationale (QACheck's reasoner, the chain-of-thought baseline); the systems

@@ -57,6 +57,9 @@ class Verdict:
     confidence: float | None = None  # probability of `label` among the allowed labels, when known
     steps: list[QAStep] = field(default_factory=list)
     parse_failures: list[str] = field(default_factory=list)  # what the model got wrong, if anything
+    #: the confidence is below the configured threshold (verifier.uncertain_below): front ends say "uncertain"
+    #: beside the label instead of presenting a coin flip as a finding
+    uncertain: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -65,4 +68,5 @@ class Verdict:
             "confidence": self.confidence,
             "steps": [s.to_dict() for s in self.steps],
             "parse_failures": list(self.parse_failures),
+            "uncertain": self.uncertain,
         }

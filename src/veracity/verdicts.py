@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from .pipeline import Context
-from .prompts.parsers import FINAL_ANSWER_CUE, TRUE_FALSE, TRUTH_TO_LABEL
+from .prompts.parsers import FINAL_ANSWER_CUE, TRUE_FALSE, TRUTH_TO_LABEL, stated_conclusion
 from .prompts.spec import Prompt, PromptSpec, Reply, strict_choose
-from .types import Claim, Verdict
+from .types import REFUTED, SUPPORTED, Claim, Verdict
 
 __all__ = ["UNVERIFIED", "LABEL_MEANINGS", "NO_TRUE_FALSE", "choose_label", "claim_line", "final_answer",
            "label_block", "no_label", "reason_then_label", "strict_choose", "truth_label"]
@@ -90,6 +90,16 @@ def choose_label(ctx: Context, prompt: Prompt, labels: list[str] | tuple[str, ..
     return reply.value, reply.confidence, reply.probabilities
 
 
+def note_disagreement(rationale: str, label: str, decided_by: str = "the scored decision") -> str:
+    """The rationale, with a note when its own words conclude otherwise than the label (so the shown text never
+    silently contradicts the verdict)."""
+    stated = stated_conclusion(rationale)
+    if stated is None or stated == label or label not in (SUPPORTED, REFUTED):
+        return rationale
+    return (f"{rationale}\n[Note: this reasoning concludes {stated}, but the label is {label}, decided by "
+            f"{decided_by}.]")
+
+
 def reason_then_label(ctx: Context, reasoning: Prompt, decision: Prompt, *, failures: list[str],
                       **slots: Any) -> Verdict:
     """Generate a rationale with `reasoning`, then decide True/False with `decision` (its `final_answer`),
@@ -97,5 +107,6 @@ def reason_then_label(ctx: Context, reasoning: Prompt, decision: Prompt, *, fail
     rationale = reasoning.ask(ctx.model, failures=failures, **slots).value
     reply = decision.ask(ctx.model, failures=failures, RATIONALE=rationale, **slots)
     label = truth_label(reply)
+    rationale = note_disagreement(rationale, label)
     ctx.tracer.emit(decision.spec.stage, label=label, rationale=rationale, confidence=reply.confidence)
     return Verdict(label=label, rationale=rationale, confidence=reply.confidence, parse_failures=list(failures))

@@ -74,6 +74,51 @@ def _mean(rows: list[dict], f: Callable[[dict], float]) -> float:
     return statistics.mean(f(r) for r in rows) if rows else 0.0
 
 
+def _majority_row(rows: list[dict[str, Any]], labels: list[str], metric: Callable[[list, list], float]) -> str:
+    """The majority-class reference: always the commonest gold label of the items evaluated (by any pipeline)."""
+    gold_by_item = {r["id"]: r["gold"] for r in rows}
+    gold = list(gold_by_item.values())
+    if not gold:
+        return ""
+    top = max(sorted(set(gold)), key=gold.count)
+    pred = [top] * len(gold)
+    return (f"| majority class ({top}) | {len(gold)} | {100 * metric(gold, pred):.2f} | {100 * accuracy(gold, pred):.2f} | "
+            f"{100 * macro_f1(gold, pred, labels):.2f} |  | 0.0 | 0.0 | 0 | 0 | $0.0000 | 0 |")
+
+
+COVERAGES = (1.0, 0.8, 0.6, 0.4, 0.2)
+
+
+def accuracy_at_coverage(rows: list[dict[str, Any]]) -> list[tuple[float, int, float]] | None:
+    """(coverage, items kept, accuracy) when only the most confident share of the verdicts is kept; None when the
+    pipeline gave no confidences. Verdicts without a confidence count as the least confident."""
+    confs = [r["verdict"].get("confidence") for r in rows]
+    if not rows or all(c is None for c in confs):
+        return None
+    ranked = sorted(rows, key=lambda r: -(r["verdict"].get("confidence") if r["verdict"].get("confidence")
+                                          is not None else -1.0))
+    out = []
+    for cov in COVERAGES:
+        n = max(1, round(cov * len(ranked)))
+        kept = ranked[:n]
+        out.append((cov, n, sum(r["gold"] == r["pred"] for r in kept) / n))
+    return out
+
+
+def coverage_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Accuracy against coverage: how accurate each pipeline is on the verdicts it is most confident of."""
+    table = []
+    for pipe in sorted({r["pipeline"] for r in rows}):
+        curve = accuracy_at_coverage([r for r in rows if r["pipeline"] == pipe])
+        if curve:
+            table.append(f"| {pipe} | " + " | ".join(f"{100 * acc:.1f}" for _, _, acc in curve) + " |")
+    if not table:
+        return []
+    return ["", "Accuracy against coverage (only the most confident share of verdicts kept):", "",
+            "| pipeline | " + " | ".join(f"{int(100 * c)}%" for c in COVERAGES) + " |",
+            "|---|" + "---:|" * len(COVERAGES), *table]
+
+
 def build_report(out: str | Path, *, plots: bool = True) -> str:
     out = Path(out)
     read_done(out)
@@ -110,6 +155,7 @@ def build_report(out: str | Path, *, plots: bool = True) -> str:
             if plots:
                 png = out / f"confusion_{ds}_{pipe}.png".replace(":", "_").replace("/", "_")
                 confusion_png(png, gold, pred, labels, f"{ds} / {pipe} (n={len(rs)})")
+        lines.append(_majority_row([r for r in rows if r["dataset"] == ds], labels, metric))
         lines.append("")
         if ref:
             lines += [f"Paper numbers: {info.get('reference_note', '')} (same metric, different model).", ""]
@@ -119,6 +165,7 @@ def build_report(out: str | Path, *, plots: bool = True) -> str:
             pc = per_class([r["gold"] for r in rs], [r["pred"] for r in rs], labels)
             lines.append(f"- {pipe}: " + "; ".join(f"{k} P {100 * v['precision']:.0f} R {100 * v['recall']:.0f} "
                                                     f"(n={v['support']})" for k, v in pc.items()))
+        lines += coverage_lines([r for r in rows if r["dataset"] == ds])
         if plots:
             lines += ["", *[f"![{ds} {p}](confusion_{ds}_{p}.png)".replace(":", "_")
                             for p in sorted({r['pipeline'] for r in rows if r['dataset'] == ds})]]

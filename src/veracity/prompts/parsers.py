@@ -26,6 +26,22 @@ def parse_rationale(text: str) -> str:
     return "\n".join(text_lines(cut)).strip()
 
 
+_CONCLUSION = re.compile(
+    r"\b(?:claim|statement)\s+(?:is|was)(n[’']t\s+|\s+not\s+|\s+)(true|false|correct|incorrect|accurate|inaccurate|"
+    r"supported|refuted|wrong|right)\b", re.IGNORECASE)
+_AFFIRM = {"true", "correct", "accurate", "supported", "right"}
+
+
+def stated_conclusion(rationale: str) -> str | None:
+    """What a free-text rationale itself concludes ("the claim is false" -> Refuted), or None when it states no
+    conclusion or states both. Used to show, never to hide, a rationale that disagrees with the label."""
+    found = set()
+    for m in _CONCLUSION.finditer(rationale):
+        affirmed = (m.group(2).lower() in _AFFIRM) != bool(m.group(1).strip())
+        found.add("Supported" if affirmed else "Refuted")
+    return found.pop() if len(found) == 1 else None
+
+
 # The reasoner and CoT prompts ask for "True"/"False"; pipelines speak Supported/Refuted.
 TRUE_FALSE = ["True", "False"]
 TRUTH_TO_LABEL = {"True": "Supported", "False": "Refuted"}

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from ..pipeline import Context, Pipeline, register
 from ..types import Claim, QAStep, Verdict
 from ..verdicts import reason_then_label
+from ..verify.decide import check_evidence, verifier_enabled
 from .prompts import QUESTION_FIRST, QUESTION_FOLLOWUP, REASONER, REASONER_LABEL, VALIDATOR, VERIFIER, YES_NO
 from .qa import QA_MODULES, QAModule
 
@@ -30,12 +31,14 @@ class QACheck(Pipeline):
     description = "Question-guided multi-hop verification (QACheck)"
 
     def __init__(self, config: "Config", *, qa: str | None = None, validator: bool | None = None,
-                 verifier: bool | None = None, max_iterations: int | None = None) -> None:
+                 verifier: bool | None = None, max_iterations: int | None = None,
+                 evidence_verifier: bool = True) -> None:
         c: QACheckConfig = config.qacheck
         self.qa_name = qa or c.qa
         self.use_validator = c.validator if validator is None else validator
         self.use_verifier = c.verifier if verifier is None else verifier
         self.max_iterations = max_iterations or c.max_iterations
+        self.use_evidence_verifier = evidence_verifier
         self.qa: QAModule = QA_MODULES[self.qa_name](config.prompts_dir, c.top_k)
         pd = config.prompts_dir
         self.p_verifier = VERIFIER.load(pd)
@@ -77,8 +80,33 @@ class QACheck(Pipeline):
 
     def reasoner(self, claim: Claim, context: list[QAStep], ctx: Context,
                  failures: list[str] | None = None) -> Verdict:
-        return reason_then_label(ctx, self.p_reasoner, self.p_reasoner_label,
-                                 failures=[] if failures is None else failures, CONTEXTS=context, CLAIM=claim.text)
+        """R(c, C): the model's rationale and label; in evidence settings the trained verifier's reading of the
+        retrieved evidence decides when it is decisive, and the rationale says so when the model concluded
+        otherwise (verifier.use; ablation `qacheck-no-evidence-verifier`)."""
+        verdict = reason_then_label(ctx, self.p_reasoner, self.p_reasoner_label,
+                                    failures=[] if failures is None else failures, CONTEXTS=context, CLAIM=claim.text)
+        if not (self.use_evidence_verifier and verifier_enabled(ctx.config, ctx.model.model_id)):
+            return verdict
+        passages = self._retrieved(claim, context, ctx)
+        if not passages:
+            return verdict  # closed-book or recited: no real evidence to verify against
+        d = check_evidence(ctx.config, ctx.tracer, claim.text, passages, ctx.labels or self.labels)
+        if not d.decisive:
+            return verdict
+        if d.label != verdict.label:
+            verdict.rationale = (f"{d.rationale}\nThe model's own reasoning concluded {verdict.label}: "
+                                 f"{verdict.rationale}")
+        verdict.label, verdict.confidence = d.label, d.confidence
+        return verdict
+
+    def _retrieved(self, claim: Claim, context: list[QAStep], ctx: Context) -> list:
+        """Evidence from the index: the passages the questions retrieved, and the claim's own top passages."""
+        if ctx.retriever is None:
+            return []
+        found = [e for step in context for e in step.evidence] if self.qa_name == "retriever-reader" else []
+        found += ctx.retriever.search(claim.text, k=ctx.config.verifier.top_k)
+        seen: set[str] = set()
+        return [e for e in found if not (e.text in seen or seen.add(e.text))]
 
     # -- the loop ---------------------------------------------------------------------------------
 
@@ -132,5 +160,7 @@ _variant("qacheck-closed-book", "QACheck, closed-book QA (the paper's FLAN-T5 mo
 _variant("qacheck-reciter-reader", "QACheck, reciter-reader QA", qa="reciter-reader")
 _variant("qacheck-no-validator", "QACheck ablation: every QA pair is kept", validator=False)
 _variant("qacheck-no-verifier", "QACheck ablation: always run max iterations", verifier=False)
+_variant("qacheck-no-evidence-verifier", "QACheck ablation: the reasoner decides without the trained evidence "
+         "verifier", evidence_verifier=False)
 _variant("qacheck-1-iter", "QACheck ablation: at most 1 question", max_iterations=1)
 _variant("qacheck-3-iter", "QACheck ablation: at most 3 questions", max_iterations=3)

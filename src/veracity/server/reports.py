@@ -29,7 +29,8 @@ def verdict_from_dict(d: dict[str, Any]) -> Verdict:
                     evidence=[Evidence(**e) for e in s.get("evidence", [])], useful=s.get("useful"))
              for s in d.get("steps", [])]
     return Verdict(label=d["label"], rationale=d.get("rationale", ""), confidence=d.get("confidence"),
-                   steps=steps, parse_failures=list(d.get("parse_failures", [])))
+                   steps=steps, parse_failures=list(d.get("parse_failures", [])),
+                   uncertain=bool(d.get("uncertain", False)))
 
 
 def result_of(run: dict[str, Any], steps: list[dict[str, Any]]) -> CheckResult:

@@ -8,7 +8,8 @@
   const $ = (sel, root) => (root || document).querySelector(sel);
   const dataEl = $("#catalog-data");
   const catalog = dataEl ? JSON.parse(dataEl.textContent) : { pipelines: [], qa_modules: [] };
-  const REASONING = { reasoner: "Reasoner", cot: "Chain of thought", direct: "Direct answer" };
+  const REASONING = { reasoner: "Reasoner", cot: "Chain of thought", direct: "Direct answer",
+                      evidence_verifier: "Evidence verifier" };
 
   // el("p", {class: "q"}, child, "text", ...): text is always set as text, never parsed as HTML.
   function el(tag, attrs, ...children) {

@@ -1,0 +1,137 @@
+"""The `veracity verifier` command: train, measure and try the evidence verifier.
+
+    veracity verifier train [--data ../shared/training] [--out src/veracity/verify/weights] [--epochs 1] ...
+    veracity verifier check "CLAIM" --evidence "PASSAGE" [--evidence ...] [--model DIR|lexical] [--json]
+    veracity verifier info [--json]
+
+`train` is seeded and resumes after a kill (a checkpoint per epoch); it reads only ../shared/training.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ..errors import UserError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("verifier", help="the trained evidence verifier (train, check, info)",
+                                   description="Train, inspect and try the evidence verifier that decides whether "
+                                   "passages support, refute or do not settle a claim.")
+    commands = parser.add_subparsers(dest="verifier_command", metavar="{train,calibrate,check,info}", required=True)
+
+    t = commands.add_parser("train", help="train the verifier and the lexical baseline (seeded, resumable)")
+    t.add_argument("--data", default=None, help="training data folder (default ../shared/training beside the project)")
+    t.add_argument("--out", default=None, help="output folder (default: the package's verify/weights)")
+    t.add_argument("--epochs", type=int, default=1)
+    t.add_argument("--lr", type=float, default=5e-5)
+    t.add_argument("--batch-size", type=int, default=16)
+    t.add_argument("--max-length", type=int, default=128)
+    t.add_argument("--frozen-layers", type=int, default=2, help="lowest encoder layers left as the base model has them")
+    t.add_argument("--seed", type=int, default=13)
+    t.add_argument("--limit", type=int, default=None, help="at most this many training pairs (a quick run)")
+    t.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    t.add_argument("--init-from", default=None, help="continue from a trained verifier folder")
+    t.set_defaults(func=cmd_train)
+
+    k = commands.add_parser("calibrate", help="refit the temperature, the stacker and the lexical baseline of a "
+                            "trained verifier folder, and measure it again (rewrites verifier.json, MODEL_CARD.md)")
+    k.add_argument("--data", default=None, help="training data folder (default ../shared/training)")
+    k.add_argument("--out", default=None, help="the verifier folder (default: the package's verify/weights)")
+    k.add_argument("--seed", type=int, default=13)
+    k.add_argument("--threads", type=int, default=1)
+    k.set_defaults(func=cmd_calibrate)
+
+    c = commands.add_parser("check", help="verify a claim against passages given on the command line")
+    c.add_argument("claim")
+    c.add_argument("--evidence", action="append", required=True, help="a passage (repeat for several)")
+    c.add_argument("--model", default="default", help="verifier folder, 'default' (shipped) or 'lexical'")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=cmd_check)
+
+    i = commands.add_parser("info", help="the shipped verifier's settings, hash and figures")
+    i.add_argument("--json", action="store_true")
+    i.set_defaults(func=cmd_info)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from .model import WEIGHTS_DIR
+    from .train import TrainSettings, run
+
+    data = _data_dir(args.data)
+    out = Path(args.out) if args.out else WEIGHTS_DIR
+    for name, lo in (("epochs", 1), ("batch_size", 1), ("max_length", 16), ("threads", 1)):
+        if getattr(args, name) < lo:
+            raise UserError(f"--{name.replace('_', '-')} must be at least {lo}")
+    s = TrainSettings(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_length=args.max_length,
+                      frozen_layers=args.frozen_layers, seed=args.seed, limit=args.limit, threads=args.threads,
+                      init_from=args.init_from)
+    result = run(data, out, s, progress=True)
+    print(json.dumps({k: result[k] for k in ("sha256", "temperature", "binary_rule", "figures", "ms_per_pair")},
+                     indent=1))
+    print(f"wrote {out / 'verifier.safetensors'}, {out / 'verifier.json'}, {out / 'lexical.json'}")
+    return 0
+
+
+def _data_dir(arg: str | None) -> Path:
+    from .data import default_training_dir
+
+    data = Path(arg) if arg else default_training_dir()
+    if not (data / "fm2").is_dir():
+        raise UserError(f"training data not found in {data} (pass --data DIR; see ../shared/training/README.md)")
+    return data
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from .model import WEIGHTS_DIR
+    from .train import TrainSettings, calibrate
+
+    out = Path(args.out) if args.out else WEIGHTS_DIR
+    if not (out / "verifier.json").is_file():
+        raise UserError(f"no trained verifier in {out} (no verifier.json)")
+    prior = json.loads((out / "verifier.json").read_text(encoding="utf-8")).get("settings", {})
+    s = TrainSettings(**{**{k: v for k, v in prior.items() if k in TrainSettings.__dataclass_fields__},
+                         "seed": args.seed, "threads": args.threads})
+    result = calibrate(out, _data_dir(args.data), s)
+    print(json.dumps({k: result[k] for k in ("temperature", "binary_rule", "figures", "ms_per_pair")}, indent=1))
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from ..inputs import clean_claim_text
+    from . import load_lexical, load_verifier
+
+    from ..config import Config
+
+    claim = clean_claim_text(args.claim, Config().max_claim_chars)
+    verifier = load_lexical() if args.model == "lexical" else load_verifier(args.model)
+    v = verifier.verify(claim, args.evidence)
+    if args.json:
+        print(json.dumps(v.to_dict() | {"per_passage": v.per_passage}, indent=1))
+        return 0
+    for k in ("supported", "refuted", "nei"):
+        print(f"{k:>10}: {v.probabilities[k]:.3f}")
+    which = "all passages together" if v.passage is None else f"passage {v.passage + 1}"
+    print(f"decided by {which}: {v.label} ({v.confidence:.2f})")
+    return 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from .model import WEIGHTS_DIR
+
+    f = WEIGHTS_DIR / "verifier.json"
+    if not f.is_file():
+        raise UserError("no trained verifier in this installation; build it with `veracity verifier train`")
+    data = json.loads(f.read_text(encoding="utf-8"))
+    if args.json:
+        print(json.dumps(data, indent=1))
+        return 0
+    print(f"{data['name']}  (sha256 {data['sha256'][:16]}...)\nbase: {data['base']}")
+    print(f"temperature {data['temperature']}, two-label rule {data['binary_rule']}, max length {data['max_length']}")
+    for model, sets in data.get("figures", {}).items():
+        for name, fig in sets.items():
+            print(f"{model:>14} {name:<14} macro-F1 {fig['macro_f1']:5.1f}  accuracy {fig['accuracy']:5.1f}  "
+                  f"ECE {fig['ece']:.3f}  (n={fig['n']})")
+    return 0

@@ -1,0 +1,127 @@
+"""Training and held-apart data for the verifier, read from `../shared/training` (see its PROVENANCE files).
+
+FM2 is split by Wikipedia page (a stable hash of the page name), so no page is on two sides:
+65% train, 10% calibration (temperature and stacking), 25% held out for measuring.
+The benchmark sets in `../shared/benchmarks` are never read here.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UserError
+from .synthetic import pairs_from_page
+
+LABELS = ("supported", "refuted", "nei")
+_FM2 = {"SUPPORTS": "supported", "REFUTES": "refuted"}
+_NLI = {"entailment": "supported", "contradiction": "refuted", "neutral": "nei"}
+
+
+@dataclass(frozen=True)
+class Pair:
+    claim: str
+    evidence: str
+    label: str
+    source: str
+
+
+@dataclass(frozen=True)
+class FM2Claim:
+    claim: str
+    label: str
+    page: str
+    gold: tuple[str, ...]
+    retrieved: tuple[str, ...]
+
+
+def default_training_dir() -> Path:
+    return Path(__file__).resolve().parents[3].parent / "shared" / "training"
+
+
+def fm2_part(page: str) -> str:
+    bucket = int(hashlib.sha1(page.encode("utf-8")).hexdigest()[:8], 16) % 100
+    return "test" if bucket < 25 else "calibration" if bucket < 35 else "train"
+
+
+def read_fm2(root: Path) -> list[FM2Claim]:
+    out = []
+    for name in ("dev.jsonl", "test.jsonl"):
+        path = root / "fm2" / name
+        if not path.exists():
+            raise UserError(f"training data not found: {path} (see ../shared/training/README.md)")
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            r = json.loads(line)
+            out.append(FM2Claim(r["text"].strip(), _FM2[r["label"]], r["wikipedia_page"],
+                                tuple(g["text"] for g in r["gold_evidence"]),
+                                tuple(e["text"] for e in r["retrieved_evidence"])))
+    return out
+
+
+def read_cad(root: Path, split: str) -> list[Pair]:
+    path = root / "cad_snli" / f"{split}.tsv"
+    if not path.exists():
+        raise UserError(f"training data not found: {path}")
+    with path.open(encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    return [Pair(r["sentence2"], r["sentence1"], _NLI[r["gold_label"]], "cad_snli")
+            for r in rows if r.get("gold_label") in _NLI]
+
+
+def fm2_pairs(claims: list[FM2Claim], rng: random.Random, *, nei: bool = True,
+              distractors: bool = True) -> list[Pair]:
+    """Each claim against its gold evidence; with distractors mixed in; and against non-gold sentences (nei)."""
+    out = []
+    for c in claims:
+        gold = " ".join(c.gold)
+        out.append(Pair(c.claim, gold, c.label, "fm2"))
+        others = [s for s in c.retrieved if s not in c.gold]
+        if distractors and others:
+            block = list(c.gold) + rng.sample(others, min(len(others), rng.randint(1, 3)))
+            rng.shuffle(block)
+            out.append(Pair(c.claim, " ".join(block), c.label, "fm2+distractors"))
+        if nei and len(others) >= 2:
+            out.append(Pair(c.claim, " ".join(rng.sample(others, 2)), "nei", "fm2-nei"))
+    return out
+
+
+def synthetic_pairs(claims: list[FM2Claim], rng: random.Random, *, per_page: int = 28) -> list[Pair]:
+    pages: dict[str, list[str]] = {}
+    for c in claims:
+        pages.setdefault(c.page, []).extend(c.gold + c.retrieved)
+    out = []
+    for page in sorted(pages):
+        triples = pairs_from_page(pages[page], rng, per_sentence=max(1, per_page // 4))
+        out.extend(Pair(cl, ev, lab, "synthetic") for cl, ev, lab in triples[:per_page])
+    return out
+
+
+@dataclass
+class TrainingData:
+    train: list[Pair]
+    calibration: list[Pair]
+    heldout_fm2: list[Pair]  # FM2 claims of held-out pages against their gold evidence (2 labels)
+    cad_test: list[Pair]
+    heldout_synthetic: list[Pair]  # synthetic edits of held-out pages' sentences (3 labels)
+    heldout_retrieved: list[tuple[str, list[str], str]]  # held-out claims, their page's retrieved sentences, label
+
+
+def build(root: Path, seed: int = 13) -> TrainingData:
+    rng = random.Random(seed)
+    fm2 = read_fm2(root)
+    parts = {name: [c for c in fm2 if fm2_part(c.page) == name] for name in ("train", "calibration", "test")}
+    train = (fm2_pairs(parts["train"], rng) + read_cad(root, "train")
+             + synthetic_pairs(parts["train"], rng))
+    calibration = (fm2_pairs(parts["calibration"], rng, distractors=False) + read_cad(root, "dev")
+                   + synthetic_pairs(parts["calibration"], rng))
+    rng.shuffle(train)
+    heldout = [Pair(c.claim, " ".join(c.gold), c.label, "fm2-heldout") for c in parts["test"]]
+    synthetic_test = synthetic_pairs(parts["test"], random.Random(seed + 1))
+    retrieved = [(c.claim, list(c.retrieved), c.label) for c in parts["test"]]
+    return TrainingData(train, calibration, heldout, read_cad(root, "test"), synthetic_test, retrieved)

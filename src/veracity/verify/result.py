@@ -1,0 +1,59 @@
+"""What a verifier returns (`Verification`), the `Verifier` protocol, and how per-passage scores become one
+conclusion (`aggregate`); shared by the trained verifier (model.py) and the lexical baseline (lexical.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence
+
+
+@dataclass
+class Verification:
+    """What the verifier concluded about one claim."""
+
+    probabilities: dict[str, float]  # supported / refuted / nei, summing to 1
+    passage: int | None  # index of the passage that decided it (None: no passage, or only all of them together)
+    per_passage: list[dict[str, float]] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return max(self.probabilities, key=self.probabilities.get)
+
+    @property
+    def confidence(self) -> float:
+        return self.probabilities[self.label]
+
+    def binary(self, rule: str = "supported_vs_refuted") -> tuple[str, float]:
+        """("supported" | "refuted", probability) for two-label sets, by the artifact's chosen rule."""
+        p = self.probabilities
+        if rule == "supported_vs_rest":
+            s = p["supported"]
+        else:  # supported_vs_refuted: not-enough-information mass set aside
+            s = p["supported"] / max(p["supported"] + p["refuted"], 1e-9)
+        return ("supported", s) if s >= 0.5 else ("refuted", 1 - s)
+
+    def to_dict(self) -> dict:
+        return {"probabilities": {k: round(v, 4) for k, v in self.probabilities.items()},
+                "label": self.label, "confidence": round(self.confidence, 4), "passage": self.passage}
+
+
+class Verifier(Protocol):
+    name: str
+    binary_rule: str
+
+    def verify(self, claim: str, passages: Sequence[str]) -> Verification: ...
+
+    def verify_many(self, items: Sequence[tuple[str, Sequence[str]]]) -> list[Verification]: ...
+
+
+def aggregate(per_candidate: list[dict[str, float]], n_passages: int) -> Verification:
+    """Candidates are the passages one by one, then (when there are several) all of them together.
+
+    The most decisive candidate (the least not-enough-information) decides; its index is the deciding
+    passage, or None when the joined passages decided.
+    """
+    if not per_candidate:
+        return Verification({"supported": 0.0, "refuted": 0.0, "nei": 1.0}, None, [])
+    best = min(range(len(per_candidate)), key=lambda i: per_candidate[i]["nei"])
+    passage = best if best < n_passages else None
+    return Verification(dict(per_candidate[best]), passage, per_candidate[:n_passages])

@@ -1,0 +1,135 @@
+"""Synthetic training pairs made from evidence sentences (in the manner of FactCC's transformations).
+
+From one sentence `s` of a page:
+- supported: `s` itself or `s` trimmed (a trailing clause or a parenthesis dropped), checked against `s`
+  alone or against `s` among other sentences of the page;
+- refuted: `s` with one fact changed (a number or year, a name swapped for another name on the same page, a
+  negation added or removed, a word turned into its opposite), checked against the original;
+- not enough information: another sentence of the same page checked against `s` (same topic, no support).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+from .text import STOPWORDS, tokens
+
+OPPOSITES = {
+    "first": "last", "last": "first", "before": "after", "after": "before", "more": "fewer", "fewer": "more",
+    "larger": "smaller", "smaller": "larger", "largest": "smallest", "smallest": "largest", "won": "lost",
+    "lost": "won", "increased": "decreased", "decreased": "increased", "north": "south", "south": "north",
+    "east": "west", "west": "east", "highest": "lowest", "lowest": "highest", "oldest": "youngest",
+    "youngest": "oldest", "older": "younger", "younger": "older", "early": "late", "late": "early",
+    "earlier": "later", "later": "earlier", "male": "female", "female": "male", "born": "died",
+    "higher": "lower", "lower": "higher", "longest": "shortest", "shortest": "longest", "success": "failure",
+    "successful": "unsuccessful", "positive": "negative", "negative": "positive", "above": "below",
+    "below": "above", "major": "minor", "minor": "major", "public": "private", "private": "public",
+    "allowed": "forbidden", "accepted": "rejected", "rejected": "accepted", "began": "ended", "ended": "began",
+    "entered": "left", "joined": "left", "inside": "outside", "outside": "inside", "maximum": "minimum",
+}
+_AUX = re.compile(r"\b(is|was|are|were|has|had|have|can|could|will|would|did|does|do|should)\b")
+_NOT = re.compile(r"\b(is|was|are|were|has|had|have|can|could|will|would|did|does|do|should) not\b")
+_NUM = re.compile(r"\b\d[\d,]*\b")
+
+
+def change_number(s: str, rng: random.Random) -> str | None:
+    found = list(_NUM.finditer(s))
+    if not found:
+        return None
+    m = rng.choice(found)
+    raw = m.group(0)
+    try:
+        n = int(raw.replace(",", ""))
+    except ValueError:
+        return None
+    if 1000 <= n <= 2100 and "," not in raw:  # a year
+        new = n + rng.choice([-1, 1]) * rng.randint(1, 30)
+    elif n < 10:
+        new = rng.choice([k for k in range(1, 13) if k != n])
+    else:
+        new = max(1, int(n * rng.choice([0.3, 0.5, 2, 3, 1.5, 0.7])) + rng.randint(-3, 3))
+        if new == n:
+            new = n + 7
+    out = f"{new:,}" if "," in raw else str(new)
+    return s[: m.start()] + out + s[m.end():]
+
+
+def swap_name(s: str, page_names: list[str], rng: random.Random) -> str | None:
+    toks = tokens(s)
+    here = [t for t in toks[1:] if t[0].isupper() and t.lower() not in STOPWORDS and len(t) > 2]
+    others = [n for n in page_names if n not in toks and len(n) > 2]
+    if not here or not others:
+        return None
+    old, new = rng.choice(here), rng.choice(others)
+    return re.sub(rf"\b{re.escape(old)}\b", new, s, count=1)
+
+
+def flip_negation(s: str, rng: random.Random) -> str | None:
+    if _NOT.search(s):
+        return _NOT.sub(lambda m: m.group(1), s, count=1)
+    m = _AUX.search(s)
+    if not m:
+        return None
+    return s[: m.end()] + " not" + s[m.end():]
+
+
+def opposite_word(s: str, rng: random.Random) -> str | None:
+    hits = [m for m in re.finditer(r"\b[a-z]+\b", s) if m.group(0) in OPPOSITES]
+    if not hits:
+        return None
+    m = rng.choice(hits)
+    return s[: m.start()] + OPPOSITES[m.group(0)] + s[m.end():]
+
+
+def refute(s: str, page_names: list[str], rng: random.Random) -> str | None:
+    edits = [lambda: change_number(s, rng), lambda: swap_name(s, page_names, rng),
+             lambda: flip_negation(s, rng), lambda: opposite_word(s, rng)]
+    rng.shuffle(edits)
+    for edit in edits:
+        out = edit()
+        if out and out != s:
+            return out
+    return None
+
+
+def trim(s: str, rng: random.Random) -> str:
+    """The sentence or a shorter true part of it: a parenthesis or a trailing clause dropped."""
+    choices = [s]
+    no_paren = re.sub(r"\s*\([^)]*\)", "", s)
+    if no_paren != s:
+        choices.append(no_paren)
+    parts = s.split(", ")
+    if len(parts) > 1 and len(parts[0].split()) >= 5:
+        choices.append(parts[0].rstrip(".") + ".")
+    return rng.choice(choices)
+
+
+def pairs_from_page(sentences: list[str], rng: random.Random, *, per_sentence: int = 1,
+                    context: int = 2) -> list[tuple[str, str, str]]:
+    """(claim, evidence, label) triples from the sentences of one page."""
+    sentences = [s for s in dict.fromkeys(sentences) if 6 <= len(s.split()) <= 60]
+    if len(sentences) < 2:
+        return []
+    page_names = sorted({t for s in sentences for t in tokens(s)[1:] if t[0].isupper()})
+    out: list[tuple[str, str, str]] = []
+    for s in rng.sample(sentences, min(len(sentences), per_sentence * 4)):
+        others = [o for o in sentences if o != s]
+        evidence = s
+        if context and rng.random() < 0.5:
+            extra = rng.sample(others, min(len(others), rng.randint(1, context)))
+            block = extra + [s]
+            rng.shuffle(block)
+            evidence = " ".join(block)
+        kind = rng.random()
+        if kind < 0.34:
+            out.append((trim(s, rng), evidence, "supported"))
+        elif kind < 0.75:
+            bad = refute(s, page_names, rng)
+            if bad:
+                out.append((bad, evidence, "refuted"))
+        else:
+            other = rng.choice(others)
+            if other not in evidence:
+                out.append((trim(other, rng), evidence, "nei"))
+    return out

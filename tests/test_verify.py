@@ -1,0 +1,223 @@
+"""The evidence verifier (veracity.verify): training data, synthetic edits, lexical baseline, aggregation,
+label mapping, the shipped model's behaviour, the CLI, and the `verifier` / `lexical` pipelines in an evaluation."""
+
+import json
+import random
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, veracity_cmd
+from veracity.verify.decide import label_for
+from veracity.verify import evidence_text, synthetic
+from veracity.verify.data import fm2_part, read_fm2
+from veracity.verify.lexical import FEATURES, LexicalModel, features, fit_lexical
+from veracity.verify.model import WEIGHTS_DIR, Verification, aggregate
+
+TRAINING = ROOT.parent / "shared" / "training"
+SHIPPED = (WEIGHTS_DIR / "verifier.json").is_file()
+
+
+# -- synthetic edits -----------------------------------------------------------------------------------
+
+def test_number_edit_changes_a_year_and_nothing_else():
+    s = "The bridge opened in 1883 after fourteen years of work."
+    out = synthetic.change_number(s, random.Random(0))
+    assert out != s and "1883" not in out and out.replace(out.split()[4], "1883") == s
+
+
+def test_negation_is_added_after_the_auxiliary_and_removed_when_present():
+    assert synthetic.flip_negation("He was elected in May.", random.Random(0)) == "He was not elected in May."
+    assert synthetic.flip_negation("He was not elected in May.", random.Random(0)) == "He was elected in May."
+    assert synthetic.flip_negation("Rain fell.", random.Random(0)) is None
+
+
+def test_name_swap_uses_another_name_of_the_same_page():
+    out = synthetic.swap_name("The film starred Julie Andrews as Maria.", ["Plummer", "Andrews", "Wise"],
+                              random.Random(1))
+    assert out is not None and out != "The film starred Julie Andrews as Maria."
+    assert any(n in out for n in ("Plummer", "Wise"))
+
+
+def test_pairs_from_a_page_have_the_three_labels_and_refuted_claims_differ_from_the_evidence():
+    page = [f"Sentence number {i} says the town of Alden had {100 + i} people in {1900 + i}." for i in range(30)]
+    triples = synthetic.pairs_from_page(page, random.Random(3), per_sentence=6)
+    labels = {lab for _, _, lab in triples}
+    assert labels == {"supported", "refuted", "nei"}
+    for claim, evidence, lab in triples:
+        if lab == "refuted":
+            assert claim not in evidence
+        if lab == "supported":
+            assert claim.rstrip(".") in evidence or claim in evidence
+
+
+# -- lexical features and baseline ---------------------------------------------------------------------
+
+def test_features_see_a_missing_number_and_a_negation_mismatch():
+    same = dict(zip(FEATURES, features("The tower is 300 metres tall.", "The tower is 300 metres tall.")))
+    changed = dict(zip(FEATURES, features("The tower is not 310 metres tall.", "The tower is 300 metres tall.")))
+    assert same["missing_numbers"] == 0 and changed["missing_numbers"] == 1
+    assert same["negation_mismatch"] == 0 and changed["negation_mismatch"] == 1
+    assert same["missing_content"] == 0
+
+
+def test_a_fitted_lexical_model_learns_overlap_and_round_trips_through_json():
+    rng = random.Random(0)
+    pairs, labels = [], []
+    for i in range(60):
+        ev = f"The river Odra{i} is {100 + i} km long and flows north."
+        pairs += [(ev, ev), (ev.replace(str(100 + i), str(300 + i)), ev)]
+        labels += ["supported", "refuted"]
+    model = fit_lexical(pairs, labels, ("supported", "refuted", "nei"), seed=rng.randint(0, 9))
+    again = LexicalModel.from_json(json.loads(json.dumps(model.to_json())))
+    p = again.probabilities("The Elbe is 200 km long.", "The Elbe is 900 km long.")
+    q = again.probabilities("The Elbe is 900 km long.", "The Elbe is 900 km long.")
+    assert p["refuted"] > p["supported"] and q["supported"] > q["refuted"]
+
+
+# -- aggregation and labels ----------------------------------------------------------------------------
+
+def test_the_most_decisive_candidate_decides_and_names_its_passage():
+    a = {"supported": 0.2, "refuted": 0.1, "nei": 0.7}
+    b = {"supported": 0.1, "refuted": 0.8, "nei": 0.1}
+    joined = {"supported": 0.3, "refuted": 0.3, "nei": 0.4}
+    v = aggregate([a, b, joined], 2)
+    assert v.label == "refuted" and v.passage == 1 and v.per_passage == [a, b]
+    v = aggregate([a, {"supported": 0.3, "refuted": 0.2, "nei": 0.5}, {"supported": 0.9, "refuted": 0.05,
+                                                                       "nei": 0.05}], 2)
+    assert v.label == "supported" and v.passage is None  # only the passages together settle it
+    assert aggregate([], 0).label == "nei"
+
+
+def test_labels_map_onto_the_callers_label_set():
+    v = Verification({"supported": 0.3, "refuted": 0.2, "nei": 0.5}, 0,
+                     [{"supported": 0.3, "refuted": 0.2, "nei": 0.5}])
+    assert label_for(v, ("Supported", "Refuted"), "supported_vs_refuted")[0] == "Supported"  # 0.3 vs 0.2
+    assert label_for(v, ("Supported", "Refuted"), "supported_vs_rest")[0] == "Refuted"  # 0.3 vs 0.7
+    four = ("Supported", "Refuted", "Not Enough Evidence", "Conflicting Evidence/Cherrypicking")
+    assert label_for(v, four, "supported_vs_refuted") == ("Not Enough Evidence", 0.5)
+    split = Verification({"supported": 0.7, "refuted": 0.2, "nei": 0.1}, 0,
+                         [{"supported": 0.7, "refuted": 0.2, "nei": 0.1}, {"supported": 0.1, "refuted": 0.8,
+                                                                           "nei": 0.1}])
+    assert label_for(split, four, "supported_vs_refuted")[0] == "Conflicting Evidence/Cherrypicking"
+
+
+def test_evidence_text_is_the_bare_text_as_the_verifier_was_trained_on():
+    assert evidence_text("It  opened\nin 1883.", "Brooklyn Bridge") == "It opened in 1883."
+
+
+# -- training data -------------------------------------------------------------------------------------
+
+@pytest.mark.skipif(not (TRAINING / "fm2").is_dir(), reason="../shared/training is absent")
+def test_fm2_is_split_by_page_with_no_page_on_two_sides():
+    claims = read_fm2(TRAINING)
+    parts: dict[str, set[str]] = {}
+    for c in claims:
+        parts.setdefault(fm2_part(c.page), set()).add(c.page)
+    assert set(parts) == {"train", "calibration", "test"}
+    assert not (parts["train"] & parts["test"]) and not (parts["train"] & parts["calibration"])
+    share = sum(fm2_part(c.page) == "test" for c in claims) / len(claims)
+    assert 0.15 < share < 0.35
+
+
+# -- the shipped verifier ------------------------------------------------------------------------------
+
+@pytest.mark.skipif(not SHIPPED, reason="no trained verifier in verify/weights")
+def test_the_shipped_verifier_tells_support_from_a_changed_fact_and_from_an_unrelated_passage():
+    from veracity.verify import load_verifier
+
+    v = load_verifier()
+    ev = "The Eiffel Tower was completed in 1889 and is 330 metres tall."
+    ok, wrong, unrelated = v.verify_many([
+        ("The Eiffel Tower was completed in 1889.", [ev]),
+        ("The Eiffel Tower was completed in 1925.", [ev]),
+        ("The Eiffel Tower was completed in 1889.", ["Bananas are rich in potassium and grow in tropical climates."]),
+    ])
+    assert ok.label == "supported"
+    assert wrong.probabilities["refuted"] > wrong.probabilities["supported"]
+    assert unrelated.label != "supported"
+    assert abs(sum(ok.probabilities.values()) - 1) < 1e-6 and ok.passage == 0
+
+
+@pytest.mark.skipif(not SHIPPED, reason="no trained verifier in verify/weights")
+def test_the_shipped_weights_match_their_recorded_hash():
+    from veracity.verify.model import sha256
+
+    settings = json.loads((WEIGHTS_DIR / "verifier.json").read_text())
+    assert sha256(WEIGHTS_DIR / settings["weights"]) == settings["sha256"]
+    assert (WEIGHTS_DIR / settings["weights"]).stat().st_size < 30 * 2**20
+
+
+@pytest.mark.skipif(not SHIPPED, reason="no trained verifier in verify/weights")
+def test_verifier_cli_check_and_info(cli_env):
+    out = subprocess.run(veracity_cmd() + ["verifier", "check", "Paris is the capital of France.", "--evidence",
+                                           "Paris is the capital and largest city of France.", "--json"],
+                         capture_output=True, text=True, env=cli_env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["label"] == "supported" and set(data["probabilities"]) == {"supported", "refuted", "nei"}
+    info = subprocess.run(veracity_cmd() + ["verifier", "info"], capture_output=True, text=True, env=cli_env,
+                          timeout=120)
+    assert info.returncode == 0 and "sha256" in info.stdout and "fm2_heldout" in info.stdout
+
+
+def test_a_changed_weights_file_is_refused(tmp_path):
+    from veracity.errors import UserError
+    from veracity.verify.model import _load_cross_encoder
+
+    (tmp_path / "verifier.safetensors").write_bytes(b"not weights")
+    (tmp_path / "verifier.json").write_text(json.dumps({"labels": ["supported", "refuted", "nei"],
+                                                        "weights": "verifier.safetensors", "sha256": "0" * 64}))
+    with pytest.raises(UserError, match="hash"):
+        _load_cross_encoder(str(tmp_path))
+
+
+# -- the pipelines in an evaluation --------------------------------------------------------------------
+
+@pytest.mark.skipif(not SHIPPED, reason="no trained verifier in verify/weights")
+def test_verifier_and_lexical_pipelines_in_an_evaluation_with_majority_and_coverage(tmp_path, cli_env):
+    rows = [
+        {"id": "a", "claim": "The Nile flows into the Mediterranean Sea.", "label": "Supported",
+         "evidence": ["The Nile flows north and drains into the Mediterranean Sea."]},
+        {"id": "b", "claim": "Mount Everest is 5,000 metres high.", "label": "Refuted",
+         "evidence": ["Mount Everest is 8,849 metres high, the highest mountain above sea level."]},
+        {"id": "c", "claim": "The Beatles were formed in Liverpool in 1960.", "label": "Supported",
+         "evidence": ["The Beatles were an English rock band formed in Liverpool in 1960."]},
+        {"id": "d", "claim": "Marie Curie was born in Berlin.", "label": "Refuted",
+         "evidence": ["Marie Curie was born in Warsaw, in what was then the Kingdom of Poland."]},
+    ]
+    data = tmp_path / "claims.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    out = subprocess.run(veracity_cmd() + ["eval", "--dataset", "jsonl", "--path", str(data), "--pipeline", "verifier",
+                                           "--pipeline", "lexical", "--out", str(tmp_path / "run"), "--no-progress",
+                                           "--no-plots", "--model", "scripted:" + str(_no_calls(tmp_path))],
+                         capture_output=True, text=True, env=cli_env, timeout=600)
+    assert out.returncode == 0, out.stderr
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "| verifier | 4 |" in report and "| lexical | 4 |" in report and "majority class" in report
+    assert "Accuracy against coverage" in report
+    items = [json.loads(x) for x in (tmp_path / "run" / "items.jsonl").read_text().splitlines()]
+    verifier = {r["id"]: r for r in items if r["pipeline"] == "verifier"}
+    assert sum(r["correct"] for r in verifier.values()) >= 3
+    assert all(r["usage"]["total"]["calls"] == 0 for r in items)  # no language model call
+    assert all(r["verdict"]["uncertain"] == (r["verdict"]["confidence"] < 0.6) for r in items)
+    assert "decided by passage [1]" in verifier["b"]["verdict"]["rationale"]
+
+
+def _no_calls(tmp_path: Path) -> Path:
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"rules": []}))  # any model call would fail the test
+    return rules
+
+
+def test_auto_uses_the_verifier_with_the_embedded_default_only():
+    from veracity.config import load_config
+    from veracity.llm.embedded import DEFAULT_MODEL_NAME
+    from veracity.verify.decide import verifier_enabled
+
+    auto = load_config(env={})
+    assert verifier_enabled(auto, f"gguf:{DEFAULT_MODEL_NAME}")
+    assert not verifier_enabled(auto, "scripted") and not verifier_enabled(auto, "gpt-4o-mini")
+    assert verifier_enabled(load_config(overrides={"verifier.use": "on"}, env={}), "scripted")
+    assert not verifier_enabled(load_config(overrides={"verifier.use": "off"}, env={}), f"gguf:{DEFAULT_MODEL_NAME}")
