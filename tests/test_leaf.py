@@ -17,6 +17,7 @@ from veracity.errors import UserError
 from veracity.eval.datasets import Dataset, EvalItem
 from veracity.eval.runner import run_eval
 from veracity.leaf import AnswerChecker, extract_letter, load_options_file, parse_options, split_sentences
+from veracity.verify.model import WEIGHTS_DIR
 from veracity.leaf.analysis import auc, read_rows, summarize, to_markdown
 from veracity.llm import Model, UsageMeter
 from veracity.llm.scripted import ScriptedBackend
@@ -609,3 +610,15 @@ def test_cli_eval_on_mirage_with_a_config_file_then_leaf_report(cli_setup, cli_e
     assert r.returncode == 0, r.stderr.decode()
     assert "| mirage | answer:fc-rag | 1 | 100.0 | 1.000 | 1 | 100.0 | – |" in lines
     assert "| mirage | answer:plain | 1 | 0.0 | 0.333 | 0 | – | – |" in lines
+
+
+@pytest.mark.skipif(not (WEIGHTS_DIR / "verifier.json").is_file(), reason="no trained verifier")
+def test_with_the_verifier_on_the_rater_model_writes_queries_and_the_verifier_rates(index):
+    only_queries = [(QUERY, write_query)]  # a rating prompt would match no rule and fail the test
+    text = "Carpal tunnel syndrome is caused by compression of the median nerve at the wrist."
+    result, backend, tracer = check_answer(text, rules=only_queries, index_=index, **{"verifier.use": "on"})
+    assert result.checked == 1 and not prompts(backend, DECIDE)
+    s = result.sentences[0]
+    verified = [x for x in tracer.to_list() if x["stage"] == "evidence_verifier"]
+    assert len(verified) == 1 and s.rating == verified[0]["label"] and s.rating in ("Supported", "Not Supported")
+    assert s.reasoning.startswith(f"Label {s.rating}") and s.confidence == verified[0]["confidence"]

@@ -217,7 +217,8 @@ def test_auto_uses_the_verifier_with_the_embedded_default_only():
     from veracity.verify.decide import verifier_enabled
 
     auto = load_config(env={})
-    assert verifier_enabled(auto, f"gguf:{DEFAULT_MODEL_NAME}")
-    assert not verifier_enabled(auto, "scripted") and not verifier_enabled(auto, "gpt-4o-mini")
-    assert verifier_enabled(load_config(overrides={"verifier.use": "on"}, env={}), "scripted")
-    assert not verifier_enabled(load_config(overrides={"verifier.use": "off"}, env={}), f"gguf:{DEFAULT_MODEL_NAME}")
+    assert verifier_enabled(auto.verifier, f"gguf:{DEFAULT_MODEL_NAME}")
+    assert not verifier_enabled(auto.verifier, "scripted") and not verifier_enabled(auto.verifier, "gpt-4o-mini")
+    assert verifier_enabled(load_config(overrides={"verifier.use": "on"}, env={}).verifier, "scripted")
+    assert not verifier_enabled(load_config(overrides={"verifier.use": "off"}, env={}).verifier,
+                                f"gguf:{DEFAULT_MODEL_NAME}")

@@ -35,7 +35,7 @@ class EvidenceVerifier(Pipeline):
         passages = ctx.retriever.search(claim.text, k=self.top_k) if ctx.retriever is not None else []
         ctx.tracer.emit("retrieval", query=claim.text, results=[e.to_dict() for e in passages])
         labels = tuple(ctx.labels) if ctx.labels else (SUPPORTED, REFUTED)
-        d = check_evidence(ctx.config, ctx.tracer, claim.text, passages, labels, kind=self.verifier_kind)
+        d = check_evidence(ctx.config.verifier, ctx.tracer, claim.text, passages, labels, kind=self.verifier_kind)
         return Verdict(label=d.label, rationale=d.rationale, confidence=d.confidence)
 
 

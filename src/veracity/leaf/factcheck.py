@@ -24,11 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from ..types import Evidence
-from .prompts import NOT_SUPPORTED, QUERY, RATING, REASONING, SUPPORTED  # noqa: F401 (NOT_SUPPORTED: re-exported)
+from ..verify.decide import check_evidence, verifier_enabled
+from .prompts import NOT_SUPPORTED, QUERY, RATING, REASONING, SUPPORTED
 from .sentences import answer_sentences
 
 if TYPE_CHECKING:
-    from ..config import Config, LeafConfig
+    from ..config import Config, LeafConfig, VerifierConfig
     from ..llm.model import RunModel
     from ..retrieval.base import Retriever
     from ..trace import Tracer
@@ -130,15 +131,17 @@ def ensure_searchable(retriever: "Retriever | None") -> None:
 class AnswerChecker:
     """Checks answers sentence by sentence. Holds the settings and prompts; no per-run state."""
 
-    def __init__(self, settings: "LeafConfig", prompts_dir: str | None = None) -> None:
+    def __init__(self, settings: "LeafConfig", prompts_dir: str | None = None,
+                 verifier: "VerifierConfig | None" = None) -> None:
         self.settings = settings
+        self.verifier = verifier  # the trained evidence verifier's settings; None: the rater model always rates
         self.p_query = QUERY.load(prompts_dir)  # specs: prompts.py
         self.p_reasoning = REASONING.load(prompts_dir)
         self.p_rating = RATING.load(prompts_dir)
 
     @classmethod
     def from_config(cls, config: "Config") -> "AnswerChecker":
-        return cls(config.leaf, config.prompts_dir)
+        return cls(config.leaf, config.prompts_dir, config.verifier)
 
     def check(self, context: str, answer: str, *, model: "RunModel", retriever: "Retriever | None",
               tracer: "Tracer", allow_empty: bool = False, label: dict[str, Any] | None = None) -> LeafResult:
@@ -179,6 +182,11 @@ class AnswerChecker:
 
     def rate(self, check: SentenceCheck, context: str, model: "RunModel", tracer: "Tracer",
              result: LeafResult) -> None:
+        if self.verifier is not None and verifier_enabled(self.verifier, model.model_id):
+            # the trained verifier rates the sentence against the retrieved passages (verifier.use)
+            d = check_evidence(self.verifier, tracer, check.sentence, check.evidence, (SUPPORTED, NOT_SUPPORTED))
+            check.rating, check.confidence, check.reasoning = d.label, d.confidence, d.rationale
+            return
         slots = dict(KNOWLEDGE=check.evidence, CONTEXT=context, STATEMENT=check.sentence)
         reasoning = None  # the rater decides at once
         if self.settings.rater_reasoning:

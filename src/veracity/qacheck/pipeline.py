@@ -85,12 +85,12 @@ class QACheck(Pipeline):
         otherwise (verifier.use; ablation `qacheck-no-evidence-verifier`)."""
         verdict = reason_then_label(ctx, self.p_reasoner, self.p_reasoner_label,
                                     failures=[] if failures is None else failures, CONTEXTS=context, CLAIM=claim.text)
-        if not (self.use_evidence_verifier and verifier_enabled(ctx.config, ctx.model.model_id)):
+        if not (self.use_evidence_verifier and verifier_enabled(ctx.config.verifier, ctx.model.model_id)):
             return verdict
         passages = self._retrieved(claim, context, ctx)
         if not passages:
             return verdict  # closed-book or recited: no real evidence to verify against
-        d = check_evidence(ctx.config, ctx.tracer, claim.text, passages, ctx.labels or self.labels)
+        d = check_evidence(ctx.config.verifier, ctx.tracer, claim.text, passages, ctx.labels or self.labels)
         if not d.decisive:
             return verdict
         if d.label != verdict.label:

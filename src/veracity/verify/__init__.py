@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from .model import Verification, Verifier, load_verifier
 
 if TYPE_CHECKING:
-    from ..config import Config
+    from ..config import VerifierConfig
 
 __all__ = ["Verification", "Verifier", "evidence_text", "get_verifier", "load_lexical", "load_verifier"]
 
@@ -33,11 +33,11 @@ def load_lexical(path=None):
         raise UserError(f"no lexical model at {file}; build it with `veracity verifier train`") from None
 
 
-def get_verifier(config: "Config", kind: str = "verifier") -> Verifier:
+def get_verifier(settings: "VerifierConfig", kind: str = "verifier") -> Verifier:
     """The configured verifier (`kind="verifier"`) or the lexical baseline (`kind="lexical"`)."""
     if kind == "lexical":
         return load_lexical()
-    return load_verifier(config.verifier.model, threads=config.verifier.threads)
+    return load_verifier(settings.model, threads=settings.threads)
 
 
 def evidence_text(text: str, source: str = "") -> str:

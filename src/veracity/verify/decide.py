@@ -14,7 +14,7 @@ from . import evidence_text, get_verifier
 from .result import Verification
 
 if TYPE_CHECKING:
-    from ..config import Config
+    from ..config import VerifierConfig
     from ..trace import Tracer
     from ..types import Evidence
 
@@ -23,10 +23,10 @@ _NEI_NAMES = ("not enough information", "not enough evidence", "not enough info"
 _CONFLICT_PREFIX = "conflicting"
 
 
-def verifier_enabled(config: "Config", model_id: str) -> bool:
+def verifier_enabled(settings: "VerifierConfig", model_id: str) -> bool:
     """verifier.use: on, off, or auto: on when the deciding model is the embedded 135M default (whose own
     decisions are near chance), off with any other model (`model_id` is the run's model, e.g. ctx.model.model_id)."""
-    use = config.verifier.use
+    use = settings.use
     return use == "on" or (use == "auto" and model_id == f"gguf:{EMBEDDED_DEFAULT}")
 
 
@@ -50,7 +50,9 @@ def label_for(v: Verification, labels: Sequence[str], binary_rule: str) -> tuple
         if best_s > 0.5 and best_r > 0.5:
             return conflict, best_s * best_r
     if nei is None:
-        name, p = v.binary(binary_rule)
+        # "Not Supported" (LEAF) means refuted or not settled: the supported mass against all the rest
+        rule = "supported_vs_rest" if refuted.lower() == "not supported" else binary_rule
+        name, p = v.binary(rule)
         return (supported if name == "supported" else refuted), p
     return {"supported": supported, "refuted": refuted, "nei": nei}[v.label], v.confidence
 
@@ -82,10 +84,10 @@ class EvidenceDecision:
         return self.verification.probabilities["nei"] < 0.5
 
 
-def check_evidence(config: "Config", tracer: "Tracer", claim: str, passages: Sequence["Evidence"],
+def check_evidence(settings: "VerifierConfig", tracer: "Tracer", claim: str, passages: Sequence["Evidence"],
                    labels: Sequence[str], *, kind: str = "verifier") -> EvidenceDecision:
     """Verify `claim` against `passages`, map onto `labels`, record an `evidence_verifier` step."""
-    verifier = get_verifier(config, kind)
+    verifier = get_verifier(settings, kind)
     v = verifier.verify(claim, [evidence_text(e.text, e.source) for e in passages])
     label, confidence = label_for(v, labels, verifier.binary_rule)
     rationale = explain(v, label, passages, verifier.name)
