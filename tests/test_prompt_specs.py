@@ -30,7 +30,7 @@ CLAIM = Claim("Mara Lind was born in Tallinn.", date="2020-01-01")
 
 # a value of the right kind for each slot that has a format; every other slot gets a plain marker string
 TYPED = {"QA_CONTEXTS": STEPS, "CONTEXTS": STEPS, "NEW_QA_PAIR": STEPS[0], "PASSAGES": PASSAGES,
-         "DOCUMENTS": PASSAGES, "KNOWLEDGE": PASSAGES, "RESULT": PASSAGES[1], "RECORD": Record(claim=CLAIM),
+         "DOCUMENTS": PASSAGES, "KNOWLEDGE": PASSAGES, "EVIDENCE": PASSAGES, "RESULT": PASSAGES[1], "RECORD": Record(claim=CLAIM),
          "OPTIONS": {"A": "yes", "B": "no"}, "LETTERS": ["A", "B"], "CLAIM": CLAIM}
 
 

@@ -206,6 +206,7 @@ def _bridge_index():
 
 
 @pytest.mark.skipif(not (ROOT_WEIGHTS / "verifier.json").is_file(), reason="no trained verifier")
+@pytest.mark.native  # torch in the test process: forked, so OpenMP never starts in the parent
 def test_the_evidence_verifier_decides_the_reasoners_label_in_evidence_settings_and_the_ablation_does_not():
     rules = [(VERIFIER, "Yes, we can know."), (FIRST_Q, " Who wrote the novel Kestrel Bay?"),
              (READER, " Mara Lind"), (VALIDATOR, " Yes"), (REASONER, "\nThe claim is true.\n"), (LABEL, " True")]
@@ -224,3 +225,21 @@ def test_the_evidence_verifier_decides_the_reasoners_label_in_evidence_settings_
     auto = run_check(Claim(claim), get_pipeline("qacheck-retriever-reader", config()), Model(ScriptedBackend(rules)),
                      config(), retriever=_bridge_index().retriever("bm25"))
     assert not [s for s in auto.trace if s["stage"] == "evidence_verifier"]
+
+
+def test_direct_and_cot_read_the_claims_evidence_in_evidence_settings():
+    claim = "The Orrin Bridge stands in Tallinn."
+    direct_rules = [(r"Given the evidence, is this claim true or false\?\nAnswer:$", " True")]
+    cot_rules = [(r"Given the evidence, is this claim true or false\? Let's think step by step\.\nAnswer:$",
+                  "\nThe evidence says Tallinn.\n"), (LABEL, " True")]
+    for name, rules in (("direct", direct_rules), ("cot", cot_rules)):
+        backend = ScriptedBackend(rules)
+        result = run_check(Claim(claim), get_pipeline(name, config()), Model(backend), config(),
+                           retriever=_bridge_index().retriever("bm25"))
+        prompt = backend.calls[0].messages[-1][1]
+        assert "The Orrin Bridge is a stone bridge in Tallinn." in prompt.rsplit("--------", 1)[1]
+        assert result.verdict.label == "Supported"
+        assert [s for s in result.trace if s["stage"] == "retrieval"][0]["query"] == claim
+    closed = ScriptedBackend([(r"step by step\.\nAnswer:$", "\nYes.\n"), (LABEL, " True")])
+    run_check(Claim(claim), get_pipeline("cot", config()), Model(closed), config())
+    assert "Evidence:" not in closed.calls[0].messages[-1][1]  # no index: closed-book as in the paper

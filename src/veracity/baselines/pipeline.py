@@ -7,10 +7,21 @@ from typing import TYPE_CHECKING
 from ..pipeline import Context, Pipeline, register
 from ..types import BINARY_LABELS, Claim, Verdict
 from ..verdicts import UNVERIFIED, choose_label, label_block, reason_then_label, truth_label
-from .prompts import COT, COT_LABEL, COT_LABELS, COT_LABELS_LABEL, DIRECT, DIRECT_LABELS
+from .prompts import (COT, COT_EVIDENCE, COT_EVIDENCE_LABEL, COT_LABEL, COT_LABELS, COT_LABELS_LABEL, DIRECT,
+                      DIRECT_EVIDENCE, DIRECT_LABELS)
 
 if TYPE_CHECKING:
     from ..config import Config
+
+
+def _evidence(claim: Claim, ctx: Context) -> list:
+    """Evidence settings (an index, or a benchmark item's own evidence): the claim's top passages, recorded as a
+    retrieval step; none without an index, where the baselines stay closed-book as in the paper."""
+    if ctx.retriever is None:
+        return []
+    found = ctx.retriever.search(claim.text, k=ctx.config.verifier.top_k)
+    ctx.tracer.emit("retrieval", query=claim.text, results=[e.to_dict() for e in found])
+    return found
 
 
 def _other_labels(ctx: Context) -> tuple[str, ...] | None:
@@ -27,6 +38,7 @@ class Direct(Pipeline):
     def __init__(self, config: "Config") -> None:
         self.prompt = DIRECT.load(config.prompts_dir)
         self.labels_prompt = DIRECT_LABELS.load(config.prompts_dir)
+        self.evidence_prompt = DIRECT_EVIDENCE.load(config.prompts_dir)
 
     def check(self, claim: Claim, ctx: Context) -> Verdict:
         failures: list[str] = []
@@ -35,7 +47,10 @@ class Direct(Pipeline):
                                                 LABELS=label_block(labels, ctx.label_rules), CLAIM=claim)
             ctx.tracer.emit("direct", label=label, confidence=confidence)
             return Verdict(label=label, confidence=confidence, parse_failures=failures)
-        reply = self.prompt.ask(ctx.model, failures=failures, CLAIM=claim.text)
+        if evidence := _evidence(claim, ctx):
+            reply = self.evidence_prompt.ask(ctx.model, failures=failures, EVIDENCE=evidence, CLAIM=claim.text)
+        else:
+            reply = self.prompt.ask(ctx.model, failures=failures, CLAIM=claim.text)
         label, confidence = truth_label(reply), reply.confidence
         ctx.tracer.emit("direct", label=label, confidence=confidence)
         return Verdict(label=label, confidence=confidence, parse_failures=failures)
@@ -50,6 +65,8 @@ class ChainOfThought(Pipeline):
         self.label_prompt = COT_LABEL.load(config.prompts_dir)
         self.labels_prompt = COT_LABELS.load(config.prompts_dir)
         self.labels_label_prompt = COT_LABELS_LABEL.load(config.prompts_dir)
+        self.evidence_prompt = COT_EVIDENCE.load(config.prompts_dir)
+        self.evidence_label_prompt = COT_EVIDENCE_LABEL.load(config.prompts_dir)
 
     def check(self, claim: Claim, ctx: Context) -> Verdict:
         failures: list[str] = []
@@ -60,6 +77,9 @@ class ChainOfThought(Pipeline):
                                                 failures=failures, RATIONALE=rationale, **slots)
             ctx.tracer.emit("cot", label=label, rationale=rationale, confidence=confidence)
             return Verdict(label=label, rationale=rationale, confidence=confidence, parse_failures=failures)
+        if evidence := _evidence(claim, ctx):
+            return reason_then_label(ctx, self.evidence_prompt, self.evidence_label_prompt, failures=failures,
+                                     EVIDENCE=evidence, CLAIM=claim.text)
         return reason_then_label(ctx, self.prompt, self.label_prompt, failures=failures, CLAIM=claim.text)
 
 

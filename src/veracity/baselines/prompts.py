@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from ..prompts.parsers import TRUE_FALSE, parse_rationale
+from ..prompts.quoting import quote_passages
 from ..prompts.spec import PromptSpec
 from ..verdicts import NO_TRUE_FALSE, claim_line, final_answer
 
@@ -33,4 +34,17 @@ COT_LABELS = PromptSpec(
 COT_LABELS_LABEL = COT_LABELS.follow("baselines.cot_labels.label", " [[RATIONALE]]\nVerdict:", max_tokens=16,
                                      decision=True, strict=True, problem="no label")
 
-SPECS = (DIRECT, DIRECT_LABELS, COT, COT_LABEL, COT_LABELS, COT_LABELS_LABEL)
+# evidence settings: the claim's own evidence (top passages of its index) as quoted data before the claim
+DIRECT_EVIDENCE = PromptSpec(
+    name="baselines.direct_evidence", template="direct_evidence", stage="direct", slots=("EVIDENCE", "CLAIM"),
+    formats={"EVIDENCE": quote_passages}, max_tokens=8, options=TRUE_FALSE, strict=True, problem="no True/False",
+    fallback=NO_TRUE_FALSE)
+
+COT_EVIDENCE = PromptSpec(
+    name="baselines.cot_evidence", template="cot_evidence", stage="cot", slots=("EVIDENCE", "CLAIM"),
+    formats={"EVIDENCE": quote_passages}, max_tokens=200, stop=("Therefore", "\n\n", "final answer"),
+    parser=parse_rationale)
+COT_EVIDENCE_LABEL = final_answer(COT_EVIDENCE, "baselines.cot_evidence.label")
+
+SPECS = (DIRECT, DIRECT_LABELS, COT, COT_LABEL, COT_LABELS, COT_LABELS_LABEL, DIRECT_EVIDENCE, COT_EVIDENCE,
+         COT_EVIDENCE_LABEL)
