@@ -18,6 +18,13 @@ except ImportError:  # pragma: no cover
     pass
 
 
+def pytest_collection_modifyitems(session, config, items):
+    """Tests marked `native` (forked, below) run first: a fork after the test process has started an OpenMP pool
+    (torch's, or llama.cpp's) leaves the child waiting forever on threads it does not have, so every fork must
+    happen before any in-process test uses torch or llama.cpp. The order is otherwise kept."""
+    items.sort(key=lambda item: 0 if item.get_closest_marker("native") else 1)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
     """Tests marked `native` load native model code in this process: they run in a forked child (tests/forked.py),

@@ -613,7 +613,6 @@ def test_cli_eval_on_mirage_with_a_config_file_then_leaf_report(cli_setup, cli_e
 
 
 @pytest.mark.skipif(not (WEIGHTS_DIR / "verifier.json").is_file(), reason="no trained verifier")
-@pytest.mark.native  # torch in the test process: forked, so OpenMP never starts in the parent
 def test_with_the_verifier_on_the_rater_model_writes_queries_and_the_verifier_rates(index):
     only_queries = [(QUERY, write_query)]  # a rating prompt would match no rule and fail the test
     text = "Carpal tunnel syndrome is caused by compression of the median nerve at the wrist."

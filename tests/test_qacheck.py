@@ -206,7 +206,6 @@ def _bridge_index():
 
 
 @pytest.mark.skipif(not (ROOT_WEIGHTS / "verifier.json").is_file(), reason="no trained verifier")
-@pytest.mark.native  # torch in the test process: forked, so OpenMP never starts in the parent
 def test_the_evidence_verifier_decides_the_reasoners_label_in_evidence_settings_and_the_ablation_does_not():
     rules = [(VERIFIER, "Yes, we can know."), (FIRST_Q, " Who wrote the novel Kestrel Bay?"),
              (READER, " Mara Lind"), (VALIDATOR, " Yes"), (REASONER, "\nThe claim is true.\n"), (LABEL, " True")]

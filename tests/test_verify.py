@@ -124,7 +124,6 @@ def test_fm2_is_split_by_page_with_no_page_on_two_sides():
 # -- the shipped verifier ------------------------------------------------------------------------------
 
 @pytest.mark.skipif(not SHIPPED, reason="no trained verifier in verify/weights")
-@pytest.mark.native  # torch in the test process: forked, so OpenMP never starts in the parent
 def test_the_shipped_verifier_tells_support_from_a_changed_fact_and_from_an_unrelated_passage():
     from veracity.verify import load_verifier
 
@@ -163,7 +162,6 @@ def test_verifier_cli_check_and_info(cli_env):
     assert info.returncode == 0 and "sha256" in info.stdout and "fm2_heldout" in info.stdout
 
 
-@pytest.mark.native  # torch in the test process: forked, so OpenMP never starts in the parent
 def test_a_changed_weights_file_is_refused(tmp_path):
     from veracity.errors import UserError
     from veracity.verify.model import _load_cross_encoder
