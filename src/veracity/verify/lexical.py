@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .result import aggregate
+from .result import aggregate, candidates
 from .text import content_words, names, negations, numbers, stem, words
 
 FEATURES = (
@@ -87,28 +87,34 @@ class LexicalModel:
         return cls.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
 
 
-def fit_lexical(pairs: list[tuple[str, str]], labels: list[str], classes: tuple[str, ...], *,
-                seed: int = 0, l2: float = 1.0) -> LexicalModel:
-    """Fit the multinomial logistic regression (full-batch gradient descent in numpy, seeded, deterministic)."""
-    X = np.asarray([features(c, e) for c, e in pairs], float)
+def fit_softmax(X: np.ndarray, y: list[int], classes: int, *, seed: int, l2: float, steps: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A multinomial logistic regression by full-batch gradient descent (numpy, seeded, deterministic):
+    (coef, intercept, mean, scale) over standardised features. Shared by the lexical baseline and the stacker."""
     mean, std = X.mean(0), X.std(0)
     scale = np.where(std > 1e-3, std, 1.0)  # a feature constant in training must not blow up on new input
     X = (X - mean) / scale
-    y = np.asarray([classes.index(lab) for lab in labels])
-    Y = np.eye(len(classes))[y]
-    rng = np.random.default_rng(seed)
-    W = rng.normal(0, 0.01, (len(classes), X.shape[1]))
-    b = np.zeros(len(classes))
+    Y = np.eye(classes)[np.asarray(y)]
+    W = np.random.default_rng(seed).normal(0, 0.01, (classes, X.shape[1]))
+    b = np.zeros(classes)
     n = len(X)
-    lr = 0.5
-    for _ in range(800):
+    for _ in range(steps):
         Z = X @ W.T + b
         Z -= Z.max(1, keepdims=True)
         P = np.exp(Z)
         P /= P.sum(1, keepdims=True)
         G = (P - Y) / n
-        W -= lr * (G.T @ X + l2 * W / n)
-        b -= lr * G.sum(0)
+        W -= 0.5 * (G.T @ X + l2 * W / n)
+        b -= 0.5 * G.sum(0)
+    return W, b, mean, scale
+
+
+def fit_lexical(pairs: list[tuple[str, str]], labels: list[str], classes: tuple[str, ...], *,
+                seed: int = 0, l2: float = 1.0) -> LexicalModel:
+    """Fit the lexical baseline's logistic regression on `features` of the pairs."""
+    X = np.asarray([features(c, e) for c, e in pairs], float)
+    W, b, mean, scale = fit_softmax(X, [classes.index(lab) for lab in labels], len(classes), seed=seed, l2=l2,
+                                    steps=800)
     return LexicalModel(classes, W, b, mean, scale)
 
 
@@ -131,8 +137,7 @@ class LexicalVerifier:
     def verify_many(self, items):
         out = []
         for claim, passages in items:
-            passages = [p for p in passages if p and p.strip()]
-            cands = list(passages) + ([" ".join(passages)] if len(passages) > 1 else [])
+            passages, cands = candidates(passages)
             out.append(aggregate([self.model.probabilities(claim, p) for p in cands], len(passages)))
         return out
 

@@ -22,7 +22,7 @@ from typing import Sequence
 
 from ..errors import UserError
 from .data import LABELS
-from .result import Verification, Verifier, aggregate  # noqa: F401  (re-exported)
+from .result import Verification, Verifier, aggregate, candidates  # noqa: F401  (re-exported)
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 DEFAULT = "default"
@@ -60,21 +60,10 @@ def fit_stack(probs: list[list[float]], lexical: list[list[float]], gold: list[s
 
     import numpy as np
 
+    from .lexical import fit_softmax
+
     X = np.asarray([[math.log(max(p, 1e-6)) for p in pr] + list(lx) for pr, lx in zip(probs, lexical)], float)
-    mean, std = X.mean(0), X.std(0)
-    scale = np.where(std > 1e-3, std, 1.0)
-    Xs = (X - mean) / scale
-    Y = np.eye(len(LABELS))[[LABELS.index(g) for g in gold]]
-    W = np.random.default_rng(seed).normal(0, 0.01, (len(LABELS), X.shape[1]))
-    b = np.zeros(len(LABELS))
-    for _ in range(1500):
-        Z = Xs @ W.T + b
-        Z -= Z.max(1, keepdims=True)
-        P = np.exp(Z)
-        P /= P.sum(1, keepdims=True)
-        G = (P - Y) / len(X)
-        W -= 0.5 * (G.T @ Xs + 1e-2 * W / len(X))
-        b -= 0.5 * G.sum(0)
+    W, b, mean, scale = fit_softmax(X, [LABELS.index(g) for g in gold], len(LABELS), seed=seed, l2=1e-2, steps=1500)
     return Stack(W.tolist(), b.tolist(), mean.tolist(), scale.tolist())
 
 
@@ -132,8 +121,7 @@ class CrossEncoderVerifier:
         pairs: list[tuple[str, str]] = []
         spans: list[tuple[int, int, int]] = []
         for claim, passages in items:
-            passages = [p for p in passages if p and p.strip()]
-            cands = list(passages) + ([" ".join(passages)] if len(passages) > 1 else [])
+            passages, cands = candidates(passages)
             spans.append((len(pairs), len(cands), len(passages)))
             pairs.extend((claim, p) for p in cands)
         scores = self.score_pairs(pairs) if pairs else []

@@ -46,6 +46,12 @@ class Verifier(Protocol):
     def verify_many(self, items: Sequence[tuple[str, Sequence[str]]]) -> list[Verification]: ...
 
 
+def candidates(passages: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The non-empty passages, and what is scored: each of them, then (when there are several) all of them joined."""
+    kept = [p for p in passages if p and p.strip()]
+    return kept, kept + ([" ".join(kept)] if len(kept) > 1 else [])
+
+
 def aggregate(per_candidate: list[dict[str, float]], n_passages: int) -> Verification:
     """Candidates are the passages one by one, then (when there are several) all of them together.
 
