@@ -302,7 +302,7 @@ def test_cli_report_does_not_embed_a_file_named_by_an_index_document(tmp_path, c
 @pytest.fixture(scope="module")
 def hostile_srv(server_factory):
     """A model whose answer names a local image, over an index whose documents do too; LEAF's rater as well."""
-    from test_leaf import CLI_RULES, DOCS
+    from worlds import CLI_RULES, DOCS
 
     from veracity.retrieval import Index
     from veracity.retrieval.documents import Document
@@ -356,7 +356,7 @@ def test_server_report_does_not_embed_a_file_named_by_the_model(hostile_srv):
 
 
 def test_server_report_of_an_index_document_and_an_answer_check(hostile_srv):
-    from test_leaf import Q_CTS
+    from worlds import Q_CTS
 
     secret = hostile_srv.secret
     run_id = finish(hostile_srv, {"claim": "Carpal tunnel syndrome is a median nerve entrapment.",

@@ -7,7 +7,7 @@ import pytest
 from veracity.errors import UserError
 from veracity.eval.datasets import DATASETS, clean_wiki_links, load_dataset
 
-BENCHMARKS = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks"
 
 
 def shared(rel: str) -> Path:

@@ -7,7 +7,6 @@ The server takes at most 2 images of at most 50 kB each, so the limits are cheap
 from __future__ import annotations
 
 import base64
-import io
 import json
 import os
 import re
@@ -18,37 +17,10 @@ import pytest
 
 from conftest import write_rules
 from test_server_api import read_sse, wait_for, finished
+from worlds import DEFAME_RULES, jpeg_bytes, png_bytes
 
 CLAIM = "This photo shows the Orrin Bridge in Tallinn in May 2024."
 MAX_IMAGE_BYTES = 50_000
-
-# One round: the planner reads the image's metadata, the summarizer keeps it, the judge refutes.
-DEFAME_RULES = {"rules": [
-    {"match": "Actions:$", "reply": "image_metadata(<image:1>)"},
-    {"match": "Summary:$", "reply": "A PNG image with no EXIF metadata, often stripped by social media."},
-    {"match": "Elaboration:$", "reply": "Nothing in the file ties it to Tallinn or to May 2024."},
-    {"match": "Key findings:$", "reply": "The image carries no evidence for the place or the date."},
-    {"match": "Verdict:$", "reply": "Refuted"},
-    {"match": "Justification:$", "reply": "The image gives no support to the claim "
-                                          "([Orrin Bridge facts](https://example.org/orrin))."},
-]}
-
-
-def png_bytes(size=(48, 32), color="teal") -> bytes:
-    from PIL import Image
-
-    buf = io.BytesIO()
-    Image.new("RGB", size, color).save(buf, "PNG")
-    return buf.getvalue()
-
-
-def jpeg_bytes(size=(40, 40), color="orange") -> bytes:
-    from PIL import Image
-
-    buf = io.BytesIO()
-    Image.new("RGB", size, color).save(buf, "JPEG")
-    return buf.getvalue()
-
 
 def b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")

@@ -22,7 +22,7 @@ from veracity.training.training import TrainSettings, train
 from veracity.types import Claim
 
 from conftest import veracity_cmd
-from test_leaf import (DOCS, FC_CTS, LETTER, OPT_CTS, OPT_LI, PLAIN_CTS, PLAIN_LI, Q_CTS, Q_LI, QUERY, DECIDE,
+from worlds import (DOCS, FC_CTS, LETTER, OPT_CTS, OPT_LI, PLAIN_CTS, PLAIN_LI, Q_CTS, Q_LI, QUERY, DECIDE,
                        ANSWER, REASON, config, letter, rate, write_query)
 
 
@@ -152,7 +152,7 @@ def test_one_real_training_step_saves_a_model_that_loads_as_a_backend(tmp_path, 
 
 
 def test_evaluate_compares_models_on_the_held_apart_questions_only(tmp_path):
-    from test_leaf import CLI_RULES
+    from worlds import CLI_RULES
 
     from veracity.eval.datasets import Dataset
     from veracity.training.evaluation import evaluate, to_text

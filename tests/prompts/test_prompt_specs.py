@@ -255,7 +255,7 @@ def test_record_parse_failure_without_a_tracer_or_a_list_still_gives_the_line():
 
 
 def test_the_spec_modules_are_the_only_place_templates_are_named():
-    src = Path(__file__).resolve().parents[1] / "src" / "veracity"
+    src = Path(__file__).resolve().parents[2] / "src" / "veracity"
     for path in src.rglob("*.py"):
         text = path.read_text(encoding="utf-8")
         if path.parent.name == "prompts" or path.name == "prompts.py":

@@ -487,14 +487,14 @@ def test_rate_limiter_refills():
 
 
 def test_rules_match_the_cli_tests():
-    from test_cli import RULES
+    from stub_server import QACHECK_RULES as RULES
 
     assert SERVER_RULES == RULES
 
 
 # -- answer check (LEAF) -----------------------------------------------------------------------------------
 
-from test_leaf import CLI_RULES, DOCS, PLAIN_CTS, Q_CTS  # noqa: E402  (the LEAF world: docs, scripted rater)
+from worlds import CLI_RULES, DOCS, PLAIN_CTS, Q_CTS  # noqa: E402  (the LEAF world: docs, scripted rater)
 
 
 @pytest.fixture(scope="module")

@@ -169,7 +169,7 @@ ANSWER_SCREENSHOT = Path("/tmp/veracity_answer_check.png")
 def leaf_site(server_factory):
     """A server with a real BM25 index of test_leaf.py's documents; the stub answers with its rater's rules
     (0.1 s a call), so the sentences can be watched arriving."""
-    from test_leaf import CLI_RULES, DOCS
+    from worlds import CLI_RULES, DOCS
 
     from veracity.retrieval import Index
 
@@ -183,7 +183,7 @@ def leaf_site(server_factory):
 
 def test_answer_check_highlights_unsupported_sentences_with_evidence_on_click(page, leaf_site):
     from playwright.sync_api import expect
-    from test_leaf import PLAIN_CTS, Q_CTS
+    from worlds import PLAIN_CTS, Q_CTS
 
     page.goto(leaf_site + "/")
     expect(page.get_by_label("Claim", exact=True)).to_be_visible()
@@ -253,7 +253,7 @@ DEFAME_CLAIM = "This photo shows the Orrin Bridge in Tallinn in May 2024."
 def defame_site(server_factory):
     """test_server_defame.py's scripted DEFAME run, answered by the stub (0.25 s a call, 6 calls: long enough to
     watch the steps arrive); images of at most 50 kB."""
-    from test_server_defame import DEFAME_RULES
+    from worlds import DEFAME_RULES
 
     rules = rules_responder(DEFAME_RULES, delay=0.25)
     seen_images: list[str] = []
@@ -274,7 +274,7 @@ def defame_site(server_factory):
 
 def test_defame_with_an_image_and_a_date(page, defame_site):
     from playwright.sync_api import expect
-    from test_server_defame import png_bytes
+    from worlds import png_bytes
 
     page.goto(defame_site.url + "/")
     image_input, date_input = page.get_by_label("Images"), page.get_by_label("Claim date")
@@ -334,7 +334,7 @@ def test_defame_with_an_image_and_a_date(page, defame_site):
 
 def test_defame_form_without_javascript(browser, defame_site, tmp_path):
     from playwright.sync_api import expect
-    from test_server_defame import png_bytes
+    from worlds import png_bytes
 
     ctx = browser.new_context(java_script_enabled=False)
     try:
@@ -499,7 +499,7 @@ def test_a_reopened_defame_run_shows_its_images_and_checks_them_again(page, defa
 
     import httpx
     from playwright.sync_api import expect
-    from test_server_defame import png_bytes
+    from worlds import png_bytes
 
     with httpx.Client(base_url=defame_site.url, timeout=30) as c:
         image = base64.b64encode(png_bytes((90, 60), "navy")).decode()
@@ -542,7 +542,7 @@ def test_a_reopened_defame_run_checks_its_images_again_without_javascript(browse
 
     import httpx
     from playwright.sync_api import expect
-    from test_server_defame import png_bytes
+    from worlds import png_bytes
 
     with httpx.Client(base_url=defame_site.url, timeout=30) as c:
         image = base64.b64encode(png_bytes((40, 30), "olive")).decode()
@@ -623,7 +623,7 @@ def test_the_live_page_draws_view_items_as_the_server_renders_them(browser):
     env = _templates().env
     server_html = env.from_string('{% import "steps.html" as m with context %}'
                                   '{% for it in items %}{{ m.item(it) }}{% endfor %}').render(items=items)
-    app_js = (Path(__file__).resolve().parents[1] / "src/veracity/server/static/app.js").read_text()
+    app_js = (Path(__file__).resolve().parents[2] / "src/veracity/server/static/app.js").read_text()
     assert "function drawItem(it) {" in app_js
     app_js = app_js.replace("function drawItem(it) {", "window.__drawItem = drawItem;\n  function drawItem(it) {", 1)
     ctx = browser.new_context()
