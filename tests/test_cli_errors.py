@@ -221,6 +221,39 @@ def test_a_past_iso_date_is_accepted(rules, cli_env):
     assert json.loads(r.stdout)["claim"]["date"] == "2024-05-15"
 
 
+@pytest.mark.parametrize("name, data, message", [
+    ("empty.png", b"", "empty.png is empty (0 bytes)"),
+    ("notes.png", b"just some text, not pixels", "notes.png is not an image"),
+    ("cut.png", None, "is truncated or corrupt"),
+])
+def test_a_broken_image_is_refused_before_any_model_runs(rules, cli_env, tmp_path, name, data, message):
+    """The CLI checks a claim's images with the server's rules (inputs.py) before the pipeline starts: the
+    scripted model, which has no DEFAME rule, is never asked (it would fail with a backend error instead)."""
+    import io
+
+    from PIL import Image
+
+    if data is None:  # a real PNG cut in half
+        buf = io.BytesIO()
+        Image.new("RGB", (64, 64), "teal").save(buf, "PNG")
+        data = buf.getvalue()[: len(buf.getvalue()) // 2]
+    (tmp_path / name).write_bytes(data)
+    err = one_line_error(veracity("check", "--pipeline", "defame", "--model", rules, "--image", tmp_path / name,
+                                  "This photo shows the Orrin Bridge.", env=cli_env))
+    assert message in err and "no rule" not in err
+
+
+def test_too_many_images_is_one_line(rules, cli_env, tmp_path):
+    from PIL import Image
+
+    for i in range(11):
+        Image.new("RGB", (8, 8), (i * 20, 0, 0)).save(tmp_path / f"{i}.png")
+    args = [a for i in range(11) for a in ("--image", tmp_path / f"{i}.png")]
+    err = one_line_error(veracity("check", "--pipeline", "defame", "--model", rules, *args,
+                                  "This photo shows the Orrin Bridge.", env=cli_env))
+    assert "11 images; a check takes at most 10" in err
+
+
 # --------------------------------------------------------------------------- any damage to an index
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402

@@ -26,7 +26,7 @@ EXAMPLE_CLAIM = "Lars Onsager won the Nobel prize when he was 30 years old."
 
 def cmd_check(args: argparse.Namespace) -> int:
     from .check import open_retriever, run_check
-    from .inputs import clean_claim_text
+    from .inputs import clean_claim_text, clean_image_refs
     from .llm import make_model
     from .registry import get_pipeline
     from .report import TerminalPrinter, terminal_text, usage_line, write_report
@@ -44,7 +44,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     pipeline = get_pipeline(args.pipeline, config)
     if args.image and not pipeline.accepts_images:
         raise UserError(f"pipeline {args.pipeline!r} does not look at images; use --pipeline defame")
-    claim = Claim(text=text, images=list(args.image or []), date=_claim_date(args.date))
+    claim = Claim(text=text, images=clean_image_refs(args.image), date=_claim_date(args.date))
     retriever = open_retriever(config)
     model = make_model(config)
     listeners = []

@@ -1,4 +1,7 @@
-"""Reading files a user gives (claims, answers, images, configs, rules files, corpora) with a size limit.
+"""User input: reading files a user gives with a size limit, and the one set of rules for claims, dates,
+questions, answers and images that the CLI, the HTTP API and the page share (coded `InputError`s).
+
+Reading files a user gives (claims, answers, images, configs, rules files, corpora) with a size limit.
 
 Every reader of user input goes through `read_limited`: it reads at most ``limit + 1`` bytes, in
 chunks, and refuses more with one line that names the file and the limit (``the claim file
@@ -16,9 +19,12 @@ import re
 import stat
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from .errors import UserError
+
+if TYPE_CHECKING:
+    from .images.files import ImageFile
 
 CHUNK = 1 << 16
 
@@ -211,3 +217,90 @@ def check_claim_date(text: str | None) -> str | None:
     if day > latest:
         raise DateError(f"date {value} is in the future: give the day the claim was made")
     return day.isoformat()
+
+
+# -- images -----------------------------------------------------------------------------------------------------
+
+#: image types a claim may carry, recognised by their first bytes (never by the name or declared type alone)
+IMAGE_TYPES = {"image/jpeg": "JPEG", "image/png": "PNG", "image/gif": "GIF", "image/webp": "WebP"}
+IMAGE_TYPE_NAMES = ", ".join(list(IMAGE_TYPES.values())[:-1]) + " or " + list(IMAGE_TYPES.values())[-1]
+# names clients use for those types (browsers and old software): they declare the same type
+_TYPE_ALIASES = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg", "image/x-png": "image/png"}
+
+
+def sniff_image(data: bytes) -> str | None:
+    """The MIME type of an image from its first bytes, or None when it is none of IMAGE_TYPES."""
+    if data[:3] == b"\xff\xd8\xff":
+        return "image/jpeg"
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        return "image/png"
+    if data[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def check_image_count(n: int, max_images: int) -> None:
+    """too_many_images when a claim carries more images than allowed (0: none at all)."""
+    if n > max_images:
+        if max_images == 0:
+            raise InputError("too_many_images", "this server takes no images (it was started with --max-images 0): "
+                                                "send the claim without them")
+        raise InputError("too_many_images", f"{n} images; a check takes at most {max_images}: send the ones the "
+                                            "claim is about")
+
+
+def check_image_bytes(data: bytes, declared_type: str | None, max_bytes: int) -> str:
+    """An uploaded image's first checks, before it is decoded: its MIME type, or an InputError
+    (image_empty, image_too_large, image_type)."""
+    if not data:
+        raise InputError("image_empty", "the uploaded image is empty")
+    if len(data) > max_bytes:
+        raise InputError("image_too_large", f"the image has {human_size(len(data))}; the limit is "
+                                            f"{human_size(max_bytes)}: upload a smaller or more compressed image")
+    kind = sniff_image(data)
+    if kind is None:
+        raise InputError("image_type", f"the upload is not a {IMAGE_TYPE_NAMES} image: convert it to one of these")
+    declared = (declared_type or "").split(";")[0].strip().lower()
+    declared = _TYPE_ALIASES.get(declared, declared)
+    if declared and declared not in ("application/octet-stream", kind):
+        raise InputError("image_type", f"the upload says it is {declared} but its content is {IMAGE_TYPES[kind]}: "
+                                       "upload the file unchanged")
+    return kind
+
+
+def decode_image(data: bytes, name: str, max_bytes: int) -> "ImageFile":
+    """Decode checked image bytes fully (image_broken; image_too_large for too many pixels)."""
+    from .images.files import ImageError, image_from_bytes
+
+    try:
+        return image_from_bytes(data, name, max_bytes=max_bytes)
+    except ImageError as e:
+        if "pixels" in str(e):
+            raise InputError("image_too_large", f"{e}: upload a smaller image") from None
+        raise InputError("image_broken", str(e)) from None
+
+
+#: the most images one claim may carry on the command line (the server's --max-images sets its own)
+MAX_CLAIM_IMAGES = 10
+
+
+def clean_image_refs(refs: list[str] | None, max_images: int = MAX_CLAIM_IMAGES) -> list[str]:
+    """A claim's images as a user names them (paths, data: URLs, http(s) URLs), checked before any model runs:
+    local files and data: URLs are read and decoded now (image_broken names the image and what is wrong);
+    http(s) URLs are fetched at check time by the guarded fetcher. Duplicates (same reference) are dropped."""
+    from .images.files import ImageError, load_image
+
+    refs = [r.strip() for r in (refs or [])]
+    check_image_count(len(refs), max_images)
+    out: list[str] = []
+    for ref in refs:
+        if ref.split(":", 1)[0].lower() not in ("http", "https"):
+            try:
+                load_image(ref)
+            except ImageError as e:
+                raise InputError("image_broken", str(e)) from None
+        if ref not in out:
+            out.append(ref)
+    return out

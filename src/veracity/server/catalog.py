@@ -21,7 +21,7 @@ from .answers import AnswerCheckPipeline
 from .answers import DESCRIPTION as ANSWER_CHECK_DESCRIPTION
 from .answers import NAME as ANSWER_CHECK
 from .errors import ApiError
-from .limits import IMAGE_TYPES
+from ..inputs import IMAGE_TYPES
 
 if TYPE_CHECKING:
     from ..config import Config

@@ -13,6 +13,10 @@ class ApiError(Exception):
         self.detail = detail
         self.headers = headers or {}
 
+    def named(self, name: str) -> "ApiError":
+        """The same error about one of several things (an image: `image 2 (cat.png): ...`)."""
+        return ApiError(self.status, self.code, f"{name}: {self.detail}", self.headers)
+
     def body(self) -> dict[str, str]:
         return {"error": self.code, "detail": self.detail}
 

@@ -6,19 +6,19 @@ Each check raises an `ApiError` whose detail says what to fix.
 from __future__ import annotations
 
 import math
-import re
 import threading
 import time
-from datetime import date, datetime, timedelta, timezone
 
-from ..inputs import ClaimError, DateError, check_claim_date, clean_claim_text, human_size
+from ..inputs import ClaimError, DateError, InputError, check_claim_date, check_image_bytes, clean_claim_text
 from .errors import ApiError
 
-# Image types DEFAME will accept, recognised by their first bytes (never by the name or declared type alone).
-IMAGE_TYPES = {"image/jpeg": "JPEG", "image/png": "PNG", "image/gif": "GIF", "image/webp": "WebP"}
-TYPE_NAMES = ", ".join(list(IMAGE_TYPES.values())[:-1]) + " or " + list(IMAGE_TYPES.values())[-1]
-# names clients use for those types (browsers and old software): they declare the same type
-TYPE_ALIASES = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg", "image/x-png": "image/png"}
+# what an image's InputError code answers over HTTP (the rest are 400s)
+IMAGE_STATUS = {"image_too_large": 413, "image_type": 415}
+
+
+def api_error(e: InputError) -> ApiError:
+    """An input rule's coded error as the HTTP API answers it."""
+    return ApiError(IMAGE_STATUS.get(e.code, 400), e.code, str(e))
 
 
 def check_claim(text: str, max_chars: int) -> str:
@@ -43,38 +43,12 @@ def check_date(text: str | None) -> str | None:
         raise ApiError(400, e.code, str(e)) from None
 
 
-def sniff_image(data: bytes) -> str | None:
-    """The MIME type of an image from its first bytes, or None when it is none of IMAGE_TYPES."""
-    if data[:3] == b"\xff\xd8\xff":
-        return "image/jpeg"
-    if data[:8] == b"\x89PNG\r\n\x1a\n":
-        return "image/png"
-    if data[:6] in (b"GIF87a", b"GIF89a"):
-        return "image/gif"
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    return None
-
-
 def check_image(data: bytes, declared_type: str | None, max_bytes: int) -> str:
-    """Validate one uploaded image; returns its MIME type (for DEFAME uploads)."""
-    if not data:
-        raise ApiError(400, "image_empty", "the uploaded image is empty")
-    if len(data) > max_bytes:
-        raise ApiError(413, "image_too_large",
-                       f"the image has {human_size(len(data))}; the limit is {human_size(max_bytes)}: "
-                       "upload a smaller or more compressed image")
-    kind = sniff_image(data)
-    if kind is None:
-        raise ApiError(415, "image_type",
-                       f"the upload is not a {TYPE_NAMES} image: convert it to one of these")
-    declared = (declared_type or "").split(";")[0].strip().lower()
-    declared = TYPE_ALIASES.get(declared, declared)
-    if declared and declared not in ("application/octet-stream", kind):
-        raise ApiError(415, "image_type",
-                       f"the upload says it is {declared} but its content is {IMAGE_TYPES[kind]}: "
-                       "upload the file unchanged")
-    return kind
+    """Validate one uploaded image (`inputs.check_image_bytes`, shared with the CLI); returns its MIME type."""
+    try:
+        return check_image_bytes(data, declared_type, max_bytes)
+    except InputError as e:
+        raise api_error(e) from None
 
 
 class RateLimiter:

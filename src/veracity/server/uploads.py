@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UserError
 from .errors import ApiError
 from ..inputs import human_size
-from .limits import check_image
+from ..inputs import InputError, check_image_bytes, check_image_count, decode_image
+from .limits import api_error
 
 if TYPE_CHECKING:
     from ..images.files import ImageFile
@@ -100,33 +101,27 @@ class ImageUploads:
     # -- checking -----------------------------------------------------------------------------------
 
     def check_count(self, n: int) -> None:
-        if n > self.max_images:
-            if self.max_images == 0:
-                raise ApiError(400, "too_many_images", "this server takes no images (it was started with "
-                                                       "--max-images 0): send the claim without them")
-            raise ApiError(400, "too_many_images", f"{n} images; this server takes at most {self.max_images} "
-                                                   "per check: send the ones the claim is about")
+        try:
+            check_image_count(n, self.max_images)
+        except InputError as e:
+            raise api_error(e) from None
 
     def check(self, uploads: list[Upload]) -> list[tuple["ImageFile", str | None]]:
         """Each upload checked and decoded, duplicates dropped: [(image, file name)], or an ApiError that
         names the image (its number in the request, and its file name when given)."""
-        from ..images.files import ImageError, image_from_bytes
-
         self.check_count(len(uploads))
         out: list[tuple["ImageFile", str | None]] = []
         seen: set[str] = set()
         for i, up in enumerate(uploads, start=1):
             name = _label(i, up.filename)
             try:
-                check_image(up.data, up.declared, self.max_bytes)
-            except ApiError as e:
-                raise ApiError(e.status, e.code, f"{name}: {e.detail}") from None
+                check_image_bytes(up.data, up.declared, self.max_bytes)
+            except InputError as e:
+                raise api_error(e).named(name) from None
             try:
-                image = image_from_bytes(up.data, up.filename or f"upload {i}", max_bytes=self.max_bytes)
-            except ImageError as e:
-                if "pixels" in str(e):
-                    raise ApiError(413, "image_too_large", f"{name}: {e}: upload a smaller image") from None
-                raise ApiError(400, "image_broken", f"{name}: {e}") from None
+                image = decode_image(up.data, up.filename or f"upload {i}", self.max_bytes)
+            except InputError as e:
+                raise api_error(e).named(name) from None
             if image.sha256 not in seen:
                 seen.add(image.sha256)
                 out.append((image, up.filename))
