@@ -53,7 +53,7 @@ class Pipeline(ABC):
         return False
 
 
-Factory = Callable[["Config"], Pipeline]
+Factory = Callable[["Config", str], Pipeline]  # (config, the registered name) -> the pipeline
 INDEX_RULES = ("never", "always", "retriever-reader", "local-search")
 
 

@@ -39,9 +39,7 @@ def get_pipeline(name: str, config: "Config") -> Pipeline:
     _register_all()
     if name not in REGISTRY:
         raise UserError(f"unknown pipeline {name!r}; choose one of: {', '.join(sorted(REGISTRY))}")
-    pipe = REGISTRY[name].factory(config)
-    pipe.name = name
-    return pipe
+    return REGISTRY[name].factory(config, name)
 
 
 def available_pipelines() -> dict[str, str]:

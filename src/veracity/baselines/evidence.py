@@ -24,7 +24,8 @@ class EvidenceVerifier(Pipeline):
     #: a claim pipeline that can answer any label set with supported/refuted/not-enough-information meanings
     labels = BINARY_LABELS
 
-    def __init__(self, config: "Config") -> None:
+    def __init__(self, config: "Config", name: str = "") -> None:
+        self.name = name or self.verifier_kind
         self.config = config
         self.top_k = config.verifier.top_k
 

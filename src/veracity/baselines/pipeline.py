@@ -35,7 +35,8 @@ class Direct(Pipeline):
     """Ask for the label right away, with ten labelled demonstrations (True/False), or zero-shot over the
     label set an evaluation asks for (e.g. AVeriTeC's four labels)."""
 
-    def __init__(self, config: "Config") -> None:
+    def __init__(self, config: "Config", name: str = "direct") -> None:
+        self.name = name
         self.prompt = DIRECT.load(config.prompts_dir)
         self.labels_prompt = DIRECT_LABELS.load(config.prompts_dir)
         self.evidence_prompt = DIRECT_EVIDENCE.load(config.prompts_dir)
@@ -60,7 +61,8 @@ class ChainOfThought(Pipeline):
     """Reason step by step (ten demonstrations with explanations), then give the label; zero-shot over the
     label set an evaluation asks for when it is not Supported/Refuted."""
 
-    def __init__(self, config: "Config") -> None:
+    def __init__(self, config: "Config", name: str = "cot") -> None:
+        self.name = name
         self.prompt = COT.load(config.prompts_dir)
         self.label_prompt = COT_LABEL.load(config.prompts_dir)
         self.labels_prompt = COT_LABELS.load(config.prompts_dir)

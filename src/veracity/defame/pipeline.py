@@ -36,9 +36,10 @@ class Defame(Pipeline):
 
     accepts_images = True
 
-    def __init__(self, config: "Config", *, drop_tools: frozenset[str] = frozenset(), single_turn: bool = False,
+    def __init__(self, config: "Config", name: str = "defame", *, drop_tools: frozenset[str] = frozenset(), single_turn: bool = False,
                  static_actions: bool = False, develop: bool = True) -> None:
         self.config = config
+        self.name = name
         self.dc: "DefameConfig" = config.defame
         self.labels = tuple(self.dc.labels)
         self.drop_tools = drop_tools
@@ -298,7 +299,7 @@ class Defame(Pipeline):
 
 
 def _variant(name: str, description: str, **kw) -> None:
-    register(name, description, kind=Defame, index="local-search")(lambda config: Defame(config, **kw))
+    register(name, description, kind=Defame, index="local-search")(lambda config, name: Defame(config, name, **kw))
 
 
 _variant("defame", "DEFAME: plan tool actions, search, summarize, develop, judge (up to 3 rounds), justify")

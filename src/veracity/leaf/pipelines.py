@@ -47,7 +47,8 @@ class AnswerPipeline(Pipeline):
     labels: tuple[str, ...] = ()  # the question's option keys
     input_kind = "multiple_choice"
 
-    def __init__(self, config: "Config") -> None:
+    def __init__(self, config: "Config", name: str = "") -> None:
+        self.name = name or self.name
         self.settings = config.leaf
         self.answerer = Answerer(config)
         self.checker = AnswerChecker.from_config(config)
@@ -144,8 +145,8 @@ class FactCheckThenRag(AnswerPipeline):
 class RankedAnswers(AnswerPipeline):
     """Sample N answers, fact-check each, keep the highest-scoring one."""
 
-    def __init__(self, config: "Config", samples: int | None = None) -> None:
-        super().__init__(config)
+    def __init__(self, config: "Config", name: str = "answer:rank", samples: int | None = None) -> None:
+        super().__init__(config, name)
         self.samples = samples or self.settings.samples
 
     def answer(self, question, options, ctx, rater):
@@ -170,4 +171,4 @@ register("answer:rank", "Multiple choice: sample leaf.samples answers, keep the 
          kind=RankedAnswers, index="always")(RankedAnswers)
 for _n in (3, 5, 10):
     register(f"answer:rank-{_n}", f"Multiple choice: sample {_n} answers, keep the best LEAF score",
-             kind=RankedAnswers, index="always")(lambda config, _n=_n: RankedAnswers(config, samples=_n))
+             kind=RankedAnswers, index="always")(lambda config, name, _n=_n: RankedAnswers(config, name, samples=_n))

@@ -30,9 +30,10 @@ def _norm(q: str) -> str:
 class QACheck(Pipeline):
     description = "Question-guided multi-hop verification (QACheck)"
 
-    def __init__(self, config: "Config", *, qa: str | None = None, validator: bool | None = None,
+    def __init__(self, config: "Config", name: str = "qacheck", *, qa: str | None = None, validator: bool | None = None,
                  verifier: bool | None = None, max_iterations: int | None = None,
                  evidence_verifier: bool = True) -> None:
+        self.name = name
         c: QACheckConfig = config.qacheck
         self.qa_name = qa or c.qa
         self.use_validator = c.validator if validator is None else validator
@@ -151,7 +152,7 @@ class QACheck(Pipeline):
 def _variant(name: str, description: str, qa: str = "choice", **kw) -> None:
     fixed = {} if qa == "choice" else {"qa": qa}  # "choice": the configured QA module
     register(name, description, kind=QACheck, qa=qa, index="retriever-reader")(
-        lambda config: QACheck(config, **fixed, **kw))
+        lambda config, name: QACheck(config, name, **fixed, **kw))
 
 
 _variant("qacheck", "QACheck with the configured QA module (default reciter-reader)")
