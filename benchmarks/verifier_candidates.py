@@ -22,7 +22,7 @@ from veracity.retrieval.dense import Encoder
 from veracity.verify import load_lexical, load_verifier
 from veracity.verify.data import LABELS, build, default_training_dir
 from veracity.verify.lexical import features
-from veracity.verify.train import binary_predictions
+from veracity.verify.result import binary_label
 
 
 def probe_features(enc: Encoder, claims: list[str], evidence: list[str]) -> np.ndarray:
@@ -62,7 +62,7 @@ def predict(model: tuple, X: np.ndarray) -> np.ndarray:
 def scores(name: str, probs: np.ndarray, pairs, rule: str) -> tuple:
     gold = [p.label for p in pairs]
     if set(gold) <= {"supported", "refuted"}:
-        pred = binary_predictions(probs.tolist(), rule)
+        pred = [binary_label(s, r, rule)[0] for s, r, _ in probs.tolist()]
         labels = ["supported", "refuted"]
     else:
         pred = [LABELS[i] for i in probs.argmax(1)]

@@ -29,7 +29,8 @@ from veracity.eval.runner import run_eval
 from veracity.llm import make_model
 from veracity.verify import load_lexical, load_verifier
 from veracity.verify.data import build, default_training_dir
-from veracity.verify.train import binary_predictions, expected_calibration_error
+from veracity.verify.result import binary_label
+from veracity.verify.train import expected_calibration_error
 
 BENCH = Path(__file__).resolve().parents[2] / "shared" / "benchmarks"
 SETS = {
@@ -45,7 +46,7 @@ def fm2_rows(table: list[tuple], rule_of) -> None:
     for name, verifier in (("verifier", load_verifier()), ("lexical", load_lexical())):
         vs = verifier.verify_many([(p.claim, [p.evidence]) for p in pairs])
         probs = [[v.probabilities[k] for k in ("supported", "refuted", "nei")] for v in vs]
-        pred = binary_predictions(probs, verifier.binary_rule)
+        pred = [binary_label(s, r, verifier.binary_rule)[0] for s, r, _ in probs]
         conf = [v.binary(verifier.binary_rule)[1] for v in vs]
         ece = expected_calibration_error(conf, [g == p for g, p in zip(gold, pred)])
         table.append(("fm2 held-out pages", name, len(gold), 100 * macro_f1(gold, pred, ["supported", "refuted"]),

@@ -21,7 +21,7 @@ from conftest import veracity_cmd
 from veracity.config import load_config
 from veracity.errors import ConfigError, UserError
 from veracity.images.files import ImageError, load_image
-from veracity.inputs import human_size, read_limited, read_stream_limited
+from veracity.reading import human_size, read_limited, read_stream_limited
 from veracity.llm.scripted import ScriptedBackend
 from veracity.retrieval import load_documents
 
@@ -290,7 +290,7 @@ def test_cli_options_file_dev_zero(cli_env, tmp_path):
 
 
 def test_dataset_files_are_read_only_to_their_limit(monkeypatch, tmp_path):
-    import veracity.inputs as inputs
+    import veracity.reading as inputs
     from veracity.errors import UserError
     from veracity.eval.datasets import load_dataset
 

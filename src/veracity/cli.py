@@ -88,14 +88,14 @@ def _claim_date(value: str | None) -> str | None:
 
 def _claim_file_limit(max_claim_chars: int) -> int:
     """Bytes read from a claim file at most: 1 MB, or more for a very large max_claim_chars (up to 100 MB)."""
-    from .inputs import MAX_TEXT_FILE_BYTES
+    from .reading import MAX_TEXT_FILE_BYTES
 
     return min(max(MAX_TEXT_FILE_BYTES, 8 * max_claim_chars), 100 * MAX_TEXT_FILE_BYTES)
 
 
 def _read_bytes(path: str, limit: int, what: str) -> bytes:
     """A user file ('-': standard input), read up to `limit` bytes, or a one-line UserError."""
-    from .inputs import read_limited
+    from .reading import read_limited
 
     return read_limited(sys.stdin.buffer if path == "-" else path, limit, what)
 

@@ -297,7 +297,7 @@ def load_config(path: str | os.PathLike | None = None, overrides: dict[str, Any]
     cfg = Config()
     file = config_file(path, env)
     if file is not None:
-        from .inputs import MAX_CONFIG_BYTES, read_limited
+        from .reading import MAX_CONFIG_BYTES, read_limited
 
         try:
             p = Path(file).expanduser()

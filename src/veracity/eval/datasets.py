@@ -210,7 +210,7 @@ def _check_setting(name: str, setting: str | None, allowed: tuple[str, ...]) -> 
 
 def _read_dataset_text(path: Path) -> str:
     """A dataset file's text, read up to MAX_DATASET_BYTES (a one-line UserError beyond, or when unreadable)."""
-    from ..inputs import MAX_DATASET_BYTES, read_limited
+    from ..reading import MAX_DATASET_BYTES, read_limited
 
     try:
         return read_limited(path, MAX_DATASET_BYTES, "dataset file").decode("utf-8-sig")

@@ -33,7 +33,7 @@ from PIL import Image, ImageOps
 
 from .. import __version__
 from ..errors import IndexError_, UserError
-from ..inputs import MAX_CAPTION_BYTES, MAX_DATASET_BYTES, read_limited
+from ..reading import MAX_CAPTION_BYTES, MAX_DATASET_BYTES, read_limited
 from ..storage import FolderFormat
 from ..web.base import NotSupported, SearchHit
 from .files import ImageError, ImageFile, load_image

@@ -175,7 +175,7 @@ def allowed_local(path: Path, roots: "tuple[Path, ...] | None") -> Path:
 
 def _read_file(path: Path, max_bytes: int) -> bytes:
     """The file's bytes, read up to `max_bytes` (a device or FIFO such as /dev/zero is cut off there)."""
-    from ..inputs import read_limited
+    from ..reading import read_limited
 
     return read_limited(path, max_bytes, "image", error=ImageError)
 
@@ -223,7 +223,7 @@ def _too_many_pixels(name: str, width: int, height: int, limit: int) -> ImageErr
 
 
 def _size(n: int) -> str:
-    from ..inputs import human_size
+    from ..reading import human_size
 
     return human_size(n)
 

@@ -77,7 +77,8 @@ def _question(args: argparse.Namespace, config) -> str:
 
 def _answer(args: argparse.Namespace) -> str:
     """The answer (argument, file or standard input), by the server's rule (`inputs.clean_answer`)."""
-    from ..inputs import MAX_TEXT_FILE_BYTES, clean_answer, read_limited
+    from ..inputs import clean_answer
+    from ..reading import MAX_TEXT_FILE_BYTES, read_limited
 
     if args.answer_file is None:
         return clean_answer(args.answer)

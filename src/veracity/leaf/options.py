@@ -52,7 +52,7 @@ def parse_options(data: Any, *, where: str = "options") -> dict[str, str]:
 def load_options_file(path: str | Path) -> dict[str, str]:
     """Options from a JSON file; every problem is a one-line UserError naming the file."""
     p = Path(path)
-    from ..inputs import MAX_TEXT_FILE_BYTES, read_limited
+    from ..reading import MAX_TEXT_FILE_BYTES, read_limited
 
     try:
         text = read_limited(p, MAX_TEXT_FILE_BYTES, "options file").decode("utf-8")

@@ -31,7 +31,7 @@ def _image_part(ref: str) -> dict[str, Any]:
         url = ref
     else:
         from ..images.files import MAX_BYTES, ImageError
-        from ..inputs import read_limited
+        from ..reading import read_limited
 
         p = Path(ref)
         mime = mimetypes.guess_type(p.name)[0] or "image/jpeg"

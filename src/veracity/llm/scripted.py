@@ -45,7 +45,7 @@ class ScriptedBackend(Backend):
     @classmethod
     def from_file(cls, path: str | Path) -> "ScriptedBackend":
         """Rules from a JSON file; a missing, oversized or malformed file is a one-line UserError."""
-        from ..inputs import MAX_RULES_BYTES, read_limited
+        from ..reading import MAX_RULES_BYTES, read_limited
 
         p = Path(path)
         raw = read_limited(p, MAX_RULES_BYTES, "scripted model file")

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from veracity.errors import UserError
-from veracity.inputs import human_size, read_limited
+from veracity.reading import human_size, read_limited
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from .errors import ApiError
-from ..inputs import human_size
+from ..reading import human_size
 from ..inputs import InputError, check_image_bytes, check_image_count, decode_image
 from .limits import api_error
 

@@ -7,6 +7,13 @@ from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
 
+def binary_label(supported: float, refuted: float, rule: str = "supported_vs_refuted") -> tuple[str, float]:
+    """A two-label decision from three-way probabilities: ("supported" | "refuted", its probability).
+    supported_vs_refuted sets the not-enough-information mass aside; supported_vs_rest counts it as refuted."""
+    s = supported if rule == "supported_vs_rest" else supported / max(supported + refuted, 1e-9)
+    return ("supported", s) if s >= 0.5 else ("refuted", 1 - s)
+
+
 @dataclass
 class Verification:
     """What the verifier concluded about one claim."""
@@ -25,12 +32,7 @@ class Verification:
 
     def binary(self, rule: str = "supported_vs_refuted") -> tuple[str, float]:
         """("supported" | "refuted", probability) for two-label sets, by the artifact's chosen rule."""
-        p = self.probabilities
-        if rule == "supported_vs_rest":
-            s = p["supported"]
-        else:  # supported_vs_refuted: not-enough-information mass set aside
-            s = p["supported"] / max(p["supported"] + p["refuted"], 1e-9)
-        return ("supported", s) if s >= 0.5 else ("refuted", 1 - s)
+        return binary_label(self.probabilities["supported"], self.probabilities["refuted"], rule)
 
     def to_dict(self) -> dict:
         return {"probabilities": {k: round(v, 4) for k, v in self.probabilities.items()},

@@ -22,6 +22,7 @@ from pathlib import Path
 from ..eval.metrics import accuracy, macro_f1
 from .data import LABELS, Pair, TrainingData, build
 from .lexical import fit_lexical
+from .result import binary_label
 
 
 
@@ -166,21 +167,13 @@ def expected_calibration_error(confidences: list[float], correct: list[bool], bi
     return ece
 
 
-def binary_predictions(probs: list[list[float]], rule: str) -> list[str]:
-    out = []
-    for s, r, n in probs:
-        score = s if rule == "supported_vs_rest" else s / max(s + r, 1e-9)
-        out.append("supported" if score >= 0.5 else "refuted")
-    return out
-
-
 def figures(probs: list[list[float]], pairs: list[Pair], rule: str) -> dict[str, float]:
     gold = [p.label for p in pairs]
     if set(gold) <= {"supported", "refuted"}:
-        pred = binary_predictions(probs, rule)
+        decided = [binary_label(s, r, rule) for s, r, _ in probs]
+        pred = [label for label, _ in decided]
         labels = ["supported", "refuted"]
-        conf = [max(s / max(s + r, 1e-9), 1 - s / max(s + r, 1e-9)) if rule != "supported_vs_rest"
-                else max(s, 1 - s) for s, r, _ in probs]
+        conf = [c for _, c in decided]
     else:
         pred = [LABELS[max(range(3), key=row.__getitem__)] for row in probs]
         labels = list(LABELS)
