@@ -4,6 +4,7 @@
     python benchmarks/defame_averitec.py --n 50 --model m --base-url http://127.0.0.1:8080/v1 --workers 4
     python benchmarks/defame_averitec.py --n 20 --verite 20                             # add VERITE captions
     python benchmarks/defame_averitec.py --n 20 --pipelines defame --retrieval hybrid --out runs/defame_hybrid
+    python benchmarks/defame_averitec.py --n 40 --pipelines defame --verifier off --out runs/defame_no_verifier
 
 AVeriTeC dev (first N of a seeded draw of ../shared/benchmarks/averitec/dev_200.json), pooled setting:
 DEFAME's web search is `--search local` over the knowledge base pooled from all 200 claims' annotated
@@ -52,6 +53,12 @@ def rows_table(out: Path) -> str:
         dist = ", ".join(f"{k} {v}" for k, v in Counter(r["pred"] for r in rs).most_common())
         lines.append(f"| {ds} | {pipe} | {n} | {acc:.1f} | {actions:.1f} | {rounds:.1f} | {calls:.1f} | "
                      f"{ptok:.0f} | {ctok:.0f} | {secs:.1f} | {dist} |")
+    for ds in sorted({d for d, _ in groups}):  # the constant answers on the same items, for scale
+        items = {r["id"]: r["gold"] for (d, _), rs in groups.items() if d == ds for r in rs}
+        for label, count in Counter(items.values()).most_common(1) + [("Refuted", 0)]:
+            hits = sum(g == label for g in items.values())
+            lines.append(f"| {ds} | always {label} | {len(items)} | {100 * hits / len(items):.1f} | – | – | 0 | "
+                         "0 | 0 | 0 | – |")
     return "\n".join(lines)
 
 
@@ -67,10 +74,13 @@ def main() -> int:
     ap.add_argument("--pipelines", default=",".join(PIPELINES))
     ap.add_argument("--retrieval", choices=["bm25", "hybrid"], default="bm25",
                     help="DEFAME's local search over the knowledge base (hybrid adds MiniLM embeddings)")
+    ap.add_argument("--verifier", choices=["auto", "on", "off"], default="auto",
+                    help="the trained evidence verifier (verifier.use; auto: on with the embedded model): DEFAME's "
+                         "judge sees its scores and takes its label when the evidence is decisive")
     ap.add_argument("--out", default="runs/defame_averitec")
     args = ap.parse_args()
-    config = load_config(overrides={"model": args.model, "base_url": args.base_url, "n_threads": args.threads},
-                         env={})
+    config = load_config(overrides={"model": args.model, "base_url": args.base_url, "n_threads": args.threads,
+                                    "verifier.use": args.verifier}, env={})
     model = make_model(config)
     pipelines = args.pipelines.split(",")
     out = Path(args.out)

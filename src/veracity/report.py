@@ -242,6 +242,12 @@ def _record_sections(record: "Record", result: CheckResult, image_url: ImageLink
                 lines += ["### Judgement", "", f"{_md_strong(s.label)}{conf}"]
                 if s.findings:
                     lines += ["", f"Key findings: {_md_text(s.findings)}"]
+                if s.verifier:
+                    lines += ["", "Trained verifier, per finding (supported / refuted / not enough information):", ""]
+                    lines += [f"- {_md_text(str(v.get('source', '')))}: {v.get('supported', 0):.2f} / "
+                              f"{v.get('refuted', 0):.2f} / {v.get('nei', 0):.2f}" for v in s.verifier]
+                    if s.decided_by == "verifier":
+                        lines += ["", "*The label is the verifier's: the evidence was decisive.*"]
                 lines += [""]
     if record.justification is not None:
         j = record.justification

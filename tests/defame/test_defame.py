@@ -25,6 +25,7 @@ from veracity.retrieval.documents import Document
 from veracity.retrieval.index import Index
 from veracity.tools.base import Action
 from veracity.types import Claim
+from veracity.verify.model import WEIGHTS_DIR
 
 CLAIM = "The Eiffel Tower was dismantled and moved to Rome in 2023."
 DOCS = [
@@ -420,3 +421,34 @@ def test_untrusted_image_references_read_local_files_only_inside_the_allowed_fol
     kept = evidence_image_refs([str(outside), f"file://{outside}", "https://example.org/x.png", str(inside),
                                 "javascript:alert(1)"], roots)
     assert kept == ["https://example.org/x.png", str(inside.resolve())]
+
+
+@pytest.mark.skipif(not (WEIGHTS_DIR / "verifier.json").is_file(), reason="no trained verifier")
+def test_with_the_verifier_on_the_judge_sees_its_scores_and_decisive_evidence_settles_the_label():
+    """verifier.use=on: the judge's prompt lists the verifier's reading of each finding; when the evidence is
+    decisive the label is the verifier's, not the model's (the scripted model would say Refuted)."""
+    claim = "The Colosseum in Rome had 12 million visitors in 2023."
+    config = load_config(overrides={"verifier.use": "on"})
+    backend = ScriptedBackend(rules('web_search("Colosseum visitors 2023")'))
+    res = run(config, backend, claim=claim)
+    judge = stages(res, "judge")[0]
+    summaries = [s for s in stages(res, "summary") if s["summary"]]
+    assert [v["source"] for v in judge["verifier"]] == [s["source"] for s in summaries]
+    prompt = last_prompt(backend, "Key findings:")[0]
+    assert "Verifier scores (a trained model's probabilities" in prompt
+    assert "[1] Colosseum visitor numbers: supported " in prompt
+    checked = stages(res, "evidence_verifier")[0]
+    assert judge["decided_by"] == "verifier" and checked["label"] == "Supported"
+    assert res.verdict.label == "Supported" and not last_prompt(backend, "Verdict:")  # the model was not asked
+    md = to_markdown(res)
+    assert "Trained verifier, per finding" in md and "*The label is the verifier's" in md
+
+
+def test_with_the_verifier_off_the_judge_prompt_has_no_scores():
+    config = load_config(overrides={"verifier.use": "off"})
+    backend = ScriptedBackend(rules('web_search("Eiffel Tower Rome 2023")'))
+    res = run(config, backend)
+    prompt = last_prompt(backend, "Key findings:")[0]
+    assert "Verifier scores" not in prompt and "\n\nKey findings:" not in prompt
+    judge = stages(res, "judge")[0]
+    assert judge["decided_by"] == "model" and not judge.get("verifier") and res.verdict.label == "Refuted"

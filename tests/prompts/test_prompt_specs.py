@@ -31,7 +31,8 @@ CLAIM = Claim("Mara Lind was born in Tallinn.", date="2020-01-01")
 # a value of the right kind for each slot that has a format; every other slot gets a plain marker string
 TYPED = {"QA_CONTEXTS": STEPS, "CONTEXTS": STEPS, "NEW_QA_PAIR": STEPS[0], "PASSAGES": PASSAGES,
          "DOCUMENTS": PASSAGES, "KNOWLEDGE": PASSAGES, "EVIDENCE": PASSAGES, "RESULT": PASSAGES[1], "RECORD": Record(claim=CLAIM),
-         "OPTIONS": {"A": "yes", "B": "no"}, "LETTERS": ["A", "B"], "CLAIM": CLAIM}
+         "OPTIONS": {"A": "yes", "B": "no"}, "LETTERS": ["A", "B"], "CLAIM": CLAIM,
+         "SCORES": [{"source": "Orrin Bridge", "supported": 0.81, "refuted": 0.12, "nei": 0.07}]}
 
 
 def sample_values(spec: PromptSpec) -> dict:
@@ -95,7 +96,7 @@ def test_continuations_render_the_base_prompt_then_their_cue():
     assert (label.render(CONTEXTS=STEPS, CLAIM="c", RATIONALE="r1.\nr2.")
             == base + "\nr1.\nr2.\nTherefore, the final answer is:")
     assert label.render(CONTEXTS=STEPS, CLAIM="c", RATIONALE="") == base + "\nTherefore, the final answer is:"
-    judge = dict(LABELS="- Supported\n- Refuted", RECORD=Record(claim=CLAIM))
+    judge = dict(LABELS="- Supported\n- Refuted", RECORD=Record(claim=CLAIM), SCORES=None)  # verifier off: no block
     assert (defame_prompts.JUDGE_LABEL.render(FINDINGS="f", **judge)
             == defame_prompts.JUDGE.render(**judge) + " f\nVerdict:")
     plan = dict(TOOLS="t", RULES="", EXAMPLES="", RECORD=Record(claim=CLAIM), EXECUTED="none")

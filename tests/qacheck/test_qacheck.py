@@ -211,11 +211,17 @@ def test_the_evidence_verifier_decides_the_reasoners_label_in_evidence_settings_
              (READER, " Mara Lind"), (VALIDATOR, " Yes"), (REASONER, "\nThe claim is true.\n"), (LABEL, " True")]
     claim = "The Orrin Bridge is a stone bridge in Tallinn."
     cfg = config(**{"verifier.use": "on"})
-    with_v = run_check(Claim(claim), get_pipeline("qacheck-retriever-reader", cfg), Model(ScriptedBackend(rules)),
+    backend = ScriptedBackend(rules)
+    with_v = run_check(Claim(claim), get_pipeline("qacheck-retriever-reader", cfg), Model(backend),
                        cfg, retriever=_bridge_index().retriever("bm25"))
     step = [s for s in with_v.trace if s["stage"] == "evidence_verifier"]
-    assert len(step) == 1 and step[0]["label"] == with_v.verdict.label
-    assert with_v.verdict.confidence == step[0]["confidence"]
+    assert step and step[-1]["label"] == with_v.verdict.label == "Supported"
+    assert with_v.verdict.confidence == step[-1]["confidence"]
+    # the claim verifier's "enough?": the evidence read as decisive and confident, so the model is not asked
+    enough = [s for s in with_v.trace if s["stage"] == "verifier"]
+    assert [(s["enough"], s["by"]) for s in enough] == [(True, "evidence_verifier")]
+    assert step[0]["confidence"] >= cfg.verifier.uncertain_below
+    assert not [c for c in backend.calls if re.search(VERIFIER, c.messages[-1][1])]
     without = run_check(Claim(claim), get_pipeline("qacheck-no-evidence-verifier", config(
         **{"verifier.use": "on", "qacheck.qa": "retriever-reader"})), Model(ScriptedBackend(rules)), cfg,
         retriever=_bridge_index().retriever("bm25"))

@@ -5,13 +5,14 @@ from __future__ import annotations
 import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..pipeline import Context, Pipeline, register
 from ..prompts import load_prompt
 from ..tools.base import Action, ImageStore, ToolCall, ToolOutput
 from ..types import Claim, Evidence, Verdict
 from ..verdicts import UNVERIFIED, choose_label, label_block
+from ..verify.decide import check_evidence, verifier_enabled
 from .parsing import excerpt
 from .prompts import SPECS, SUMMARY_CHARS
 from .record import Record, Round
@@ -21,6 +22,7 @@ from .toolbox import Toolbox, build_toolbox
 if TYPE_CHECKING:
     from ..config import Config, DefameConfig
     from ..images.files import ImageFile
+    from ..verify.decide import EvidenceDecision
 
 
 def _example_blocks(text: str) -> list[tuple[set[str], str]]:
@@ -280,15 +282,37 @@ class Defame(Pipeline):
         options = list(labels)
         if nei and nei not in options and not final:
             options.append(nei)
-        slots = dict(LABELS=label_block(options, rules), RECORD=record)
+        decision, scores = self._verify(record, options, ctx)
+        slots = dict(LABELS=label_block(options, rules), RECORD=record, SCORES=scores)
         images = self._images_for_model(store, ctx)
         findings = self.prompts["judge"].ask(ctx.model, images=images, **slots).value
-        label, confidence, probabilities = choose_label(
-            ctx, self.prompts["judge.label"], options, fallback=nei if nei in options else UNVERIFIED,  # no default
-            failures=failures, images=images, FINDINGS=findings, **slots)
+        if decision is not None and decision.decisive:  # the trained verifier settles what the evidence shows
+            label, confidence, probabilities, by = decision.label, decision.confidence, None, "verifier"
+        else:
+            label, confidence, probabilities = choose_label(
+                ctx, self.prompts["judge.label"], options, fallback=nei if nei in options else UNVERIFIED,
+                failures=failures, images=images, FINDINGS=findings, **slots)  # no default label
+            by = "model"
         self._add(record, ctx, Judge(round=rnd.number, label=label, confidence=confidence, findings=findings,
-                                     probabilities=probabilities, final=final or label != nei))
+                                     probabilities=probabilities, final=final or label != nei, verifier=scores or None,
+                                     decided_by=by))
         return label, confidence
+
+    def _verify(self, record: Record, options: list[str], ctx: Context
+                ) -> "tuple[EvidenceDecision | None, list[dict[str, Any]]]":
+        """The trained verifier's reading of the claim against each finding so far (verifier.use; auto: with the
+        embedded model), for the judge to see; its decision over all of them, which settles the label when the
+        evidence is decisive. Nothing when the verifier is off or there are no findings."""
+        if not verifier_enabled(self.config.verifier, ctx.model.model_id):
+            return None, []
+        found = record.findings()
+        if not found:
+            return None, []
+        passages = [Evidence(text=f.summary, source=f.source, url=f.url) for f in found]
+        decision = check_evidence(self.config.verifier, ctx.tracer, record.claim.text, passages, options)
+        scores = [{"source": f.source, **{k: round(p[k], 3) for k in ("supported", "refuted", "nei")}}
+                  for f, p in zip(found, decision.verification.per_passage)]
+        return decision, scores
 
     def _justify(self, record: Record, store: ImageStore, label: str, ctx: Context) -> str:
         text = self.prompts["justify"].ask(ctx.model, images=self._images_for_model(store, ctx), RECORD=record,

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
+from ..prompts.quoting import neutralise
 from ..prompts.spec import PromptSpec
 from ..types import Evidence
 from .actions import PLACEHOLDER, parse_plan
@@ -45,6 +47,16 @@ def read_summary(text: str, source: str, claim: str) -> ResultSummary:
     return ResultSummary(s, s is None or grounded(s, source, claim))
 
 
+def verifier_scores(scores: "list[dict[str, Any]] | None") -> str:
+    """The judge's view of the trained verifier's reading of each finding (verify/), or nothing when it is off."""
+    if not scores:
+        return ""
+    lines = ["Verifier scores (a trained model's probabilities for the claim given each finding):"]
+    lines += [f"[{i}] {neutralise(s['source'], 80)}: supported {s['supported']:.2f}, refuted {s['refuted']:.2f}, "
+              f"not enough information {s['nei']:.2f}" for i, s in enumerate(scores, start=1)]
+    return "\n".join(lines) + "\n"
+
+
 RECORD = {"RECORD": Record.render}  # every stage shows the record, its findings quoted as data
 
 PLAN = PromptSpec(
@@ -69,7 +81,8 @@ DEVELOP = PromptSpec(
     max_tokens=160, stop=("\n\n", "Record:", "Judgement:"), parser=partial(clean_text, limit=800))
 
 JUDGE = PromptSpec(
-    name="defame.judge", template="defame_judge", stage="judge", slots=("LABELS", "RECORD"), formats=RECORD,
+    name="defame.judge", template="defame_judge", stage="judge", slots=("LABELS", "RECORD", "SCORES"),
+    formats={**RECORD, "SCORES": verifier_scores},
     max_tokens=100, stop=("\n\n", "Verdict:", "Record:"), parser=partial(clean_text, limit=600))
 JUDGE_LABEL = JUDGE.follow("defame.judge.label", " [[FINDINGS]]\nVerdict:", max_tokens=16, decision=True, strict=True,
                            problem="no label")

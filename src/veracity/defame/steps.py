@@ -165,10 +165,14 @@ class Judge(RoundStep):
     findings: str = ""
     probabilities: dict[str, float] | None = None
     final: bool = False
+    #: the trained verifier's reading of each finding ({source, supported, refuted, nei}) when it is on
+    verifier: list[dict[str, Any]] | None = None
+    decided_by: str = "model"  # "verifier" when its reading settled the label (the evidence was decisive)
 
     def fold(self, view: Fold) -> None:
         view.append({"kind": "judge", "round": self.round, "label": self.label, "confidence": self.confidence,
-                     "findings": self.findings or "", "final": bool(self.final)})
+                     "findings": self.findings or "", "final": bool(self.final),
+                     "verifier": self.verifier or [], "decided_by": self.decided_by or "model"})
         view.status = ("Writing the justification…" if self.final
                        else f"Round {self.round}: not enough to decide, planning again")
 

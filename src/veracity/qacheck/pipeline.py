@@ -21,6 +21,7 @@ from .qa import QA_MODULES, QAModule
 
 if TYPE_CHECKING:
     from ..config import Config, QACheckConfig
+    from ..verify.decide import EvidenceDecision
 
 
 def _norm(q: str) -> str:
@@ -56,6 +57,13 @@ class QACheck(Pipeline):
 
     def claim_verifier(self, claim: Claim, context: list[QAStep], ctx: Context,
                        failures: list[str] | None = None) -> bool:
+        """D(c, C): is the context enough? In evidence settings, when the trained verifier reads the evidence so far
+        as decisive with a confidence of at least verifier.uncertain_below, it is, and the model is not asked."""
+        d = self._evidence_decision(claim, context, ctx)
+        if d is not None and d.decisive and d.confidence >= ctx.config.verifier.uncertain_below:
+            ctx.tracer.emit("verifier", depth=len(context), enough=True, confidence=d.confidence,
+                            by="evidence_verifier")
+            return True
         ch = self.p_verifier.ask(ctx.model, failures=failures, CLAIM=claim.text, QA_CONTEXTS=context)
         enough = ch.value == "Yes"
         ctx.tracer.emit("verifier", depth=len(context), enough=enough, confidence=ch.confidence)
@@ -86,19 +94,24 @@ class QACheck(Pipeline):
         otherwise (verifier.use; ablation `qacheck-no-evidence-verifier`)."""
         verdict = reason_then_label(ctx, self.p_reasoner, self.p_reasoner_label,
                                     failures=[] if failures is None else failures, CONTEXTS=context, CLAIM=claim.text)
-        if not (self.use_evidence_verifier and verifier_enabled(ctx.config.verifier, ctx.model.model_id)):
-            return verdict
-        passages = self._retrieved(claim, context, ctx)
-        if not passages:
-            return verdict  # closed-book or recited: no real evidence to verify against
-        d = check_evidence(ctx.config.verifier, ctx.tracer, claim.text, passages, ctx.labels or self.labels)
-        if not d.decisive:
+        d = self._evidence_decision(claim, context, ctx)
+        if d is None or not d.decisive:
             return verdict
         if d.label != verdict.label:
             verdict.rationale = (f"{d.rationale}\nThe model's own reasoning concluded {verdict.label}: "
                                  f"{verdict.rationale}")
         verdict.label, verdict.confidence = d.label, d.confidence
         return verdict
+
+    def _evidence_decision(self, claim: Claim, context: list[QAStep], ctx: Context) -> "EvidenceDecision | None":
+        """The trained verifier's reading of the evidence retrieved so far (an `evidence_verifier` step), or None
+        when it is off (verifier.use, or this ablation) or there is no real evidence (closed-book, recited)."""
+        if not (self.use_evidence_verifier and verifier_enabled(ctx.config.verifier, ctx.model.model_id)):
+            return None
+        passages = self._retrieved(claim, context, ctx)
+        if not passages:
+            return None
+        return check_evidence(ctx.config.verifier, ctx.tracer, claim.text, passages, ctx.labels or self.labels)
 
     def _retrieved(self, claim: Claim, context: list[QAStep], ctx: Context) -> list:
         """Evidence from the index: the passages the questions retrieved, and the claim's own top passages."""

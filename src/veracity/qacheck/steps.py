@@ -89,9 +89,11 @@ class Verifier(Step):
     depth: int = 0
     enough: bool = False
     confidence: float | None = None
+    by: str = "model"  # "evidence_verifier": the trained verifier found the evidence decisive, the model was not asked
 
     def fold(self, view: Fold) -> None:
-        view.append({"kind": "verifier", "depth": self.depth, "enough": self.enough, "confidence": self.confidence})
+        view.append({"kind": "verifier", "depth": self.depth, "enough": self.enough, "confidence": self.confidence,
+                     "by": self.by or "model"})
 
 
 @step_type
