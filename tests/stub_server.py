@@ -1,8 +1,16 @@
-"""An OpenAI-compatible stub server on 127.0.0.1 for tests: scripted statuses, delays, concurrency counts."""
+"""An OpenAI-compatible stub server on 127.0.0.1 for tests: scripted statuses, delays, concurrency counts.
+
+`StubServer(respond)` answers chat requests (POST .../chat/completions) with `respond(body)`; other paths get
+404, as from a chat-only server. `StubServer(FakeModel(...))` plays a server with a toy model behind both
+endpoints and chosen capabilities (log-probabilities, grammar, guided choice, JSON schema, strictness about
+unknown fields). `.requests` holds every request body, `.paths` their paths.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -26,7 +34,10 @@ Responder = Callable[[dict[str, Any]], tuple[int, dict[str, Any], float]]
 
 
 def message_text(body: dict[str, Any]) -> str:
-    """The last message's text, whether its content is a string or parts (text and image_url, as sent with images)."""
+    """The last message's text, whether its content is a string or parts (text and image_url, as sent with images);
+    a completions request's prompt."""
+    if "messages" not in body:
+        return str(body.get("prompt", ""))
     content = body["messages"][-1]["content"]
     if isinstance(content, str):
         return content
@@ -47,9 +58,10 @@ def chat_response(text: str, prompt_tokens: int = 11, completion_tokens: int = 2
 
 
 class StubServer:
-    def __init__(self, respond: Responder) -> None:
+    def __init__(self, respond: "Responder | FakeModel") -> None:
         self.respond = respond
         self.requests: list[dict[str, Any]] = []
+        self.paths: list[str] = []
         self.active = 0
         self.max_active = 0
         self.lock = threading.Lock()
@@ -60,18 +72,26 @@ class StubServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with stub.lock:
                     stub.requests.append(body)
+                    stub.paths.append(self.path)
                     stub.active += 1
                     stub.max_active = max(stub.max_active, stub.active)
                 try:
-                    status, payload, delay = stub.respond(body)
+                    if isinstance(stub.respond, FakeModel):
+                        status, payload, delay = stub.respond.answer(self.path, body)
+                    elif self.path.endswith("/chat/completions"):
+                        status, payload, delay = stub.respond(body)
+                    else:
+                        status, payload, delay = 404, {"error": {"message": f"no route {self.path}"}}, 0
                     time.sleep(delay)
                 finally:
                     with stub.lock:
                         stub.active -= 1
-                data = json.dumps(payload).encode()
+                stream = isinstance(payload, list)  # a list of chunks is sent as server-sent events
+                data = ("".join(f"data: {json.dumps(c)}\n\n" for c in payload) + "data: [DONE]\n\n" if stream
+                        else json.dumps(payload)).encode()
                 try:
                     self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", "text/event-stream" if stream else "application/json")
                     self.send_header("retry-after-ms", "10")
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
@@ -97,3 +117,80 @@ class StubServer:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class FakeModel:
+    """A toy model behind an OpenAI-compatible server with chosen capabilities.
+
+    `next_tokens(text)` gives the log-probabilities of the next token after the prompt text (a chat request's
+    last message, or a completions prompt); the reply is its likeliest token, or `reply(text)` when given.
+    A constrained request (grammar, guided_choice, json_schema) gets the allowed option its likeliest token
+    starts. `strict`: unknown fields are refused with HTTP 400, as OpenAI does. `usage`: token counts in
+    replies; `timings`: llama.cpp's timings (cache_n) in replies.
+    """
+
+    def __init__(self, next_tokens: Callable[[str], dict[str, float]], *, completions: bool = True,
+                 logprobs: bool = True, grammar: bool = False, guided_choice: bool = False,
+                 json_schema: bool = False, strict: bool = False, reply: Callable[[str], str] | None = None,
+                 timings: dict[str, int] | None = None, delay: float = 0.0) -> None:
+        self.next_tokens, self.reply, self.timings, self.delay = next_tokens, reply, timings, delay
+        self.completions, self.logprobs, self.strict = completions, logprobs, strict
+        self.takes = {"grammar": grammar, "guided_choice": guided_choice, "response_format": json_schema}
+
+    KNOWN = {"model", "messages", "prompt", "max_tokens", "temperature", "stop", "seed", "n", "stream",
+             "stream_options", "logprobs", "top_logprobs", "response_format"}
+
+    def answer(self, path: str, body: dict[str, Any]) -> tuple[int, Any, float]:
+        chat = path.endswith("/chat/completions")
+        if not chat and not (self.completions and path.endswith("/completions")):
+            return 404, {"error": {"message": f"no route {path}"}}, 0
+        unknown = sorted(set(body) - self.KNOWN - {k for k, v in self.takes.items() if v})
+        if self.strict and unknown:
+            return 400, {"error": {"message": f"Unrecognized request argument supplied: {unknown[0]}"}}, 0
+        text = message_text(body) if chat else body["prompt"]
+        dist = self.next_tokens(text)
+        allowed = self._allowed(body)
+        if allowed:
+            out = max(allowed, key=lambda o: _mass(dist, o))
+            out = json.dumps({"answer": out}) if "response_format" in body and self.takes["response_format"] else out
+        else:
+            out = self.reply(text) if self.reply else max(dist, key=dist.get)
+            out = out[: body.get("max_tokens", 16) * 8]
+        top = dict(sorted(dist.items(), key=lambda kv: -kv[1])[:20])
+        want_lp = self.logprobs and (body.get("logprobs") or body.get("top_logprobs"))
+        lp = None
+        if want_lp and chat:
+            lp = {"content": [{"token": out, "logprob": dist.get(out, -9.0), "bytes": None,
+                               "top_logprobs": [{"token": t, "logprob": v, "bytes": None} for t, v in top.items()]}]}
+        elif want_lp:
+            lp = {"tokens": [out], "token_logprobs": [dist.get(out, -9.0)], "top_logprobs": [top], "text_offset": [0]}
+        usage = {"prompt_tokens": len(text.split()), "completion_tokens": 1, "total_tokens": len(text.split()) + 1}
+        choice = ({"index": 0, "message": {"role": "assistant", "content": out}, "logprobs": lp, "finish_reason": "stop"}
+                  if chat else {"index": 0, "text": out, "logprobs": lp, "finish_reason": "stop"})
+        payload = {"id": "x", "object": "chat.completion" if chat else "text_completion", "created": 0,
+                   "model": "fake", "choices": [choice], "usage": usage}
+        if self.timings is not None:
+            payload["timings"] = self.timings
+        if body.get("stream"):
+            chunk = dict(payload, object="chat.completion.chunk" if chat else "text_completion", usage=None)
+            if chat:
+                chunk["choices"] = [{"index": 0, "delta": {"role": "assistant", "content": out}, "logprobs": lp,
+                                     "finish_reason": "stop"}]
+            return 200, [chunk], self.delay
+        return 200, payload, self.delay
+
+    def _allowed(self, body: dict[str, Any]) -> list[str]:
+        """The options a constrained request allows (when this server takes its kind of constraint)."""
+        if "grammar" in body and self.takes["grammar"]:
+            return [json.loads(f'"{m}"') for m in re.findall(r'"((?:[^"\\]|\\.)*)"', body["grammar"]) if m.strip()]
+        if "guided_choice" in body and self.takes["guided_choice"]:
+            return list(body["guided_choice"])
+        fmt = body.get("response_format")
+        if isinstance(fmt, dict) and fmt.get("type") == "json_schema" and self.takes["response_format"]:
+            return list(fmt["json_schema"]["schema"]["properties"]["answer"]["enum"])
+        return []
+
+
+def _mass(dist: dict[str, float], option: str) -> float:
+    """The probability of the tokens that start `option`."""
+    return sum(math.exp(v) for t, v in dist.items() if t.strip() and option.lower().startswith(t.lstrip().lower()))

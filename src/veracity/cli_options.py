@@ -19,6 +19,7 @@ import argparse
 from dataclasses import replace
 
 from .config import QA_MODES, RETRIEVAL_MODES, SEARCH_PROVIDERS, load_config
+from .llm.http_caps import DECISION_MODES, ENDPOINT_MODES
 
 
 def model_options() -> argparse.ArgumentParser:
@@ -29,6 +30,13 @@ def model_options() -> argparse.ArgumentParser:
     g.add_argument("--model", help="embedded | gguf:PATH | openai:NAME | scripted:FILE | NAME with --base-url")
     g.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1")
     g.add_argument("--timeout", type=float, help="seconds per HTTP request")
+    g.add_argument("--decisions", choices=DECISION_MODES,
+                   help="how an OpenAI-compatible server decides among options (default auto: asked once)")
+    g.add_argument("--endpoint", choices=ENDPOINT_MODES,
+                   help="where few-shot prompts go on an OpenAI-compatible server (default auto: completions "
+                        "where the server has it)")
+    g.add_argument("--concurrency", type=positive_int,
+                   help="model calls of one check in flight together over a server (default 4)")
     g.add_argument("--n-ctx", type=int, help="context window of the embedded model")
     g.add_argument("--threads", type=int, dest="n_threads", help="CPU threads for the embedded model")
     g.add_argument("--cache-path", help="SQLite response cache file")
@@ -80,6 +88,9 @@ def config_from(args: argparse.Namespace):
     overrides = {k: getattr(args, k, None) for k in ("model", "base_url", "timeout", "n_ctx", "n_threads",
                                                        "cache_path", "index", "max_claim_chars")}
     overrides["retrieval_mode"] = getattr(args, "mode", None)
+    overrides["concurrency"] = getattr(args, "concurrency", None)
+    overrides["http.decisions"] = getattr(args, "decisions", None)
+    overrides["http.endpoint"] = getattr(args, "endpoint", None)
     overrides["qacheck.qa"] = getattr(args, "qa", None)
     overrides["qacheck.max_iterations"] = getattr(args, "max_iterations", None)
     overrides["qacheck.top_k"] = getattr(args, "top_k", None)

@@ -14,7 +14,8 @@ read at import time, and keys are never prompted for.
 
 Environment: VERACITY_CONFIG (file), VERACITY_MODEL, VERACITY_BASE_URL, VERACITY_API_KEY (or
 OPENAI_API_KEY), VERACITY_CACHE_PATH, VERACITY_INDEX, VERACITY_N_THREADS, VERACITY_MAX_CLAIM_CHARS,
-VERACITY_LLAMA_EXTRA_BUFFERS (auto | on | off: llama.cpp's repacking and AMX kernels, see llm/llama_guard.py).
+VERACITY_LLAMA_EXTRA_BUFFERS (auto | on | off: llama.cpp's repacking and AMX kernels, see llm/llama_guard.py),
+VERACITY_CONCURRENCY (model calls of one check in flight together over an OpenAI-compatible server).
 """
 
 from __future__ import annotations
@@ -161,6 +162,24 @@ class VerifierConfig:
 
 
 @dataclass
+class HttpConfig:
+    """OpenAI-compatible servers (model NAME with base_url, or openai:NAME): what `llm/http_caps.py` would
+    otherwise find out by asking the server once (the answer is kept in http_capabilities.json beside the
+    response cache; delete it after changing the server's flags)."""
+
+    decisions: str = "auto"  # auto | logprob | grammar | guided_choice | json_schema | parse
+    endpoint: str = "auto"  # few-shot prompts: auto | completions | chat
+
+    def validate(self) -> None:
+        from .llm.http_caps import DECISION_MODES, ENDPOINT_MODES
+
+        if self.decisions not in DECISION_MODES:
+            raise ConfigError(f"http.decisions must be one of {', '.join(DECISION_MODES)}, not {self.decisions!r}")
+        if self.endpoint not in ENDPOINT_MODES:
+            raise ConfigError(f"http.endpoint must be one of {', '.join(ENDPOINT_MODES)}, not {self.endpoint!r}")
+
+
+@dataclass
 class Config:
     model: str = "embedded"
     base_url: str | None = None
@@ -172,6 +191,9 @@ class Config:
     seed: int = 0
     keep_states: bool = True  # embedded backend: keep evaluated prompt prefixes between calls
     llama_extra_buffers: str = "auto"  # llama.cpp weight repacking / AMX kernels: auto | on | off (llm/llama_guard.py)
+    #: independent model calls of one check in flight together (LEAF's sentences); used with backends that
+    #: run calls in parallel (OpenAI-compatible servers), since the embedded model takes one call at a time
+    concurrency: int = 4
     cache: bool = True
     cache_path: str = field(default_factory=default_cache_path)
     max_claim_chars: int = 2000
@@ -182,6 +204,7 @@ class Config:
     leaf: LeafConfig = field(default_factory=LeafConfig)
     defame: DefameConfig = field(default_factory=DefameConfig)
     verifier: VerifierConfig = field(default_factory=VerifierConfig)
+    http: HttpConfig = field(default_factory=HttpConfig)
 
     def validate(self) -> None:
         if not self.model.strip():
@@ -192,6 +215,8 @@ class Config:
             raise ConfigError(f"timeout must be positive, not {self.timeout}")
         if not 0 <= self.max_retries <= 10:
             raise ConfigError(f"max_retries must be between 0 and 10, not {self.max_retries}")
+        if not 1 <= self.concurrency <= 64:
+            raise ConfigError(f"concurrency must be between 1 and 64, not {self.concurrency}")
         if self.n_ctx < 512:
             raise ConfigError(f"n_ctx must be at least 512, not {self.n_ctx}")
         if self.llama_extra_buffers not in ("auto", "on", "off"):
@@ -203,6 +228,7 @@ class Config:
         self.leaf.validate()
         self.defame.validate()
         self.verifier.validate()
+        self.http.validate()
 
 
 def _check_type(value: Any, annotation: Any, where: str) -> Any:
@@ -279,7 +305,7 @@ def _apply(obj: Any, values: dict[str, Any], prefix: str = "") -> None:
 
 
 ENV_KEYS = ("model", "base_url", "api_key", "cache_path", "index", "n_threads", "max_claim_chars",
-            "timeout", "max_retries", "prompts_dir", "llama_extra_buffers")
+            "timeout", "max_retries", "prompts_dir", "llama_extra_buffers", "concurrency")
 
 
 def config_file(path: str | os.PathLike | None = None, env: dict[str, str] | None = None) -> str | os.PathLike | None:

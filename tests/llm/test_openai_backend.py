@@ -18,7 +18,7 @@ from veracity.llm import CompletionRequest
 from veracity.llm.openai_http import OpenAIBackend
 
 from conftest import veracity_cmd
-from stub_server import StubServer, chat_response
+from stub_server import StubServer, chat_response, message_text
 
 
 ERR = {"error": {"message": "slow down", "type": "rate_limit"}}
@@ -58,12 +58,20 @@ def test_timeouts_are_reported():
 
 
 def test_choose_parses_free_text_and_retries_with_reminder():
-    stub = StubServer.scripted([(200, chat_response("Well, it depends."), 0), (200, chat_response("False."), 0)])
+    """A chat-only server without log-probabilities or constraints: generate, match, retry with a reminder."""
+    def respond(body):
+        text = message_text(body)
+        if "Answer with exactly one of" in text:
+            return 200, chat_response("False."), 0
+        return 200, chat_response("hello" if text.startswith("Reply with one word") else "Well, it depends."), 0
+
+    stub = StubServer(respond)
     try:
         b = OpenAIBackend("stub", base_url=stub.url, max_retries=0)
         ch = b.choose(CompletionRequest.of("Is the claim true?"), ["True", "False"])
         assert ch.option == "False" and ch.method == "parse-retry"
-        assert "Answer with exactly one of: True, False" in stub.requests[1]["messages"][-1]["content"]
+        asked = [r for r in stub.requests if "Is the claim true?" in message_text(r)]
+        assert len(asked) == 2 and "Answer with exactly one of: True, False" in message_text(asked[1])
         assert ch.usage.prompt_tokens == 22
     finally:
         stub.close()
@@ -116,7 +124,13 @@ def test_real_server_completion_and_decision(llama_server):
     out = b.complete(CompletionRequest.of("What is the capital of France? Answer in one word.", max_tokens=8))
     assert out.text.strip() and out.prompt_tokens > 5 and out.completion_tokens >= 1
     ch = b.choose(CompletionRequest.of("Is Paris in France? Answer Yes or No."), ["Yes", "No"])
-    assert ch.method in ("parse", "parse-retry")
+    # llama-cpp-python's server returns log-probabilities: one scored call, as on the embedded backend
+    assert ch.method == "logprob" and sum(ch.probabilities.values()) == pytest.approx(1.0)
+    caps = b.capabilities()
+    assert caps.completions and caps.completions_logprobs and caps.constraint == "grammar"
+    doc = b.complete(CompletionRequest.of("Q: What is the capital of France?\nA:", continuation=True,
+                                          max_tokens=4, stop=["\n"]))
+    assert doc.prompt_tokens < out.prompt_tokens + 5  # raw text to /v1/completions, no chat template around it
 
 
 @pytest.mark.embedded

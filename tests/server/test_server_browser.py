@@ -168,7 +168,8 @@ ANSWER_SCREENSHOT = Path("/tmp/veracity_answer_check.png")
 @pytest.fixture(scope="module")
 def leaf_site(server_factory):
     """A server with a real BM25 index of test_leaf.py's documents; the stub answers with its rater's rules
-    (0.1 s a call), so the sentences can be watched arriving."""
+    (0.1 s a call), so the sentences can be watched arriving: one at a time (--concurrency 1; with more, a server
+    checks them together and they arrive at once, see tests/llm/test_http_concurrency.py)."""
     from worlds import CLI_RULES, DOCS
 
     from veracity.retrieval import Index
@@ -176,7 +177,8 @@ def leaf_site(server_factory):
     Index.build(DOCS, server_factory.base / "browser-idx")
     stub = StubServer(rules_responder(CLI_RULES, delay=0.1))
     srv = server_factory(["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0",
-                          "--index", str(server_factory.base / "browser-idx")], name="browser-leaf")
+                          "--concurrency", "1", "--index", str(server_factory.base / "browser-idx")],
+                         name="browser-leaf")
     yield srv.url
     stub.close()
 

@@ -14,11 +14,15 @@ is emitted as `leaf_score`.
 A decision that asserts neither label unambiguously (HTTP backends, after one retry; read strictly by
 `strict_choose`: "I cannot tell whether it is Supported" is not Supported) counts as Not Supported and
 is recorded as a parse failure: a sentence is only supported when the rater said so.
+
+Over a server that answers calls in parallel (an OpenAI-compatible backend), up to `concurrency` sentences
+are checked at once; the trace and the failures are the same as one after the other (`_check_all`).
 """
 
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -132,8 +136,9 @@ class AnswerChecker:
     """Checks answers sentence by sentence. Holds the settings and prompts; no per-run state."""
 
     def __init__(self, settings: "LeafConfig", prompts_dir: str | None = None,
-                 verifier: "VerifierConfig | None" = None) -> None:
+                 verifier: "VerifierConfig | None" = None, concurrency: int = 1) -> None:
         self.settings = settings
+        self.concurrency = concurrency  # sentences checked at once where the backend runs calls in parallel
         self.verifier = verifier  # the trained evidence verifier's settings; None: the rater model always rates
         self.p_query = QUERY.load(prompts_dir)  # specs: prompts.py
         self.p_reasoning = REASONING.load(prompts_dir)
@@ -141,7 +146,7 @@ class AnswerChecker:
 
     @classmethod
     def from_config(cls, config: "Config") -> "AnswerChecker":
-        return cls(config.leaf, config.prompts_dir, config.verifier)
+        return cls(config.leaf, config.prompts_dir, config.verifier, config.concurrency)
 
     def check(self, context: str, answer: str, *, model: "RunModel", retriever: "Retriever | None",
               tracer: "Tracer", allow_empty: bool = False, label: dict[str, Any] | None = None) -> LeafResult:
@@ -156,12 +161,39 @@ class AnswerChecker:
         result = LeafResult(sentences=[], total_sentences=split.total, max_sentences=self.settings.max_sentences)
         if split.capped or split.total == 0:
             tracer.emit("leaf_note", note=result.note, **label)
-        for i, sentence in enumerate(split.checked, 1):
-            result.sentences.append(self.check_sentence(i, sentence, context, model, retriever, tracer, result,
-                                                        label))
+        result.sentences.extend(self._check_all(split.checked, context, model, retriever, tracer, result, label))
         tracer.emit("leaf_score", score=result.score, supported=result.supported, checked=result.checked,
                     total_sentences=result.total_sentences, capped=result.capped, note=result.note, **label)
         return result
+
+    def _check_all(self, sentences: list[str], context: str, model: "RunModel", retriever: "Retriever",
+                   tracer: "Tracer", result: LeafResult, label: dict[str, Any]) -> list[SentenceCheck]:
+        """Check the sentences, up to `concurrency` at once when the backend runs calls in parallel. Each
+        sentence then traces into its own tracer and failure list, replayed in order once it is done, so the
+        trace reads as if the sentences had been checked one after the other."""
+        backend = getattr(getattr(model, "model", None), "backend", None)
+        workers = min(self.concurrency, len(sentences)) if getattr(backend, "parallel", False) else 1
+        if workers <= 1:
+            return [self.check_sentence(i, s, context, model, retriever, tracer, result, label)
+                    for i, s in enumerate(sentences, 1)]
+        from ..llm.model import RunModel
+        from ..trace import Tracer
+
+        def one(index: int, sentence: str) -> tuple[SentenceCheck, Tracer, LeafResult]:
+            own, scratch = Tracer(), LeafResult(sentences=[], total_sentences=0, max_sentences=0)
+            check = self.check_sentence(index, sentence, context, RunModel(model.model, model.meter, own),
+                                        retriever, own, scratch, label)
+            return check, own, scratch
+
+        checks = []
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="leaf-sentence") as pool:
+            for future in [pool.submit(one, i, s) for i, s in enumerate(sentences, 1)]:
+                check, own, scratch = future.result()
+                for step in own.steps:
+                    tracer.emit(step)
+                result.parse_failures.extend(scratch.parse_failures)
+                checks.append(check)
+        return checks
 
     def check_sentence(self, index: int, sentence: str, context: str, model: "RunModel",
                        retriever: "Retriever", tracer: "Tracer", result: LeafResult,

@@ -68,7 +68,9 @@ def make_backend(config: "Config") -> Backend:
         raise UserError(f"unknown model {spec!r}: use embedded, gguf:PATH, hf:PATH, openai:NAME, scripted:FILE, "
                         "or give --base-url for an OpenAI-compatible server")
     return OpenAIBackend(name, base_url=config.base_url, api_key=config.api_key, timeout=config.timeout,
-                         max_retries=config.max_retries)
+                         max_retries=config.max_retries, decisions=config.http.decisions,
+                         endpoint=config.http.endpoint,
+                         caps_path=Path(config.cache_path).with_name("http_capabilities.json"))
 
 
 def make_model(config: "Config", *, use_cache: bool | None = None) -> Model:

@@ -52,6 +52,10 @@ class CompletionRequest:
         msgs[-1] = (role, content.rstrip() + "\n\n" + reminder + "\n")
         return replace(self, messages=tuple(msgs))
 
+    def document(self) -> str:
+        """A continuation request's messages as the one document to continue (what completions endpoints take)."""
+        return "\n\n".join(c for _, c in self.messages)
+
     def message_dicts(self) -> list[dict[str, str]]:
         return [{"role": r, "content": c} for r, c in self.messages]
 
@@ -141,6 +145,9 @@ class Backend(ABC):
     model_id: str = "backend"
     #: whether requests may carry images (OpenAI-compatible image content); text-only models raise on them
     accepts_images: bool = False
+    #: whether calls from several threads run together (a server with parallel slots); False: they queue on a
+    #: lock, so a pipeline gains nothing by making them at once
+    parallel: bool = False
 
     @abstractmethod
     def _complete(self, request: CompletionRequest) -> Completion: ...

@@ -144,7 +144,7 @@ class EmbeddedBackend(Backend):
         if request.images:
             raise BackendError(f"{self.model_id} is a text-only model: it cannot read images")
         if request.continuation:
-            text = "\n\n".join(c for _, c in request.messages)
+            text = request.document()
         else:
             text = self._formatter(messages=request.message_dicts()).prompt
         toks = self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
