@@ -1,6 +1,7 @@
 """The `veracity` command line.
 
     veracity check "claim"                 check a claim (default: QACheck on the embedded model)
+    veracity check-text FILE|URL|-         extract the claims of a text and check each (textcheck/)
     veracity index build|search|info ...   build and query retrieval indexes
     veracity pipelines                     list the pipelines and ablations by name
     veracity doctor                        check this installation and whether the model runs on this CPU
@@ -192,6 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .leaf.commands import register as register_leaf
     from .retrieval.commands import register as register_index
     from .server.commands import register as register_serve
+    from .textcheck.commands import register as register_check_text
     from .training.commands import register as register_selftrain
     from .verify.commands import register as register_verifier
 
@@ -201,6 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_leaf(sub)
     register_serve(sub)
     register_selftrain(sub)
+    register_check_text(sub)
     register_verifier(sub)
     return parser
 

@@ -59,6 +59,9 @@ class QACheckConfig:
             raise ConfigError(f"qacheck.top_k must be between 1 and 20, not {self.top_k}")
 
 
+LEAF_UNITS = ("sentences", "claims")
+
+
 @dataclass
 class LeafConfig:
     """LEAF: fact-checking answers (veracity.leaf). The rater defaults to the answering model."""
@@ -74,6 +77,9 @@ class LeafConfig:
     samples: int = 5  # answer:rank: answers sampled per question
     temperature: float = 0.8  # answer:rank: sampling temperature
     answer_max_tokens: int = 320
+    #: what an answer is checked unit by unit as: its "sentences" (LEAF), or its atomic "claims" (veracity.claims,
+    #: the extractor `veracity check-text` uses; questions, advice and opinions are left out)
+    units: str = "sentences"
 
     def validate(self) -> None:
         for name, lo, hi in (("top_k", 1, 20), ("max_sentences", 1, 1000), ("max_rounds", 0, 10),
@@ -85,6 +91,8 @@ class LeafConfig:
             raise ConfigError(f"leaf.temperature must be between 0 and 2, not {self.temperature}")
         if self.rater_model is not None and not self.rater_model.strip():
             raise ConfigError("leaf.rater_model must not be empty")
+        if self.units not in LEAF_UNITS:
+            raise ConfigError(f"leaf.units must be {' or '.join(LEAF_UNITS)}, not {self.units!r}")
 
 
 DEFAME_LABELS = ("Supported", "Refuted", "Not Enough Information", "Conflicting Evidence/Cherrypicking")

@@ -1,4 +1,4 @@
-"""User input: the one set of rules for claims, dates, questions, answers and images that the CLI, the HTTP
+"""User input: the one set of rules for claims, texts, dates, questions, answers and images that the CLI, the HTTP
 API and the page share. Each rule raises a coded `InputError`: the CLI prints its message, the server answers
 its code (see server/limits.py). Reading the files a user names, with a size limit, is `reading.py`.
 """
@@ -86,6 +86,36 @@ def clean_question(value: str | bytes | None, max_chars: int) -> str:
 def clean_answer(value: str | bytes | None, max_chars: int = DEFAULT_MAX_ANSWER_CHARS) -> str:
     """An answer to fact-check, line breaks kept: they separate list items (answer_empty, answer_too_long)."""
     return _answer_check_text(value, "answer", max_chars, squeeze=False, hint="the answer text to fact-check")
+
+
+#: the longest text `veracity check-text` takes: 10 MB of UTF-8 (and 10 million characters once decoded)
+MAX_TEXT_BYTES = 10_000_000
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+
+
+def clean_text_input(value: str | bytes | None, max_bytes: int = MAX_TEXT_BYTES, *, what: str = "text") -> str:
+    """A text to extract claims from, line breaks kept (they end paragraphs and list items), or an InputError:
+    text_empty, text_too_long (with the number and the limit), text_binary (NUL or control bytes: an image, an
+    archive, a program), invalid_text (not UTF-8)."""
+    raw = value or ""
+    size = len(raw) if isinstance(raw, bytes) else len(raw.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise InputError("text_too_long", f"the {what} has {human_size(size)}; the limit is {human_size(max_bytes)}"
+                         f" ({max_bytes:,} bytes): check a part of it", length=size)
+    head = raw[:8192]
+    if (b"\x00" in head) if isinstance(head, bytes) else ("\x00" in head):
+        raise InputError("text_binary", f"the {what} is binary data, not text (it contains NUL bytes): give a "
+                         ".txt, .md, .html or .pdf file")
+    try:
+        text = decode_user_text(raw, what)
+    except UserError as e:
+        raise InputError("invalid_text", f"{e} (is it a binary file?)") from None
+    if len(_CONTROL.findall(text[:8192])) > max(2, len(text[:8192]) // 100):
+        raise InputError("text_binary", f"the {what} is binary data, not text (it is full of control characters)")
+    text = text.replace("\r\n", "\n").replace("\r", "\n").strip()
+    if not text:
+        raise InputError("text_empty", f"the {what} is empty: give the text whose claims to check")
+    return text
 
 
 # -- claim dates ----------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from veracity.baselines import prompts as baseline_prompts
+from veracity.claims import prompts as claims_prompts
 from veracity.defame import prompts as defame_prompts
 from veracity.defame.record import Record
 from veracity.errors import ConfigError
@@ -19,7 +20,8 @@ from veracity.qacheck import prompts as qacheck_prompts
 from veracity.trace import Tracer
 from veracity.types import Claim, Evidence, QAStep
 
-ALL_SPECS = (qacheck_prompts.SPECS + defame_prompts.SPECS + leaf_prompts.SPECS + baseline_prompts.SPECS)
+ALL_SPECS = (qacheck_prompts.SPECS + defame_prompts.SPECS + leaf_prompts.SPECS + baseline_prompts.SPECS
+             + claims_prompts.SPECS)
 DATA_FILES = {"defame_plan_examples"}  # a template file that is no prompt: demonstrations the plan prompt picks from
 
 STEPS = [QAStep(depth=1, question="Who wrote Kestrel Bay?", answer="Mara Lind"),

@@ -30,7 +30,7 @@ from ..errors import UserError
 from ..types import Evidence
 from ..verify.decide import check_evidence, verifier_enabled
 from .prompts import NOT_SUPPORTED, QUERY, RATING, REASONING, SUPPORTED
-from .sentences import answer_sentences
+from .sentences import answer_units
 
 if TYPE_CHECKING:
     from ..config import Config, LeafConfig, VerifierConfig
@@ -156,7 +156,8 @@ class AnswerChecker:
         Raises UserError for an empty answer (unless `allow_empty`) and for a missing or empty index.
         """
         ensure_searchable(retriever)
-        split = answer_sentences(answer, self.settings.max_sentences, allow_empty=allow_empty)
+        split = answer_units(answer, self.settings.max_sentences, units=self.settings.units,
+                             allow_empty=allow_empty)
         label = label or {}
         result = LeafResult(sentences=[], total_sentences=split.total, max_sentences=self.settings.max_sentences)
         if split.capped or split.total == 0:

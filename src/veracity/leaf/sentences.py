@@ -1,46 +1,21 @@
-"""Splitting an answer into the sentences LEAF checks one by one.
+"""Splitting an answer into the units LEAF checks one by one: its sentences (the default), or its atomic claims.
 
-pysbd does the sentence boundaries (abbreviations, decimals, "e.g.", "vs." stay inside a sentence).
-Before it, the text is cut into blocks: a blank line ends a block, and so does a line break before
-a list item (`- `, `* `, `1.`, `(B)`), because model answers often list options one per line
-without a closing period. Other single line breaks are hard wraps and become spaces. Segments with
-no letter or digit (a lone `**` or `---`) are not sentences and are dropped.
+The sentence splitter is the shared one (`veracity.claims.sentences`: pysbd inside blocks cut at blank
+lines and list items), so that LEAF and `veracity check-text` agree on sentence bounds. With
+`leaf.units = "claims"` an answer is split by the shared claim extractor instead (`veracity.claims`, its
+rule-based method: deterministic, no model call): atomic claims, with what is not checkable (questions,
+advice, opinions) left out. Claims that stay ambiguous are kept as they are written: LEAF's rater sees the
+question, where their antecedent usually is.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from functools import lru_cache
 
+from ..claims.sentences import split_sentences
 from ..errors import UserError
 
-_LIST_ITEM = re.compile(r"\n(?=[ \t]*(?:[-*•+]\s|\d{1,2}[.)]\s|\(?[A-Za-z]\)\s|#+\s))")
-_BLANK_LINE = re.compile(r"\n[ \t]*\n+")
-_WORDY = re.compile(r"[^\W_]")
-
-
-@lru_cache(maxsize=1)
-def _segmenter():
-    import pysbd
-
-    return pysbd.Segmenter(language="en", clean=False)
-
-
-def split_sentences(text: str) -> list[str]:
-    """The sentences of `text`, in order, each stripped; [] when it has no words at all."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    sentences: list[str] = []
-    for paragraph in _BLANK_LINE.split(text):
-        for block in _LIST_ITEM.split(paragraph):
-            block = " ".join(block.split())
-            if not block:
-                continue
-            for seg in _segmenter().segment(block):
-                seg = seg.strip()
-                if _WORDY.search(seg):
-                    sentences.append(seg)
-    return sentences
+__all__ = ["Sentences", "answer_sentences", "answer_units", "split_sentences"]
 
 
 @dataclass(frozen=True)
@@ -66,3 +41,16 @@ def answer_sentences(answer: str, max_sentences: int, *, allow_empty: bool = Fal
         raise UserError("the answer is empty: give the text to fact-check" if not (answer or "").strip()
                         else "the answer has no words to fact-check")
     return Sentences(checked=sentences[:max_sentences], total=len(sentences))
+
+
+def answer_units(answer: str, max_units: int, *, units: str = "sentences", allow_empty: bool = False) -> Sentences:
+    """The units of `answer` to check: its sentences, or its atomic claims (`units="claims"`), capped."""
+    if units != "claims":
+        return answer_sentences(answer, max_units, allow_empty=allow_empty)
+    from ..claims import extract_claims
+
+    split = answer_sentences(answer, max_units, allow_empty=allow_empty)  # the same empty-answer rule
+    if split.total == 0:
+        return split
+    claims = [c.text for c in extract_claims(answer, method="rules").claims if c.status != "not_checkable"]
+    return Sentences(checked=claims[:max_units], total=len(claims))

@@ -1,0 +1,146 @@
+"""The report of a checked text: Markdown, or one self-contained HTML page showing the text with each claim's
+span coloured by its outcome; clicking a span opens its claims, verdicts and evidence (HTML <details>, no script).
+
+Everything in the page that came from the text, a page, an index or a model is escaped (`html.escape`); links go
+only to http(s) URLs; a Content-Security-Policy meta forbids scripts, external styles and fetches, so text that
+holds `<script>` stays inert. The Markdown escapes the same text with the check report's `_md_text`.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+from ..report import _md_link, _md_text
+from ..steps import http_url
+from .run import ClaimResult, TextCheck
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
+#: which outcome colours a stretch of text that several claims cover: the one that most needs a look
+PRIORITY = ("refuted", "uncertain", "ambiguous", "supported", "not_checked", "not_checkable")
+LABELS = {"supported": "Supported", "refuted": "Refuted", "uncertain": "Uncertain", "ambiguous": "Ambiguous",
+          "not_checkable": "Not checkable", "not_checked": "Not checked"}
+_CSS = """
+body{font:16px/1.6 system-ui,sans-serif;max-width:50rem;margin:2rem auto;padding:0 1rem;color:#1d2733}
+.text{white-space:pre-wrap;border:1px solid #d5dbe3;padding:1rem;border-radius:.4rem}
+details.c{display:inline}details.c>summary{display:inline;cursor:pointer;list-style:none;border-radius:.2rem}
+details.c>summary::-webkit-details-marker{display:none}
+.pop{display:block;white-space:normal;margin:.3rem 0;padding:.5rem .75rem;background:#f7f9fb;
+border-left:4px solid #9fb3c8;font-size:.9rem}
+.o-supported{background:#d3f2d9}.o-refuted{background:#f9d0d0}.o-uncertain{background:#fdebc2}
+.o-ambiguous{background:#e5d9f6}.o-not_checkable{background:#eceff3}.o-not_checked{background:#f3f3f3}
+.b{display:inline-block;padding:0 .4rem;border-radius:.2rem;font-size:.85rem;font-weight:600}
+table{border-collapse:collapse}td,th{border:1px solid #d5dbe3;padding:.2rem .5rem;text-align:left}
+ul.claims li{margin:.4rem 0}a{color:#0b5cad;overflow-wrap:anywhere}
+"""
+
+
+def _e(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _pct(x: float | None) -> str:
+    return "n/a (nothing checked)" if x is None else f"{100 * x:.0f}%"
+
+
+def _verdict(r: ClaimResult) -> str:
+    conf = f" ({r.confidence:.2f})" if r.confidence is not None else ""
+    return f"{LABELS[r.outcome]}{conf}"
+
+
+def summary_rows(check: TextCheck) -> list[tuple[str, str]]:
+    c = check.counts
+    rows = [(LABELS[o], str(c[o])) for o in ("supported", "refuted", "uncertain", "not_checkable", "ambiguous")]
+    if c["not_checked"]:
+        rows.append((LABELS["not_checked"], str(c["not_checked"])))
+    rows.append(("Factuality (supported / checked)", _pct(check.factuality)))
+    return rows
+
+
+# -- Markdown ------------------------------------------------------------------------------------------------
+
+def to_markdown(check: TextCheck) -> str:
+    src = check.source
+    lines = [f"# Fact-check of {_md_text(src.title or src.origin)}", "",
+             f"Pipeline: {_md_text(check.pipeline)} · model: {_md_text(check.model)} · claims extracted by "
+             f"{_md_text(check.extraction.method)} · {check.extraction.sentences} sentences", ""]
+    if check.note:
+        lines += [f"*{_md_text(check.note)}*", ""]
+    if check.stopped:
+        lines += [f"*Stopped early: {_md_text(check.stopped)}*", ""]
+    lines += ["| outcome | claims |", "|---|---|"] + [f"| {a} | {b} |" for a, b in summary_rows(check)] + ["", "## Claims", ""]
+    for r in check.results:
+        quote = " … ".join(check.source.text[s:e] for s, e in r.claim.spans)
+        lines.append(f"{r.claim.id}\\. **{_verdict(r)}** {_md_text(r.claim.text)}")
+        lines.append(f"   - source: “{_md_text(quote)}” (characters {_md_text(r.claim.spans)})")
+        if r.note:
+            lines.append(f"   - {_md_text(r.note)}")
+        for ev in r.evidence:
+            lines.append(f"   - evidence: {_md_link(ev.get('source') or 'passage', ev.get('url'))}: "
+                         f"{_md_text(ev.get('text', ''))}")
+    return "\n".join(lines) + "\n"
+
+
+# -- HTML ----------------------------------------------------------------------------------------------------
+
+def _claim_html(r: ClaimResult) -> str:
+    parts = [f"<b class=\"b o-{r.outcome}\">{_e(_verdict(r))}</b> #{r.claim.id} {_e(r.claim.text)}"]
+    if r.note:
+        parts.append(f"<br><i>{_e(r.note)}</i>")
+    if r.evidence:
+        items = []
+        for ev in r.evidence:
+            name = _e(ev.get("source") or "passage")
+            url = http_url(ev.get("url"))
+            name = f"<a href=\"{_e(url)}\" rel=\"noopener noreferrer nofollow\">{name}</a>" if url else name
+            items.append(f"<li>{name}: {_e(ev.get('text', ''))}</li>")
+        parts.append("<ul>" + "".join(items) + "</ul>")
+    return "".join(parts)
+
+
+def _marked_text(check: TextCheck) -> str:
+    """The source text, each stretch that claims cover in a <details> coloured by the claims' outcome."""
+    text = check.source.text
+    cover: list[tuple[int, int, ClaimResult]] = [(s, e, r) for r in check.results for s, e in r.claim.spans if e > s]
+    cuts = sorted({0, len(text)} | {s for s, _, _ in cover} | {e for _, e, _ in cover})
+    out = []
+    for a, b in zip(cuts, cuts[1:]):
+        covering = [r for s, e, r in cover if s <= a and b <= e]
+        piece = _e(text[a:b])
+        if not covering:
+            out.append(piece)
+            continue
+        seen: dict[int, ClaimResult] = {r.claim.id: r for r in covering}
+        outcome = min((r.outcome for r in seen.values()), key=PRIORITY.index)
+        pop = "".join(f"<span class=\"pop\">{_claim_html(r)}</span>" for r in seen.values())
+        out.append(f"<details class=\"c\"><summary class=\"o-{outcome}\">{piece}</summary>{pop}</details>")
+    return "".join(out)
+
+
+def to_html(check: TextCheck) -> str:
+    src = check.source
+    title = f"Fact-check of {src.title or src.origin}"
+    rows = "".join(f"<tr><th>{_e(a)}</th><td>{_e(b)}</td></tr>" for a, b in summary_rows(check))
+    notes = "".join(f"<p><i>{_e(n)}</i></p>" for n in (check.note, check.stopped and f"Stopped early: "
+                                                       f"{check.stopped}", src.note) if n)
+    claims = "".join(f"<li><details><summary><b class=\"b o-{r.outcome}\">{_e(_verdict(r))}</b> {_e(r.claim.text)}"
+                     f"</summary>{_claim_html(r)}</details></li>" for r in check.results)
+    return (f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">"
+            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{_e(title)}</title><style>{_CSS}</style></head>\n<body>\n<h1>{_e(title)}</h1>\n"
+            f"<p>Pipeline {_e(check.pipeline)} · model {_e(check.model)} · claims extracted by "
+            f"{_e(check.extraction.method)} · click a highlighted passage for its verdict and evidence</p>\n"
+            f"{notes}<table>{rows}</table>\n<h2>Text</h2>\n<div class=\"text\">{_marked_text(check)}</div>\n"
+            f"<h2>Claims</h2>\n<ol class=\"claims\">{claims}</ol>\n</body></html>\n")
+
+
+def write_report(check: TextCheck, path: str) -> None:
+    """Write the report as HTML (.html/.htm) or Markdown (anything else)."""
+    text = to_html(check) if Path(path).suffix.lower() in (".html", ".htm") else to_markdown(check)
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise UserError(f"cannot write the report to {path}: {e.strerror}") from None

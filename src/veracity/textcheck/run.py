@@ -1,0 +1,182 @@
+"""Checking a text: extract its claims, check each checkable one with a pipeline, and sum them up.
+
+Every claim ends with one outcome: supported / refuted / uncertain (any other label, or a confidence below
+verifier.uncertain_below) for the claims checked; ambiguous and not_checkable for those the extractor flagged
+and did not send; not_checked for those a budget left out (--max-claims, --max-tokens). The factuality score is
+FActScore's and LEAF's: supported / checked (None when nothing was checked).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..check import run_check
+from ..claims import AMBIGUOUS, NOT_CHECKABLE, Extraction, ExtractedClaim, extract_claims
+from ..llm.usage import Usage, UsageMeter
+from ..types import REFUTED, SUPPORTED, Claim
+
+if TYPE_CHECKING:
+    from ..claims.sources import Source
+    from ..config import Config
+    from ..llm.model import Model
+    from ..pipeline import Pipeline
+    from ..retrieval.base import Retriever
+
+OUTCOMES = ("supported", "refuted", "uncertain", "ambiguous", "not_checkable", "not_checked")
+MAX_EVIDENCE = 5
+
+
+@dataclass
+class ClaimResult:
+    claim: ExtractedClaim
+    outcome: str
+    label: str | None = None
+    confidence: float | None = None
+    rationale: str = ""
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+    note: str = ""  # why it was not checked
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.claim.to_dict(), "outcome": self.outcome, "label": self.label, "confidence": self.confidence,
+                "rationale": self.rationale, "evidence": self.evidence, "note": self.note,
+                "seconds": round(self.seconds, 3)}
+
+
+@dataclass
+class TextCheck:
+    source: "Source"
+    pipeline: str
+    model: str
+    extraction: Extraction
+    results: list[ClaimResult]
+    usage: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+    stopped: str | None = None  # which budget ended the checks early
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {o: sum(r.outcome == o for r in self.results) for o in OUTCOMES}
+
+    @property
+    def checked(self) -> int:
+        c = self.counts
+        return c["supported"] + c["refuted"] + c["uncertain"]
+
+    @property
+    def factuality(self) -> float | None:
+        return self.counts["supported"] / self.checked if self.checked else None
+
+    @property
+    def note(self) -> str | None:
+        return self.extraction.note
+
+    def summary(self) -> dict[str, Any]:
+        return {**self.counts, "checked": self.checked, "claims": len(self.results), "factuality": self.factuality,
+                "note": self.note, "stopped": self.stopped}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": {"origin": self.source.origin, "kind": self.source.kind, "title": self.source.title,
+                           "note": self.source.note, "characters": len(self.source.text)},
+                "text": self.source.text, "pipeline": self.pipeline, "model": self.model,
+                "extraction": {k: v for k, v in self.extraction.to_dict().items() if k != "claims"},
+                "summary": self.summary(), "claims": [r.to_dict() for r in self.results],
+                "usage": self.usage, "seconds": round(self.seconds, 3)}
+
+
+def outcome_of(label: str, uncertain: bool) -> str:
+    if uncertain:
+        return "uncertain"
+    return {SUPPORTED: "supported", REFUTED: "refuted"}.get(label, "uncertain")
+
+
+def evidence_of(trace: list[dict[str, Any]], limit: int = MAX_EVIDENCE) -> list[dict[str, Any]]:
+    """The passages a check read, from its trace (retrieval results and evidence lists), without repeats."""
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for step in trace:
+        for key in ("results", "evidence"):
+            items = step.get(key)
+            if not isinstance(items, list):
+                continue
+            for item in items:
+                if isinstance(item, dict) and isinstance(item.get("text"), str):
+                    norm = " ".join(item["text"].split())
+                    if norm and norm not in seen:
+                        seen.add(norm)
+                        out.append({k: item.get(k) for k in ("text", "source", "url", "score") if k in item})
+    return out[:limit]
+
+
+def check_text(source: "Source", pipeline: "Pipeline", model: "Model", config: "Config", *,
+               retriever: "Retriever | None" = None, extract: str = "auto", workers: int = 1,
+               max_claims: int | None = None, max_tokens: int | None = None,
+               on_claim: Callable[[ClaimResult], None] | None = None) -> TextCheck:
+    """Extract and check the claims of `source`. `on_claim` is called as each claim's result is known."""
+    t0 = time.perf_counter()
+    meter = UsageMeter()
+    extraction = extract_claims(source.text, method=extract, model=model.bind(meter), prompts_dir=config.prompts_dir)
+    results: dict[int, ClaimResult] = {}
+    todo: list[ExtractedClaim] = []
+    for claim in extraction.claims:
+        if claim.status == AMBIGUOUS:
+            results[claim.id] = ClaimResult(claim, "ambiguous", note=claim.reason)
+        elif claim.status == NOT_CHECKABLE:
+            results[claim.id] = ClaimResult(claim, "not_checkable", note=claim.reason)
+        elif max_claims is not None and len(todo) >= max_claims:
+            results[claim.id] = ClaimResult(claim, "not_checked", note=f"over --max-claims {max_claims}")
+        else:
+            todo.append(claim)
+    lock = threading.Lock()
+    usage: list[dict[str, Any]] = []
+    stopped: list[str] = []
+
+    def tokens_used() -> int:
+        total = meter.total
+        with lock:
+            for u in usage:
+                total.prompt_tokens += u["total"]["prompt_tokens"]
+                total.completion_tokens += u["total"]["completion_tokens"]
+        return total.prompt_tokens + total.completion_tokens
+
+    def one(claim: ExtractedClaim) -> ClaimResult:
+        if max_tokens is not None and tokens_used() >= max_tokens:
+            with lock:
+                if not stopped:
+                    stopped.append(f"--max-tokens {max_tokens} reached")
+            return ClaimResult(claim, "not_checked", note=f"--max-tokens {max_tokens} reached")
+        res = run_check(Claim(text=claim.text), pipeline, model, config, retriever=retriever)
+        with lock:
+            usage.append(res.usage)
+        v = res.verdict
+        return ClaimResult(claim, outcome_of(v.label, v.uncertain), v.label, v.confidence, v.rationale,
+                           evidence_of(res.trace), seconds=res.seconds)
+
+    for r in results.values():
+        if on_claim:
+            on_claim(r)
+    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="check-text") as pool:
+        for claim, future in [(c, pool.submit(one, c)) for c in todo]:
+            results[claim.id] = r = future.result()
+            if on_claim:
+                on_claim(r)
+    return TextCheck(source=source, pipeline=pipeline.name, model=model.model_id, extraction=extraction,
+                     results=[results[c.id] for c in extraction.claims],
+                     usage=_sum_usage(meter, usage), seconds=time.perf_counter() - t0,
+                     stopped=stopped[0] if stopped else None)
+
+
+def _sum_usage(extraction: UsageMeter, checks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Usage of the whole text: the extraction's stages and every check's, per stage and in total."""
+    by_stage: dict[str, Usage] = {k: v for k, v in extraction.by_stage.items()}
+    for u in checks:
+        for stage, d in u.get("by_stage", {}).items():
+            by_stage.setdefault(stage, Usage()).add(Usage(**d))
+    total = Usage()
+    for u in by_stage.values():
+        total.add(u)
+    return {"total": total.to_dict(), "by_stage": {k: v.to_dict() for k, v in by_stage.items()}}

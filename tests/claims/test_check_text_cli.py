@@ -1,0 +1,121 @@
+"""`veracity check-text` end to end: the real CLI in a subprocess over a real BM25 index, the evidence-only
+verifier deciding, the JSON result, the HTML report (spans coloured, untrusted text escaped), and bad input."""
+
+import json
+import subprocess
+
+import pytest
+
+from conftest import veracity_cmd
+
+DOCS = [
+    {"id": "curie", "title": "Marie Curie", "text": "Marie Curie was a Polish and naturalised-French physicist and "
+     "chemist. She was born in Warsaw. She won the Nobel Prize in Physics in 1903."},
+    {"id": "danube", "title": "Danube", "text": "The Danube is the second-longest river in Europe. It flows "
+     "through Vienna, Bratislava, Budapest and Belgrade."},
+]
+TEXT = ("Marie Curie was born in Warsaw. She won the Nobel Prize in Physics in 1903. Do you like rivers? "
+        "<script>alert('x')</script> The Danube is the longest river in Asia. He lost it.")
+
+
+@pytest.fixture
+def index(tmp_path, cli_env):
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("\n".join(json.dumps(d) for d in DOCS), encoding="utf-8")
+    run(["index", "build", str(docs), "--out", str(tmp_path / "idx")], cli_env, tmp_path)
+    return str(tmp_path / "idx")
+
+
+def run(args, env, cwd, stdin=None, check=True):
+    p = subprocess.run(veracity_cmd() + args, capture_output=True, env=env, cwd=cwd, input=stdin, timeout=300)
+    if check:
+        assert p.returncode == 0, p.stderr.decode()
+    return p
+
+
+@pytest.fixture
+def scripted(tmp_path):
+    path = tmp_path / "none.json"
+    path.write_text('{"rules": []}')  # the verifier pipeline makes no model call: any call would fail
+    return ["--model", f"scripted:{path}", "--no-cache", "--no-progress"]
+
+
+def test_check_text_json_reports_each_claim_with_its_verdict_span_and_evidence(tmp_path, cli_env, index, scripted):
+    (tmp_path / "t.md").write_text(TEXT, encoding="utf-8")
+    out = json.loads(run(["check-text", "t.md", "--index", index, "--json", *scripted], cli_env, tmp_path).stdout)
+    claims = {c["text"]: c for c in out["claims"]}
+    born = claims["Marie Curie was born in Warsaw."]
+    assert born["outcome"] == "supported" and born["evidence"][0]["source"] == "Marie Curie"
+    won = claims["Marie Curie won the Nobel Prize in Physics in 1903."]
+    assert [out["text"][s:e] for s, e in won["spans"]] == ["She won the Nobel Prize in Physics in 1903."]
+    assert claims["He lost it."]["outcome"] == "ambiguous"
+    assert claims["Do you like rivers?"]["outcome"] == "not_checkable"
+    s = out["summary"]
+    assert s["checked"] == s["supported"] + s["refuted"] + s["uncertain"] >= 3
+    assert s["factuality"] == pytest.approx(s["supported"] / s["checked"])
+    assert s["ambiguous"] == 1 and s["not_checkable"] >= 1
+    assert out["extraction"]["method"] == "rules" and out["usage"]["total"]["calls"] == 0
+
+
+def test_html_report_colours_spans_by_verdict_and_keeps_injected_markup_inert(tmp_path, cli_env, index, scripted):
+    (tmp_path / "t.txt").write_text(TEXT, encoding="utf-8")
+    p = run(["check-text", "-", "--index", index, "--report", "r.html", "--max-claims", "2", *scripted],
+            cli_env, tmp_path, stdin=TEXT.encode())
+    assert "Factuality" in p.stdout.decode()
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert "Content-Security-Policy" in page and "script-src" not in page.split("default-src 'none'")[0]
+    assert '<summary class="o-supported">Marie Curie was born in Warsaw.</summary>' in page
+    assert '<summary class="o-ambiguous">He lost it.</summary>' in page
+    assert page.count('class="o-not_checked"') >= 1  # over --max-claims 2: shown, not checked
+    assert "second-longest river in Europe" in page or "Warsaw" in page  # evidence inside the details
+
+
+def test_text_with_no_checkable_claim_is_said_plainly(tmp_path, cli_env, index, scripted):
+    p = run(["check-text", "-", "--index", index, *scripted], cli_env, tmp_path,
+            stdin=b"Hello! How are you today? Thanks a lot.")
+    assert "no checkable claim" in p.stdout.decode() and "Factuality (supported / checked): n/a" in p.stdout.decode()
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"   \n ", "is empty"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00IHDR", "binary"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, cli_env, index, scripted, content, message):
+    (tmp_path / "bad.txt").write_bytes(content)
+    p = run(["check-text", "bad.txt", "--index", index, *scripted], cli_env, tmp_path, check=False)
+    err = p.stderr.decode()
+    assert p.returncode == 2 and err.startswith("veracity: error:") and message in err and err.count("\n") == 1
+
+
+def test_text_over_the_limit_names_the_limit(tmp_path, cli_env, index, scripted):
+    (tmp_path / "big.txt").write_bytes(b"Paris is in France. " * 600_000)  # 12 MB
+    p = run(["check-text", "big.txt", "--index", index, *scripted], cli_env, tmp_path, check=False)
+    assert p.returncode == 2 and "the limit is 10.0 MB" in p.stderr.decode()
+
+
+def test_a_page_that_fails_to_load_is_a_clear_error(tmp_path, cli_env, index, scripted):
+    from web_stub import Reply, WebStub
+
+    stub = WebStub()
+    stub.routes["/gone"] = Reply(404, "not here")
+    stub.routes["/article"] = Reply(200, "<html><head><title>News</title></head><body><article><p>Marie Curie "
+                                         "was born in Warsaw.</p></article></body></html>")
+    try:
+        p = run(["check-text", stub.url("/gone"), "--index", index, "--allow-private-addresses", *scripted],
+                cli_env, tmp_path, check=False)
+        assert p.returncode == 2 and "HTTP 404" in p.stderr.decode()
+        p = run(["check-text", stub.url("/article"), "--index", index, "--allow-private-addresses", "--json",
+                 *scripted], cli_env, tmp_path)
+        out = json.loads(p.stdout)
+        assert out["source"]["kind"] == "url" and out["claims"][0]["text"] == "Marie Curie was born in Warsaw."
+        p = run(["check-text", stub.url("/article"), "--index", index, *scripted], cli_env, tmp_path, check=False)
+        assert p.returncode == 2 and "refused" in p.stderr.decode()  # loopback, without the flag
+    finally:
+        stub.close()
+
+
+def test_pipeline_needs_an_index(tmp_path, cli_env, scripted):
+    (tmp_path / "t.txt").write_text(TEXT)
+    p = run(["check-text", "t.txt", *scripted], cli_env, tmp_path, check=False)
+    assert p.returncode == 2 and "needs an index" in p.stderr.decode()
