@@ -67,6 +67,18 @@ def test_a_pronoun_of_an_earlier_person_is_not_resolved_to_a_newer_topic():
     assert claims["She died in 1852."].status == AMBIGUOUS
 
 
+def test_a_pronoun_after_the_sentences_own_named_subject_means_that_subject():
+    text = ("The Eiffel Tower is a tower in Paris. It was completed in 1889. "
+            "The Colosseum is in Rome, and it was built in AD 80.")
+    claims = by_text(extract_claims(text))
+    assert claims["Eiffel Tower was completed in 1889."].status == CHECKABLE
+    built = next(c for t, c in claims.items() if "built in AD 80" in t)
+    assert built.status == CHECKABLE and "Colosseum" in built.text, built
+    # in a sentence of its own, the same pronoun could still mean either: flagged
+    later = by_text(extract_claims(text.replace(", and it was", ". It was")))
+    assert later["It was built in AD 80."].status == AMBIGUOUS
+
+
 def test_questions_advice_opinions_and_greetings_are_not_checkable():
     text = "Hello! Is Paris in France? You should visit Paris. I think Paris is lovely. Paris is in France."
     ex = extract_claims(text)

@@ -4,7 +4,8 @@ A claim must say on its own what it is about. The rules resolve a third-person p
 that comes before any name in the claim to the most recent named sentence subject (the *topic*: "Lanny
 Flaherty is an actor. He was born in 1949." -> "Lanny Flaherty was born in 1949."), but only when nothing else
 could be meant: no other person-like name as a subject or partner ("met Bill Smith", "with Jane Doe") in this or
-the previous sentence, a pronoun of the topic's gender, and a topic at all. Otherwise the claim is AMBIGUOUS and
+the previous sentence, a pronoun of the topic's gender (unless the topic is this very sentence's subject: "The
+Colosseum is in Rome, and it was built in AD 80" means the Colosseum), and a topic at all. Otherwise the claim is AMBIGUOUS and
 says why, rather than being checked as a guess. "they", first-person "I"/"we", a demonstrative subject ("This
 was ...") and a place adverb "there" ("There she met ...") are never resolved by the rules: they are flagged.
 """
@@ -92,10 +93,12 @@ class Resolver:
         self.gender: str | None = None  # the topic's pronoun class, once a pronoun was resolved to it
         self.previous: list[Name] = []  # competitors of the sentence before
         self.earlier: list[tuple[Name, str]] = []  # earlier topics whose pronoun class is known (most recent last)
+        self.topic_here = False  # the current sentence names the topic as its subject
 
     def sentence(self, start: int, end: int) -> None:
         """Enter a sentence: its named subject becomes the topic; its partner names are competitors."""
         subject = _subject_name(self.source, start, end)
+        self.topic_here = subject is not None  # the topic is this sentence's own subject
         if subject is not None:
             if self.topic is None or not subject.same(self.topic):
                 if self.topic is not None and self.gender is not None:
@@ -139,7 +142,7 @@ class Resolver:
         if self._competitors:
             return Resolution(text, reason=f"'{word}' could mean {self.topic.text} or {self._competitors[0].text}")
         rivals = [n for n, g in self.earlier if g == kind and not n.same(self.topic)]
-        if self.gender is None and rivals:
+        if self.gender is None and rivals and not self.topic_here:
             return Resolution(text, reason=f"'{word}' could mean {self.topic.text} or {rivals[-1].text}")
         if self.gender is not None and kind != self.gender:
             return Resolution(text, reason=f"'{word}' does not refer to {self.topic.text}, and nothing else "
