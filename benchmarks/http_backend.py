@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import re
-import socket
 import statistics
 import subprocess
 import sys
@@ -33,11 +32,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import httpx
 
 from veracity.check import run_check
 from veracity.config import load_config
 from veracity.llm import make_model
+from veracity.llm import llama_server
 from veracity.llm.embedded import default_model_path
 from veracity.registry import get_pipeline
 from veracity.types import Claim
@@ -73,22 +72,11 @@ def medical_index(work: Path):
 
 
 def start_server(threads: int, log: Path) -> tuple[subprocess.Popen, str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    cmd = [sys.executable, "-m", "veracity.llm.llama_server", "--model", str(default_model_path()),
-           "--host", "127.0.0.1", "--port", str(port), "--n_threads", str(threads), *SERVER_FLAGS]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log.open("w"))
-    url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.time() + 180
-    while time.time() < deadline:
-        try:
-            if httpx.get(url + "/models", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.5)
-    proc.kill()
-    sys.exit("the llama-cpp-python server did not start; see " + str(log))
+    try:
+        return llama_server.start_server(str(default_model_path()), ["--n_threads", str(threads), *SERVER_FLAGS],
+                                         stderr=log.open("w"))
+    except RuntimeError as e:
+        sys.exit(f"{e}; see {log}")
 
 
 def evaluated_since(log: Path, offset: int) -> tuple[int, int]:

@@ -11,40 +11,28 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import httpx
 
 from veracity.config import load_config
 from veracity.eval.datasets import load_dataset
 from veracity.eval.runner import run_eval
 from veracity.llm import make_model
+from veracity.llm import llama_server
 from veracity.llm.embedded import default_model_path
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "feverous_s" / "dev_600.json"
 
 
 def start_server(threads: int) -> tuple[subprocess.Popen, str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "veracity.llm.llama_server", "--model", str(default_model_path()),
-                             "--model_alias", "smollm2", "--host", "127.0.0.1", "--port", str(port),
-                             "--n_ctx", "8192", "--n_threads", str(threads)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/v1"
-    for _ in range(600):
-        try:
-            if httpx.get(url + "/models", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    proc.kill()
-    raise SystemExit("llama_cpp.server did not start")
+    try:
+        return llama_server.start_server(str(default_model_path()), ["--model_alias", "smollm2", "--n_ctx", "8192",
+                                                                      "--n_threads", str(threads)], timeout=120)
+    except RuntimeError as e:
+        raise SystemExit(str(e)) from None
 
 
 def main() -> int:

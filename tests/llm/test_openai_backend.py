@@ -5,12 +5,8 @@ OpenAI-compatible server serves the embedded model for the end-to-end check.
 """
 
 import json
-import socket
 import subprocess
-import sys
-import time
 
-import httpx
 import pytest
 
 from veracity.errors import BackendError
@@ -95,24 +91,13 @@ def test_unknown_model_is_a_user_error():
 def llama_server():
     from veracity.llm.embedded import default_model_path
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "veracity.llm.llama_server", "--model", str(default_model_path()),
-                             "--model_alias", "smollm2", "--host", "127.0.0.1", "--port", str(port),
-                             "--n_ctx", "8192", "--n_threads", "2", "--cache", "true"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        try:
-            if httpx.get(url + "/models", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.3)
-    else:
-        proc.kill()
-        pytest.fail("llama_cpp.server did not start")
+    from veracity.llm.llama_server import start_server
+
+    try:
+        proc, url = start_server(str(default_model_path()), ["--model_alias", "smollm2", "--n_ctx", "8192",
+                                                             "--n_threads", "2", "--cache", "true"], timeout=120)
+    except RuntimeError as e:
+        pytest.fail(str(e))
     yield url
     proc.terminate()
     proc.wait(timeout=30)

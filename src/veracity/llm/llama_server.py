@@ -5,15 +5,45 @@
 The same as `python -m llama_cpp.server`, except that the model loads with the settings that
 `llama_guard.decide` found safe on this CPU (on CPUs with AMX, llama.cpp's AMX kernels can kill
 the server at its first request). VERACITY_LLAMA_EXTRA_BUFFERS=on|off overrides the decision.
+`start_server` runs it on a free loopback port for benchmarks and tests.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import socket
+import subprocess
 import sys
+import time
+from typing import IO
 
 from .llama_guard import decide, set_extra_buffers_for_process
+
+
+def start_server(model: str, args: list[str], *, stderr: "IO | int | None" = subprocess.DEVNULL,
+                 timeout: float = 180.0) -> tuple[subprocess.Popen, str]:
+    """This server for `model` on a free port of 127.0.0.1 with llama_cpp.server's `args` (e.g. --n_threads 2),
+    once it answers: (the process, its /v1 URL). A server that does not answer within `timeout` seconds is
+    killed and raises RuntimeError."""
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "veracity.llm.llama_server", "--model", model,
+                             "--host", "127.0.0.1", "--port", str(port), *args],
+                            stdout=subprocess.DEVNULL, stderr=stderr)
+    url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            if httpx.get(url + "/models", timeout=1).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            time.sleep(0.3)
+    proc.kill()
+    raise RuntimeError(f"the llama-cpp-python server for {model} did not start within {timeout:.0f} s")
 
 
 def main(argv: list[str] | None = None) -> None:
