@@ -101,7 +101,8 @@ def kinds(items):
 # -- every system's real steps in, view items out -------------------------------------------------------------
 
 def test_qacheck_steps_fold_into_question_cards(index):
-    result, _ = run("qacheck-retriever-reader", QACHECK_RULES, QACHECK_CLAIM, index)
+    # a duplicate then a rejected question: two in a row, which would stop the loop by default
+    result, _ = run("qacheck-retriever-reader", QACHECK_RULES, QACHECK_CLAIM, index, **{"qacheck.max_rejected": 0})
     items = view_items(result.trace)
     assert kinds(items) == ["qa", "parse_failure", "verifier", "qa", "verifier", "qa", "verifier", "stop",
                             "reasoning"]

@@ -49,6 +49,9 @@ class QACheckConfig:
     verifier: bool = True
     validator: bool = True
     top_k: int = 3  # passages the retriever-reader reads
+    # Stop asking after this many questions in a row that the validator rejected or that repeated an earlier one
+    # (0: no limit, only max_iterations): the reasoner then decides from the pairs kept so far.
+    max_rejected: int = 2
 
     def validate(self) -> None:
         if self.qa not in QA_MODES:
@@ -57,6 +60,8 @@ class QACheckConfig:
             raise ConfigError(f"qacheck.max_iterations must be between 1 and 20, not {self.max_iterations}")
         if not 1 <= self.top_k <= 20:
             raise ConfigError(f"qacheck.top_k must be between 1 and 20, not {self.top_k}")
+        if not 0 <= self.max_rejected <= 20:
+            raise ConfigError(f"qacheck.max_rejected must be between 0 (no limit) and 20, not {self.max_rejected}")
 
 
 LEAF_UNITS = ("sentences", "claims")

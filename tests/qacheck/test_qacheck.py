@@ -96,6 +96,33 @@ def test_validator_discards_and_question_is_resampled():
     assert q_calls[0].temperature == 0.0 and q_calls[1].temperature > 0  # greedy would repeat the rejected question
 
 
+@pytest.mark.parametrize("max_rejected, asked, reason", [(2, 2, "rejected"), (3, 3, "rejected"),
+                                                         (0, 5, "max_iterations")])
+def test_questions_rejected_in_a_row_stop_the_loop(max_rejected, asked, reason):
+    """A validator that rejects every pair: the loop stops after `max_rejected` rejections in a row (0: it asks
+    until max_iterations), and the reasoner decides from the empty context without more model calls."""
+    rules = [(VALIDATOR, " No"), (FIRST_Q, [f" Question {i} of many?" for i in range(1, 6)])]
+    rules += [r for r in BASE_RULES if r[0] not in (VALIDATOR, FIRST_Q)]
+    result, backend = run(rules, **{"qacheck.max_rejected": max_rejected})
+    assert result.verdict.steps == []
+    assert sum(bool(re.search(VALIDATOR, c.messages[-1][1])) for c in backend.calls) == asked
+    done = [s for s in result.trace if s["stage"] == "context_done"][0]
+    assert done["reason"] == reason and done["depth"] == 0
+    assert not any(re.search(VERIFIER, c.messages[-1][1]) for c in backend.calls)  # nothing to judge: never asked
+    assert result.usage["total"]["calls"] == 4 * asked + 2
+
+
+def test_a_kept_pair_resets_the_rejection_count():
+    rules = [(VALIDATOR, [" No", " Yes", " No", " Yes"]), (VERIFIER, "No, we cannot know."),
+             (FIRST_Q, [" Who wrote Kestrel Bay?", " Who wrote the novel Kestrel Bay?"]),
+             (FOLLOW_Q, [" Where was Mara Lind born?", " Where is the Orrin Bridge?"])]
+    rules += [r for r in BASE_RULES if r[0] not in (VALIDATOR, VERIFIER, FIRST_Q, FOLLOW_Q)]
+    result, _ = run(rules, **{"qacheck.max_rejected": 2, "qacheck.max_iterations": 4})
+    assert [s["useful"] for s in result.trace if s["stage"] == "validator"] == [False, True, False, True]
+    assert len(result.verdict.steps) == 2
+    assert [s for s in result.trace if s["stage"] == "context_done"][0]["reason"] == "max_iterations"
+
+
 def test_no_validator_ablation_keeps_every_pair_and_iteration_limit_holds():
     rules = [(VERIFIER, "No, we cannot know."), (FIRST_Q, " Who wrote Kestrel Bay?"),
              (FOLLOW_Q, lambda req: f" Question number {req.messages[-1][1].count('Answer ')} about it?"),
@@ -222,6 +249,8 @@ def test_the_evidence_verifier_decides_the_reasoners_label_in_evidence_settings_
     assert [(s["enough"], s["by"]) for s in enough] == [(True, "evidence_verifier")]
     assert step[0]["confidence"] >= cfg.verifier.uncertain_below
     assert not [c for c in backend.calls if re.search(VERIFIER, c.messages[-1][1])]
+    # the reasoner reuses the reading that stopped the loop: the same evidence is verified once, one step shown
+    assert len(step) == 1
     without = run_check(Claim(claim), get_pipeline("qacheck-no-evidence-verifier", config(
         **{"verifier.use": "on", "qacheck.qa": "retriever-reader"})), Model(ScriptedBackend(rules)), cfg,
         retriever=_bridge_index().retriever("bm25"))

@@ -40,6 +40,7 @@ class QACheck(Pipeline):
         self.use_validator = c.validator if validator is None else validator
         self.use_verifier = c.verifier if verifier is None else verifier
         self.max_iterations = max_iterations or c.max_iterations
+        self.max_rejected = c.max_rejected
         self.use_evidence_verifier = evidence_verifier
         self.qa: QAModule = QA_MODULES[self.qa_name](config.prompts_dir, c.top_k)
         pd = config.prompts_dir
@@ -56,10 +57,10 @@ class QACheck(Pipeline):
     # -- the five modules (each call's prompt spec is in prompts.py; a parse failure goes to `failures`) ------
 
     def claim_verifier(self, claim: Claim, context: list[QAStep], ctx: Context,
-                       failures: list[str] | None = None) -> bool:
+                       failures: list[str] | None = None, decisions: dict | None = None) -> bool:
         """D(c, C): is the context enough? In evidence settings, when the trained verifier reads the evidence so far
         as decisive with a confidence of at least verifier.uncertain_below, it is, and the model is not asked."""
-        d = self._evidence_decision(claim, context, ctx)
+        d = self._evidence_decision(claim, context, ctx, decisions)
         if d is not None and d.decisive and d.confidence >= ctx.config.verifier.uncertain_below:
             ctx.tracer.emit("verifier", depth=len(context), enough=True, confidence=d.confidence,
                             by="evidence_verifier")
@@ -88,13 +89,13 @@ class QACheck(Pipeline):
         return useful
 
     def reasoner(self, claim: Claim, context: list[QAStep], ctx: Context,
-                 failures: list[str] | None = None) -> Verdict:
+                 failures: list[str] | None = None, decisions: dict | None = None) -> Verdict:
         """R(c, C): the model's rationale and label; in evidence settings the trained verifier's reading of the
         retrieved evidence decides when it is decisive, and the rationale says so when the model concluded
         otherwise (verifier.use; ablation `qacheck-no-evidence-verifier`)."""
         verdict = reason_then_label(ctx, self.p_reasoner, self.p_reasoner_label,
                                     failures=[] if failures is None else failures, CONTEXTS=context, CLAIM=claim.text)
-        d = self._evidence_decision(claim, context, ctx)
+        d = self._evidence_decision(claim, context, ctx, decisions)
         if d is None or not d.decisive:
             return verdict
         if d.label != verdict.label:
@@ -103,15 +104,23 @@ class QACheck(Pipeline):
         verdict.label, verdict.confidence = d.label, d.confidence
         return verdict
 
-    def _evidence_decision(self, claim: Claim, context: list[QAStep], ctx: Context) -> "EvidenceDecision | None":
+    def _evidence_decision(self, claim: Claim, context: list[QAStep], ctx: Context,
+                           decisions: dict | None = None) -> "EvidenceDecision | None":
         """The trained verifier's reading of the evidence retrieved so far (an `evidence_verifier` step), or None
-        when it is off (verifier.use, or this ablation) or there is no real evidence (closed-book, recited)."""
-        if not (self.use_evidence_verifier and verifier_enabled(ctx.config.verifier, ctx.model.model_id)):
-            return None
-        passages = self._retrieved(claim, context, ctx)
-        if not passages:
-            return None
-        return check_evidence(ctx.config.verifier, ctx.tracer, claim.text, passages, ctx.labels or self.labels)
+        when it is off (verifier.use, or this ablation) or there is no real evidence (closed-book, recited).
+
+        `decisions` (one check's, keyed by the context's length: the context only grows) keeps each reading, so the
+        reasoner reuses the one that stopped the loop instead of verifying the same evidence again."""
+        if decisions is not None and len(context) in decisions:
+            return decisions[len(context)]
+        d = None
+        if self.use_evidence_verifier and verifier_enabled(ctx.config.verifier, ctx.model.model_id):
+            passages = self._retrieved(claim, context, ctx)
+            if passages:
+                d = check_evidence(ctx.config.verifier, ctx.tracer, claim.text, passages, ctx.labels or self.labels)
+        if decisions is not None:
+            decisions[len(context)] = d
+        return d
 
     def _retrieved(self, claim: Claim, context: list[QAStep], ctx: Context) -> list:
         """Evidence from the index: the passages the questions retrieved, and the claim's own top passages."""
@@ -128,14 +137,18 @@ class QACheck(Pipeline):
         context: list[QAStep] = []
         failures: list[str] = []  # every parse failure of the check, in order (also in the trace)
         asked: set[str] = set()
-        rejected_last = False
+        rejected = 0  # questions in a row rejected by the validator or repeated
+        decisions: dict = {}  # the trained verifier's readings of the evidence, by context length
         stop_reason = "max_iterations"
         for attempt in range(self.max_iterations):
+            if self.max_rejected and rejected >= self.max_rejected:
+                stop_reason = "rejected"
+                break
             # With an empty context there is nothing to judge yet: the first question is always asked.
-            if context and self.use_verifier and self.claim_verifier(claim, context, ctx, failures):
+            if context and self.use_verifier and self.claim_verifier(claim, context, ctx, failures, decisions):
                 stop_reason = "verifier"
                 break
-            question = self.question_generator(claim, context, ctx, attempt, resample=rejected_last,
+            question = self.question_generator(claim, context, ctx, attempt, resample=rejected > 0,
                                                failures=failures)
             if question is None:
                 stop_reason = "no_question"
@@ -143,7 +156,7 @@ class QACheck(Pipeline):
             depth = len(context) + 1
             if _norm(question) in asked:
                 ctx.tracer.emit("question", depth=depth, question=question, duplicate=True)
-                rejected_last = True
+                rejected += 1
                 continue
             asked.add(_norm(question))
             ctx.tracer.emit("question", depth=depth, question=question)
@@ -153,11 +166,13 @@ class QACheck(Pipeline):
                             evidence=[e.to_dict() for e in evidence])
             if self.use_validator:
                 step.useful = self.validator(claim, step, context, ctx, failures)
-            rejected_last = step.useful is False
-            if not rejected_last:
+            if step.useful is False:
+                rejected += 1
+            else:
+                rejected = 0
                 context.append(step)
         ctx.tracer.emit("context_done", depth=len(context), reason=stop_reason)
-        verdict = self.reasoner(claim, context, ctx, failures)
+        verdict = self.reasoner(claim, context, ctx, failures, decisions)
         verdict.steps = context
         return verdict
 

@@ -16,6 +16,7 @@ STOP_REASONS = {
     "verifier": "the verifier judged the answers enough to decide",
     "max_iterations": "the most questions allowed were asked",
     "no_question": "no further question came",
+    "rejected": "the last questions asked added nothing useful (qacheck.max_rejected)",
 }
 
 
