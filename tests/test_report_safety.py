@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from conftest import CHROMIUM_ARGS, SERVER_RULES, veracity_cmd, write_rules
 from veracity.check import CheckResult
-from veracity.report import _md_code, _md_text, _md_url, markdown_to_html, own_images, to_html, to_markdown
+from veracity.report import _md_code, md_text, _md_url, markdown_to_html, own_images, to_html, to_markdown
 from veracity.server import reports as server_reports
 from veracity.types import Claim, Verdict
 
@@ -274,7 +274,7 @@ def test_cli_report_does_not_embed_a_file_named_by_the_model(tmp_path, cli_env):
     assert f"Tallinn ![y]({secret}) <script>alert(1)</script>" in doc.text
     md = tmp_path / "r.md"
     assert run_cli(["check", "--model", model, "--report", str(md), CLAIM], cli_env).returncode == 0
-    assert _md_text(f"Tallinn ![y]({secret}) <script>alert(1)</script>") in md.read_text()
+    assert md_text(f"Tallinn ![y]({secret}) <script>alert(1)</script>") in md.read_text()
 
 
 def test_cli_report_does_not_embed_a_file_named_by_an_index_document(tmp_path, cli_env):
@@ -444,7 +444,7 @@ def test_any_text_in_any_field_renders_safely_and_literally(images, data):
 @PROPS
 @given(text=st.one_of(st.text(), st.text(alphabet=MD_CHARS)))
 def test_escaped_text_renders_as_exactly_itself(text):
-    for md, tag in ((_md_text(text), None), (_md_code(text), "code")):
+    for md, tag in ((md_text(text), None), (_md_code(text), "code")):
         body = markdown_to_html(md, "t").split("<body>\n", 1)[1].removesuffix("</body></html>\n")
         if not words(text):
             continue
@@ -458,7 +458,7 @@ def test_escaped_text_renders_as_exactly_itself(text):
 @given(tail=st.text(max_size=40), scheme=st.sampled_from(["http://", "https://", "HTTPS://"]))
 def test_http_urls_stay_one_link_with_their_text(tail, scheme):
     url = scheme + "e.example/" + tail
-    md = f"[{_md_text('label')}]({_md_url(url)}) after"
+    md = f"[{md_text('label')}]({_md_url(url)}) after"
     doc = Page(markdown_to_html(md, "t"))
     assert len(doc.hrefs()) == 1 and doc.hrefs()[0].lower().startswith(scheme.lower())
     assert "label after" in doc.text

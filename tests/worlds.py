@@ -157,3 +157,31 @@ def jpeg_bytes(size=(40, 40), color="orange") -> bytes:
     buf = io.BytesIO()
     Image.new("RGB", size, color).save(buf, "JPEG")
     return buf.getvalue()
+
+
+# ------------------------------------------------------------------------------------ text check: a short article
+
+TEXT_DOCS = [
+    Document(id="curie", title="Marie Curie",
+             text="Marie Curie was a Polish and naturalised-French physicist and chemist. She was born in Warsaw. "
+                  "She won the Nobel Prize in Physics in 1903."),
+    Document(id="danube", title="Danube",
+             text="The Danube is the second-longest river in Europe. It flows through Vienna, Bratislava, Budapest "
+                  "and Belgrade."),
+]
+
+# five sentences: two claims the index supports, a question (not checkable), one the index contradicts, and a
+# pronoun nothing resolves (ambiguous)
+ARTICLE = ("Marie Curie was born in Warsaw. She won the Nobel Prize in Physics in 1903. Do you like rivers? "
+           "The Danube is the longest river in Asia. He lost it.")
+BORN = "Marie Curie was born in Warsaw."
+NOBEL = "Marie Curie won the Nobel Prize in Physics in 1903."
+DANUBE = "The Danube is the longest river in Asia."
+
+_GIVEN = r"\nGiven the evidence, is this claim true or false\?\nAnswer:$"
+# the direct baseline over the index (its evidence prompt): one decision per claim
+TEXT_RULES = {"rules": [
+    {"match": "Claim = " + re.escape(BORN) + _GIVEN, "reply": " True"},
+    {"match": "Claim = " + re.escape(NOBEL) + _GIVEN, "reply": " True"},
+    {"match": "Claim = " + re.escape(DANUBE) + _GIVEN, "reply": " False"},
+]}

@@ -21,10 +21,10 @@ if TYPE_CHECKING:
     from .defame.record import Record
 
 # Markdown safety. Every piece of text a model, a web page, an index document or a user wrote (claim, question,
-# answer, evidence, titles, summaries, reasoning, notes, errors) enters the Markdown through `_md_text` (or
+# answer, evidence, titles, summaries, reasoning, notes, errors) enters the Markdown through `md_text` (or
 # `_md_code`), which escapes it so that it renders as literal text: no link, image, HTML, heading, list, code
 # or emphasis can come from it. Links and images come only from veracity's own structure: links through
-# `_md_link` (http(s) URLs only), images through `_image_md`, and the HTML page embeds only the local images in
+# `md_link` (http(s) URLs only), images through `_image_md`, and the HTML page embeds only the local images in
 # the allow-list built from the result's own image fields (`own_images`); `markdown_to_html` renders no raw
 # HTML and drops any other link or image target.
 
@@ -35,7 +35,7 @@ _NOT_A_PATH = re.compile(r"(?i)\s*(data|javascript|vbscript|mailto|about|blob):"
 _URL_SAFE = "!#$%&'*+,/:;=?@[]~"  # kept as they are in a link's URL (with letters, digits and -._)
 
 
-def _md_text(text: Any) -> str:
+def md_text(text: Any) -> str:
     """Untrusted text placed in Markdown: one line that renders as exactly its words (markup escaped)."""
     text = " ".join(str(text).split())
     text = _MD_ESCAPE.sub(r"\\\1", text)
@@ -44,7 +44,7 @@ def _md_text(text: Any) -> str:
 
 def _md_strong(text: Any) -> str:
     """Untrusted text in bold (a label); an empty one as *(none)* (`****` would be a horizontal rule)."""
-    text = _md_text(text)
+    text = md_text(text)
     return f"**{text}**" if text else "*(none)*"
 
 
@@ -67,14 +67,14 @@ def _md_url(url: Any) -> str | None:
     return quote(url, safe=_URL_SAFE, errors="replace").replace("&", "\\&")  # `&`: no entity decoded
 
 
-def _md_link(text: Any, url: Any) -> str:
+def md_link(text: Any, url: Any) -> str:
     """A link to a source: escaped text, linked when `url` is http(s)."""
     dest = _md_url(url)
-    label = _md_text(text) or _md_text(url) or "source"
+    label = md_text(text) or md_text(url) or "source"
     return f"[{label}]({dest})" if dest else label
 
 
-def _evidence_lines(evidence: list[dict[str, Any]], width: int | None = None, markdown: bool = False) -> list[str]:
+def evidence_lines(evidence: list[dict[str, Any]], width: int | None = None, markdown: bool = False) -> list[str]:
     """Evidence as lines: for the terminal (`width` cuts long text), or `markdown` (escaped, linked)."""
     out = []
     for e in evidence:
@@ -83,11 +83,11 @@ def _evidence_lines(evidence: list[dict[str, Any]], width: int | None = None, ma
             text = text[: width - 1] + "…"
         src = e.get("source") or "evidence"
         if markdown:
-            text = _md_text(text)
+            text = md_text(text)
             if e.get("url"):
-                src = _md_link(src, e["url"])
+                src = md_link(src, e["url"])
             else:
-                src = _md_text(src) + (f" ({_md_text(e['doc_id'])})" if e.get("doc_id") else "")
+                src = md_text(src) + (f" ({md_text(e['doc_id'])})" if e.get("doc_id") else "")
         elif e.get("url"):
             src = f"[{src}]({e['url']})"
         elif e.get("doc_id"):
@@ -159,7 +159,7 @@ ImageLink = Callable[[str], "str | None"]
 def _image_md(src: str, alt: str, image_url: ImageLink | None = None) -> str:
     """An image in Markdown: a remote one by its URL, a local one by its absolute path (or the URL `image_url`
     gives for that path), anything else as text."""
-    alt_md = _md_text(alt) or "image"
+    alt_md = md_text(alt) or "image"
     src = str(src).strip()
     dest = _md_url(src)
     if dest:
@@ -168,7 +168,7 @@ def _image_md(src: str, alt: str, image_url: ImageLink | None = None) -> str:
         return f"*{alt_md}: inline image*"
     path = _local_path(src)
     if path is None:
-        return f"*{alt_md}: {_md_text(src)}*"
+        return f"*{alt_md}: {md_text(src)}*"
     if image_url is not None:
         dest = _md_url(image_url(path) or "")
         if dest:
@@ -188,9 +188,9 @@ def _record_sections(record: "Record", result: CheckResult, image_url: ImageLink
     evidence of each tool run, the reasoning and the judgement, then the justification."""
     from .defame.steps import Develop, Judge, Plan, ToolRun
 
-    lines: list[str] = ["## Claim", "", f"> {_md_text(result.claim.text)}", ""]
+    lines: list[str] = ["## Claim", "", f"> {md_text(result.claim.text)}", ""]
     if result.claim.date:
-        lines += [f"Claim date: {_md_text(result.claim.date)}", ""]
+        lines += [f"Claim date: {md_text(result.claim.date)}", ""]
     if record.images is not None:
         for ref, src in zip(record.images.refs, record.images.sources):
             lines += [_image_md(src, ref, image_url), ""]
@@ -199,7 +199,7 @@ def _record_sections(record: "Record", result: CheckResult, image_url: ImageLink
                       "(reverse search, metadata, geolocation) stand in for them.*", ""]
     rounds = [r for r in record.rounds if r.plan is not None or r.judgements]
     for rnd in rounds:
-        lines += [f"## Round {_md_text(rnd.number)}", ""]
+        lines += [f"## Round {md_text(rnd.number)}", ""]
         for s in rnd.steps:
             if isinstance(s, Plan):
                 lines += ["### Plan", ""]
@@ -212,48 +212,48 @@ def _record_sections(record: "Record", result: CheckResult, image_url: ImageLink
                 if s.static:
                     lines.append("- *(static actions: every tool once, no planning)*")
                 if s.note:
-                    lines.append(f"- *{_md_text(s.note)}*")
+                    lines.append(f"- *{md_text(s.note)}*")
                 if rnd is rounds[0]:  # the same every round: said once
                     for name, why in (s.unavailable or {}).items():
-                        lines.append(f"- *{_md_text(name)} unavailable: {_md_text(why)}*")
+                        lines.append(f"- *{md_text(name)} unavailable: {md_text(why)}*")
                 lines += [""]
             elif isinstance(s, ToolRun):
                 lines += [f"### Evidence from {_md_code(s.action)}", ""]
                 if s.error:
-                    lines += [f"- **failed:** {_md_text(s.error)}"]
-                lines += [f"- *{_md_text(note)}*" for note in s.notes or []]
+                    lines += [f"- **failed:** {md_text(s.error)}"]
+                lines += [f"- *{md_text(note)}*" for note in s.notes or []]
                 if not s.results and not s.error:
                     lines.append("- no results")
                 for sm in rnd.summaries:
                     if sm.action != s.action:
                         continue
-                    where = _md_link(sm.source or sm.url or "source", sm.url)
-                    when = f" ({_md_text(sm.date)})" if sm.date else ""
+                    where = md_link(sm.source or sm.url or "source", sm.url)
+                    when = f" ({md_text(sm.date)})" if sm.date else ""
                     if sm.summary:
-                        lines.append(f"- {where}{when}: {_md_text(sm.summary)}")
+                        lines.append(f"- {where}{when}: {md_text(sm.summary)}")
                         lines += [f"  {_image_md(img, 'evidence image', image_url)}" for img in (sm.images or [])[:2]]
                     else:
                         lines.append(f"- {where}{when}: *not relevant (summarizer said NONE)*")
                 lines += [""]
             elif isinstance(s, Develop):
-                lines += ["### Reasoning", "", _md_text(s.text) or "*(empty)*", ""]
+                lines += ["### Reasoning", "", md_text(s.text) or "*(empty)*", ""]
             elif isinstance(s, Judge):
                 conf = f" (confidence {s.confidence:.2f})" if s.confidence is not None else ""
                 lines += ["### Judgement", "", f"{_md_strong(s.label)}{conf}"]
                 if s.findings:
-                    lines += ["", f"Key findings: {_md_text(s.findings)}"]
+                    lines += ["", f"Key findings: {md_text(s.findings)}"]
                 if s.verifier:
                     lines += ["", "Trained verifier, per finding (supported / refuted / not enough information):", ""]
-                    lines += [f"- {_md_text(str(v.get('source', '')))}: {v.get('supported', 0):.2f} / "
+                    lines += [f"- {md_text(str(v.get('source', '')))}: {v.get('supported', 0):.2f} / "
                               f"{v.get('refuted', 0):.2f} / {v.get('nei', 0):.2f}" for v in s.verifier]
                     if s.decided_by == "verifier":
                         lines += ["", "*The label is the verifier's: the evidence was decisive.*"]
                 lines += [""]
     if record.justification is not None:
         j = record.justification
-        lines += ["## Justification", "", _md_text(j.text) or "*(empty)*", ""]
+        lines += ["## Justification", "", md_text(j.text) or "*(empty)*", ""]
         if j.sources:
-            lines += ["Sources: " + ", ".join(_md_link(x, x) for x in dict.fromkeys(map(str, j.sources))), ""]
+            lines += ["Sources: " + ", ".join(md_link(x, x) for x in dict.fromkeys(map(str, j.sources))), ""]
     return lines
 
 
@@ -263,10 +263,10 @@ def to_markdown(result: CheckResult, image_url: ImageLink | None = None) -> str:
     v = result.verdict
     conf = (f" (confidence {v.confidence:.2f}{', uncertain' if getattr(v, 'uncertain', False) else ''})"
             if v.confidence is not None else "")
-    lines = [f"# Fact-check: {_md_text(result.claim.text)}", "",
-             f"- **Verdict:** {_md_text(v.label)}{conf}",
-             f"- **Pipeline:** {_md_text(result.pipeline)}", f"- **Model:** {_md_text(result.model)}",
-             f"- **Usage:** {_md_text(usage_line(result))}", ""]
+    lines = [f"# Fact-check: {md_text(result.claim.text)}", "",
+             f"- **Verdict:** {md_text(v.label)}{conf}",
+             f"- **Pipeline:** {md_text(result.pipeline)}", f"- **Model:** {md_text(result.model)}",
+             f"- **Usage:** {md_text(usage_line(result))}", ""]
     record = defame_record(result)
     if record is not None:
         lines += _record_sections(record, result, image_url)
@@ -275,22 +275,22 @@ def to_markdown(result: CheckResult, image_url: ImageLink | None = None) -> str:
         lines += ["## Reasoning steps", ""]
         for it in answered:
             note = "" if it["useful"] is not False else " *(discarded by the validator)*"
-            lines += [f"### Step {_md_text(it['depth'])}: {_md_text(it['question'])}{note}", "",
-                      f"**Answer:** {_md_text(it['answer'])}", ""]
-            ev = _evidence_lines(it["evidence"] or [], markdown=True)
+            lines += [f"### Step {md_text(it['depth'])}: {md_text(it['question'])}{note}", "",
+                      f"**Answer:** {md_text(it['answer'])}", ""]
+            ev = evidence_lines(it["evidence"] or [], markdown=True)
             if ev:
                 lines += ["**Evidence:**", ""] + [f"> {e}" for e in ev] + [""]
     lines += ["## Prediction with rationale", "", _md_strong(v.label), ""]
     if v.rationale and record is None:  # DEFAME's rationale is the justification, shown above
-        lines += [_md_text(v.rationale), ""]
+        lines += [md_text(v.rationale), ""]
     if v.parse_failures:
-        lines += ["## What the model got wrong", ""] + [f"- {_md_text(p)}" for p in v.parse_failures] + [""]
+        lines += ["## What the model got wrong", ""] + [f"- {md_text(p)}" for p in v.parse_failures] + [""]
     by_stage = result.usage.get("by_stage", {})
     if by_stage:
         lines += ["## Usage by stage", "", "| stage | calls | prompt tokens | completion tokens | seconds |",
                   "|---|---:|---:|---:|---:|"]
         for stage, u in by_stage.items():
-            lines.append(f"| {_md_text(stage)} | {u['calls']} | {u['prompt_tokens']} | {u['completion_tokens']} | "
+            lines.append(f"| {md_text(stage)} | {u['calls']} | {u['prompt_tokens']} | {u['completion_tokens']} | "
                          f"{u['seconds']:.2f} |")
         lines.append("")
     return "\n".join(lines)
@@ -335,7 +335,7 @@ def item_lines(item: ViewItem) -> list[str]:
         out = [f"\n[{item['depth']}] Q: {item['question']}{dup}"]
         if item.get("answer") is not None:
             out.append("\n".join([f"    A: {item['answer']}"] + [
-                f"    evidence: {e}" for e in _evidence_lines(item.get("evidence") or [], width=200)]))
+                f"    evidence: {e}" for e in evidence_lines(item.get("evidence") or [], width=200)]))
         if item.get("useful") is not None:
             out.append("    validator: " + ("useful, kept" if item["useful"] else "not useful, discarded"))
         return out

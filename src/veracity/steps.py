@@ -26,7 +26,8 @@ these items; none of them folds steps on its own.
 
 Item kinds: qa, verifier, stop, reasoning, parse_failure (QACheck and the baselines); images, plan, action,
 summary, develop, judge, justify (DEFAME); leaf, leaf_score, leaf_note, and the generic mc_answer, fc_rag_round,
-fc_rag_done, leaf_samples, leaf_final (LEAF); retrieval (passages retrieved outside a question card); other.
+fc_rag_done, leaf_samples, leaf_final (LEAF); text_source, text_mark, text_claim, text_summary (a checked text,
+textcheck/steps.py); retrieval (passages retrieved outside a question card); other.
 """
 
 from __future__ import annotations

@@ -119,3 +119,20 @@ def test_pipeline_needs_an_index(tmp_path, cli_env, scripted):
     (tmp_path / "t.txt").write_text(TEXT)
     p = run(["check-text", "t.txt", *scripted], cli_env, tmp_path, check=False)
     assert p.returncode == 2 and "needs an index" in p.stderr.decode()
+
+
+def test_the_verifier_pipeline_never_loads_the_language_model(tmp_path, cli_env, index):
+    """The verifier decides without an LLM and the rules split the text: an in-process model that cannot even
+    load is never loaded (it would fail the run if it were)."""
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\x00" * 64)  # a GGUF header and nothing a loader could use
+    (tmp_path / "t.txt").write_text("Marie Curie was born in Warsaw.", encoding="utf-8")
+    p = run(["check-text", "t.txt", "--index", index, "--json", "--no-cache", "--no-progress",
+             "--model", f"gguf:{broken}"], cli_env, tmp_path)
+    out = json.loads(p.stdout)
+    assert out["model"] == "gguf:broken.gguf" and out["claims"][0]["outcome"] == "supported"
+    # the same model where the text needs it (claims split by the model): the load fails, plainly
+    p = run(["check-text", "t.txt", "--index", index, "--no-cache", "--no-progress", "--extract", "model",
+             "--model", f"gguf:{broken}"], cli_env, tmp_path, check=False)
+    err = p.stderr.decode()
+    assert p.returncode != 0 and "broken.gguf" in err and "Traceback" not in err

@@ -19,6 +19,7 @@ from ..inputs import MAX_TEXT_BYTES, clean_text_input
 from ..reading import read_limited
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
+TEXT_FILE_TYPES = (".txt", ".md", ".html", ".htm", ".pdf")  # what a front end offers to upload
 
 
 @dataclass

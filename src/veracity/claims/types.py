@@ -37,6 +37,14 @@ class ExtractedClaim:
         return {"id": self.id, "text": self.text, "spans": [list(s) for s in self.spans], "sentence": self.sentence,
                 "context": [list(s) for s in self.context], "method": self.method, "status": self.status, "reason": self.reason}
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "ExtractedClaim":
+        """A claim as `to_dict` wrote it (a stored run's)."""
+        return cls(text=str(d.get("text", "")), spans=[(int(s), int(e)) for s, e in d.get("spans") or []],
+                   sentence=int(d.get("sentence") or 0), method=str(d.get("method") or RULES),
+                   status=str(d.get("status") or CHECKABLE), reason=str(d.get("reason") or ""),
+                   id=int(d.get("id") or 0), context=[(int(s), int(e)) for s, e in d.get("context") or []])
+
 
 @dataclass
 class Extraction:

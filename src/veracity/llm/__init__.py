@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..config import Config
 
 __all__ = ["Backend", "Choice", "Completion", "CompletionRequest", "Model", "RunModel", "ResponseCache",
-           "Usage", "UsageMeter", "fewshot", "make_backend", "make_model"]
+           "Usage", "UsageMeter", "fewshot", "in_process_model_id", "make_backend", "make_model"]
 
 _EMBEDDED: dict[tuple, Backend] = {}  # one loaded copy per (path, n_ctx, threads) per process
 
@@ -38,11 +38,7 @@ def make_backend(config: "Config") -> Backend:
     if spec == "embedded" or spec.startswith("gguf:"):
         from .embedded import EmbeddedBackend
 
-        path = None
-        if spec.startswith("gguf:"):
-            path = Path(spec.split(":", 1)[1]).expanduser()
-            if not path.is_file():
-                raise UserError(f"GGUF model file not found: {path}")
+        path = _gguf_path(spec)
         key = (str(path), config.n_ctx, config.n_threads, config.seed, config.keep_states,
                config.llama_extra_buffers)
         if key not in _EMBEDDED:
@@ -53,9 +49,7 @@ def make_backend(config: "Config") -> Backend:
     if spec.startswith("hf:"):  # a Hugging Face model folder (e.g. from `veracity selftrain train`)
         from .transformers_local import TransformersBackend
 
-        folder = Path(spec.split(":", 1)[1]).expanduser()
-        if not folder.is_dir():
-            raise UserError(f"Hugging Face model folder not found: {folder}")
+        folder = _hf_folder(spec)
         key = ("hf", str(folder.resolve()), config.n_threads, config.seed)
         if key not in _EMBEDDED:
             _EMBEDDED[key] = TransformersBackend(folder, n_threads=config.n_threads, seed=config.seed,
@@ -73,8 +67,47 @@ def make_backend(config: "Config") -> Backend:
                          caps_path=Path(config.cache_path).with_name("http_capabilities.json"))
 
 
-def make_model(config: "Config", *, use_cache: bool | None = None) -> Model:
+def _gguf_path(spec: str) -> Path | None:
+    """The GGUF file of a gguf:PATH spec (None: the embedded model's own)."""
+    if not spec.startswith("gguf:"):
+        return None
+    path = Path(spec.split(":", 1)[1]).expanduser()
+    if not path.is_file():
+        raise UserError(f"GGUF model file not found: {path}")
+    return path
+
+
+def _hf_folder(spec: str) -> Path:
+    folder = Path(spec.split(":", 1)[1]).expanduser()
+    if not folder.is_dir():
+        raise UserError(f"Hugging Face model folder not found: {folder}")
+    return folder
+
+
+def in_process_model_id(config: "Config") -> str | None:
+    """The model id an in-process model (embedded, gguf:, hf:) will have once loaded, found without loading it;
+    None for the other specs (cheap to build: a server's address, a rules file)."""
+    spec = config.model.strip()
+    if spec == "embedded" or spec.startswith("gguf:"):
+        from .embedded import default_model_path, gguf_model_id
+
+        return gguf_model_id(_gguf_path(spec) or default_model_path())
+    if spec.startswith("hf:"):
+        from .transformers_local import hf_model_id
+
+        return hf_model_id(_hf_folder(spec))
+    return None
+
+
+def make_model(config: "Config", *, use_cache: bool | None = None, lazy: bool = False) -> Model:
+    """The configured model. `lazy`: an in-process model is loaded on its first call, not now (for runs that
+    may not call it at all); a spec that names no model file still fails here."""
     cache = None
     if config.cache if use_cache is None else use_cache:
         cache = ResponseCache(config.cache_path)
+    model_id = in_process_model_id(config) if lazy else None
+    if model_id is not None:
+        from .lazy import LazyBackend
+
+        return Model(LazyBackend(lambda: make_backend(config), model_id), cache)
     return Model(make_backend(config), cache)

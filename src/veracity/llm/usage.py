@@ -47,6 +47,12 @@ class UsageMeter:
             u.seconds += 0.0 if cached else seconds
             u.cost += 0.0 if cached else cost
 
+    def add(self, usage: dict[str, Any]) -> None:
+        """Add another run's usage (`to_dict()`), stage by stage: a text's checks summed on the text's meter."""
+        with self._lock:
+            for stage, d in (usage.get("by_stage") or {}).items():
+                self.by_stage.setdefault(stage, Usage()).add(Usage(**d))
+
     @property
     def total(self) -> Usage:
         t = Usage()

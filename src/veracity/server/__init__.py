@@ -2,5 +2,6 @@
 
 app.py (create_app), api.py (/api routes, SSE), pages.py (HTML), runs.py (the executor), store.py
 (SQLite), catalog.py (what can be chosen), limits.py, auth.py, reports.py (downloads), views.py
-(what the pages show of a trace), commands.py (`veracity serve`).
+(what the pages show of a trace), answers.py and texts.py (answer check and text check as server pipelines),
+commands.py (`veracity serve`).
 """

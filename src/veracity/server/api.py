@@ -21,6 +21,8 @@ from .errors import ApiError, short_error
 from .reports import StoredImage, result_of, to_html, to_json, to_markdown
 from .safe import mend, strict_json
 from .state import state
+from .texts import NAME as TEXT_CHECK
+from .texts import TextIn, start_text, text_report, text_summary
 from .views import LiveView, iso
 
 if TYPE_CHECKING:
@@ -120,12 +122,28 @@ class RunDetail(RunSummary):
     answer: str | None = Field(None, description="answer-check: the answer checked (`claim` is its question)")
     leaf: dict[str, Any] | None = Field(None, description="answer-check: score, supported, checked and the "
                                                           "per-sentence results (from the steps)")
+    text: dict[str, Any] | None = Field(None, description="text-check: the text, how its claims were extracted, "
+                                                          "the summary (counts, factuality) and every claim with "
+                                                          "its spans, outcome and evidence (from the steps)")
     images: list[ImageOut] = Field([], description="the claim's images, in the order given")
     started_at: str | None
     queue_position: int | None
     verdict: dict[str, Any] | None = Field(description="label, rationale, confidence, steps, parse_failures")
     usage: dict[str, Any] | None = Field(description="total and by_stage: calls, tokens, seconds, cost")
     steps: list[dict[str, Any]] = Field(description="the run's trace steps, in the order they happened")
+
+
+class TextAccepted(BaseModel):
+    id: str
+    status: str
+    queue_position: int = Field(description="0 when the check starts at once, else its place in the queue")
+    title: str = Field(description="what the history calls it: the text's title, else its first words")
+    characters: int = Field(description="the text's length, as it will be checked")
+    source_kind: str = Field(description="text, html or pdf: how the text was read")
+    pipeline: str = Field(description="the claim pipeline that checks each claim")
+    extract: str = Field(description="how the claims are extracted: auto, rules or model")
+    max_claims: int = Field(description="the most claims that will be checked")
+    links: Links
 
 
 class HistoryPage(BaseModel):
@@ -138,6 +156,10 @@ class HistoryPage(BaseModel):
 
 ERRORS = {400: {"model": ErrorBody}, 401: {"model": ErrorBody}, 404: {"model": ErrorBody},
           429: {"model": ErrorBody}}
+TEXT_ERRORS = {**ERRORS, 413: {"model": ErrorBody, "description": "text_too_long, file_too_large, body_too_large: "
+                                                                   "the limit is stated"},
+               415: {"model": ErrorBody, "description": "text_binary: the text or file is binary data"},
+               503: {"model": ErrorBody}}
 CHECK_ERRORS = {**ERRORS, 413: {"model": ErrorBody, "description": "image_too_large, body_too_large"},
                 415: {"model": ErrorBody, "description": "image_type: not a JPEG, PNG, GIF or WebP, or not the "
                                                          "declared type"},
@@ -171,7 +193,9 @@ def summary(run: dict[str, Any]) -> dict[str, Any]:
 
 def detail(s: "ServerState", run: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str, Any]:
     r = run.get("result") or {}
-    return {**summary(run), "answer": _str((run.get("options") or {}).get("answer")), "leaf": leaf_summary(steps),
+    text_run = run["pipeline"] == TEXT_CHECK
+    return {**summary(run), "answer": _str((run.get("options") or {}).get("answer")),
+            "leaf": None if text_run else leaf_summary(steps), "text": text_summary(steps) if text_run else None,
             "images": images_of(run), "started_at": iso(run["started"]),
             "queue_position": s.manager.queue_position(run["id"]) if run["status"] == st.QUEUED else None,
             "verdict": r.get("verdict"), "usage": r.get("usage"), "steps": steps}
@@ -207,6 +231,37 @@ def create_check(body: CheckIn, request: Request, response: Response) -> dict[st
     run = s.store.get(run_id) or {"id": run_id}
     return {"id": run_id, "status": st.QUEUED, "queue_position": position,
             "date": (run.get("options") or {}).get("date"), "images": images_of(run), "links": links(run_id)}
+
+
+@router.post("/texts", status_code=202, response_model=TextAccepted, responses=TEXT_ERRORS,
+             summary="Start a text check")
+def create_text(body: TextIn, request: Request, response: Response) -> dict[str, Any]:
+    """Queue a check of a text: its claims are extracted (each with the character spans of the text it came
+    from), each checkable one is checked with a claim pipeline, and the text gets a factuality score (supported
+    / checked claims). Send the text as `text`, or a file (.txt, .md, .html, .pdf) as `file`:
+    `{"data": "<base64>", "filename": "article.pdf"}`. Answers 202 with the run's id at once.
+
+    The run is a run like any other: GET /api/checks/{id}/events streams it (a `text_extraction` step with the
+    text and every claim's spans, then one `text_claim` step per claim as it is checked, with its outcome,
+    label, confidence and evidence, then a `text_summary`), GET /api/checks/{id} has it (its `text` field),
+    and its reports are at .../report.md, .../report.html (the text with each claim coloured by its verdict)
+    and .../report.json. A text without a checkable claim (questions, greetings, opinions) is a finished run
+    that says so (label "No checkable claim"), not an error.
+
+    Errors: 400 `text_empty`, `text_and_file`, `invalid_text` (not UTF-8), `file_encoding` (not base64),
+    `file_unreadable` (a PDF without a text layer, HTML without visible text), `max_claims_too_high`,
+    `input_not_supported` (not a claim pipeline) and the pipeline and model errors of POST /api/checks;
+    413 `text_too_long` / `file_too_large` (the limit, `texts.max_bytes` of GET /api/pipelines, is stated);
+    415 `text_binary`."""
+    s = state(request)
+    run_id, position, source = start_text(s, body, request.client.host if request.client else "unknown")
+    response.headers["Location"] = f"/api/checks/{run_id}"
+    run = s.store.get(run_id) or {"id": run_id, "claim": "", "options": {}}
+    options = run.get("options") or {}
+    return {"id": run_id, "status": st.QUEUED, "queue_position": position, "title": run["claim"],
+            "characters": len(source.text), "source_kind": source.kind, "pipeline": options.get("pipeline", ""),
+            "extract": options.get("extract", ""), "max_claims": options.get("max_claims", 0),
+            "links": links(run_id)}
 
 
 @router.get("/checks", response_model=HistoryPage, responses=ERRORS, summary="List past runs, newest first")
@@ -265,6 +320,8 @@ REPORT_TYPES = {"md": "text/markdown; charset=utf-8", "html": "text/html; charse
 def build_report(s: "ServerState", request: Request, run: dict[str, Any], fmt: str) -> str:
     """A finished run's report in `fmt` (md, html or json)."""
     run_id = run["id"]
+    if run["pipeline"] == TEXT_CHECK:
+        return text_report(run, [d for _, d in s.store.steps(run_id)], fmt)
     result = result_of(run, [d for _, d in s.store.steps(run_id)])
     base = str(request.base_url).rstrip("/")
     # the stored images' paths are the server's: a download links them by URL (HTML embeds them)

@@ -27,6 +27,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
 from ..check import open_retriever
+from ..reading import human_size
 from .api import health, router as api_router
 from .auth import Auth
 from .catalog import Catalog
@@ -53,13 +54,18 @@ POST /api/checks starts a check and answers 202 with its id; GET /api/checks/{id
 trace steps (Server-Sent Events) and a final `done` event; GET /api/checks/{id} has the stored run.
 Pipelines that look at images (`accepts_images` in GET /api/pipelines: defame and its ablations) take
 the claim's images inline, `"images": [{"data": "<base64>", "filename": "photo.jpg"}]`, and any claim
-may carry its `date` (YYYY-MM-DD).
+may carry its `date` (YYYY-MM-DD). POST /api/texts checks a whole text (or a .txt/.md/.html/.pdf file): its
+claims are extracted with their spans and each is checked, as one run with the same events and reports.
 Errors are JSON: `{"error": code, "detail": what to fix}`. When the server was started with
 VERACITY_API_TOKEN, send `Authorization: Bearer TOKEN`."""
 
 
-# POST bodies that may carry images: a check through the API (base64) or the page's plain form (multipart)
-UPLOAD_PATHS = {"/api/checks", "/checks"}
+def body_limits(settings: ServerSettings) -> dict[str, tuple[int, str]]:
+    """The POST paths whose bodies may be larger than `max_body_bytes`, with their limit and what it allows: a
+    check with images (the API, base64; the page's plain form, multipart), a text check (its text or file)."""
+    text = (settings.text_body_bytes, f" (a text of at most {human_size(settings.max_text_bytes)})")
+    images = (settings.upload_body_bytes, " (with its images in base64: send fewer or smaller images)")
+    return {"/api/checks": images, "/api/texts": text, "/checks": max(images, text)}
 
 
 class BodyTooLarge(StarletteHTTPException):
@@ -71,14 +77,15 @@ class BodyTooLarge(StarletteHTTPException):
 
 class GuardMiddleware:
     """Answers, before any route: a Host header that is not loopback while no token is set (DNS rebinding),
-    and request bodies over the size limit (`max_upload_bytes` for the POSTs that may carry images). A body
-    sent without Content-Length is counted as it is read."""
+    and request bodies over the size limit (`max_body_bytes`, or the path's own in `limits`: the POSTs that may
+    carry images or a text). A body sent without Content-Length is counted as it is read."""
 
-    def __init__(self, app: Any, auth: Auth, max_body_bytes: int, max_upload_bytes: int | None = None) -> None:
+    def __init__(self, app: Any, auth: Auth, max_body_bytes: int,
+                 limits: dict[str, tuple[int, str]] | None = None) -> None:
         self.app = app
         self.auth = auth
         self.max_body = max_body_bytes
-        self.max_upload = max(max_body_bytes, max_upload_bytes or 0)
+        self.limits = {path: (max(max_body_bytes, limit), what) for path, (limit, what) in (limits or {}).items()}
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -89,15 +96,15 @@ class GuardMiddleware:
             error = ApiError(421, "bad_host", "this server only answers requests addressed to localhost, 127.0.0.1 "
                                               "or [::1]; to serve other hosts, set VERACITY_API_TOKEN")
         else:
-            limit = (self.max_upload if scope.get("method") == "POST" and scope.get("path") in UPLOAD_PATHS
-                     else self.max_body)
+            limit, what = ((self.limits.get(scope.get("path"), (self.max_body, "")))
+                           if scope.get("method") == "POST" else (self.max_body, ""))
+            if limit <= self.max_body:
+                what = ""
             try:
                 length = int(headers.get("content-length") or 0)
             except ValueError:
                 length = 0
             if length > limit:
-                what = (" (with its images in base64: send fewer or smaller images)" if limit > self.max_body
-                        else "")
                 error = ApiError(413, "body_too_large", f"the request body has {length} bytes; the limit is "
                                                         f"{limit}{what}")
             elif "transfer-encoding" in headers:  # chunked: no length to look at before reading
@@ -162,7 +169,8 @@ def create_app(config: "Config", settings: ServerSettings | None = None, *, env:
     auth = Auth.for_host(settings.host, os.environ if env is None else env)
     store = RunStore(settings.db_path)
     catalog = Catalog(config, settings.extra_models, max_answer_chars=settings.max_answer_chars,
-                      max_images=settings.max_images, max_image_bytes=settings.max_image_bytes)
+                      max_images=settings.max_images, max_image_bytes=settings.max_image_bytes,
+                      max_text_bytes=settings.max_text_bytes, max_text_claims=settings.max_text_claims)
     uploads = ImageUploads(settings.images_path, store, max_bytes=settings.max_image_bytes,
                            max_images=settings.max_images)
     if retriever is None and config.index:
@@ -223,7 +231,7 @@ def create_app(config: "Config", settings: ServerSettings | None = None, *, env:
     app.include_router(pages_router)
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
     app.add_middleware(GuardMiddleware, auth=auth, max_body_bytes=settings.max_body_bytes,
-                       max_upload_bytes=settings.upload_body_bytes)
+                       limits=body_limits(settings))
     if settings.trusted_proxies:
         # X-Forwarded-For and X-Forwarded-Proto count only from these peers (the client address then is the
         # nearest untrusted one in X-Forwarded-For): for the rate limit and the access log. From anyone else

@@ -16,12 +16,14 @@ from ..errors import UserError
 from ..leaf.rater import Rater
 from ..pipeline import Pipeline
 from ..registry import get_pipeline, pipeline_specs
-from ..inputs import DEFAULT_MAX_ANSWER_CHARS
+from ..claims import METHODS
+from ..inputs import DEFAULT_MAX_ANSWER_CHARS, MAX_TEXT_BYTES
 from .answers import AnswerCheckPipeline
 from .answers import DESCRIPTION as ANSWER_CHECK_DESCRIPTION
 from .answers import NAME as ANSWER_CHECK
 from .errors import ApiError
 from ..inputs import IMAGE_TYPES
+from ..claims.sources import TEXT_FILE_TYPES
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -67,12 +69,15 @@ def run_config(config: "Config", *, model: str | None = None, qa: str | None = N
 class Catalog:
     def __init__(self, config: "Config", extra_models: list[str] | None = None, *,
                  max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS, max_images: int = 4,
-                 max_image_bytes: int = 10_000_000) -> None:
+                 max_image_bytes: int = 10_000_000, max_text_bytes: int = MAX_TEXT_BYTES,
+                 max_text_claims: int = 100) -> None:
         self.config = config
         self.models = list(dict.fromkeys([config.model, *(extra_models or [])]))
         self.max_answer_chars = max_answer_chars
         self.max_images = max_images
         self.max_image_bytes = max_image_bytes
+        self.max_text_bytes = max_text_bytes
+        self.max_text_claims = max_text_claims
         self.rater = Rater(config)  # answer check's rater: leaf.rater_model, built once; else the run's model
         self.pipelines = self._describe_pipelines()
         self._built: dict[str, "Model"] = {}
@@ -100,14 +105,24 @@ class Catalog:
                  "available": m != "retriever-reader" or bool(self.config.index),
                  "default": m == self.config.qacheck.qa} for m in QA_MODES]
 
+    @property
+    def text_pipeline(self) -> str:
+        """The claim pipeline a text check uses by default: the evidence verifier (no model call per claim, as
+        `veracity check-text`) where the server has an index, else the claim form's default."""
+        verifier = self.pipelines.get("verifier")
+        return "verifier" if verifier is not None and verifier.available else "qacheck"
+
     def to_dict(self) -> dict[str, Any]:
         return {"pipelines": [p.to_dict() for p in self.pipelines.values()],
                 "qa_modules": self.qa_modules(),
                 "models": [{"name": m, "default": i == 0} for i, m in enumerate(self.models)],
-                "defaults": {"pipeline": "qacheck", "qa": self.config.qacheck.qa, "model": self.models[0]},
+                "defaults": {"pipeline": "qacheck", "qa": self.config.qacheck.qa, "model": self.models[0],
+                             "text_pipeline": self.text_pipeline},
                 "max_claim_chars": self.config.max_claim_chars, "max_answer_chars": self.max_answer_chars,
                 "max_images": self.max_images, "max_image_bytes": self.max_image_bytes,
-                "image_types": list(IMAGE_TYPES)}
+                "image_types": list(IMAGE_TYPES),
+                "texts": {"max_bytes": self.max_text_bytes, "max_claims": self.max_text_claims,
+                          "extract": list(METHODS), "file_types": list(TEXT_FILE_TYPES)}}
 
     # -- resolving one request ----------------------------------------------------------------------
 

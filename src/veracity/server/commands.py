@@ -4,6 +4,7 @@
     veracity serve --model scripted:rules.json --db runs.sqlite --max-concurrent 4
     veracity serve --index DIR                      also offers answer check (LEAF), which needs an index
     veracity serve --max-images 2 --max-image-mb 5  DEFAME checks with at most 2 images of 5 MB each
+    veracity serve --max-text-claims 20             text checks (POST /api/texts) check at most 20 claims each
     VERACITY_API_TOKEN=... veracity serve --host 0.0.0.0   (any non-loopback host needs the token)
 """
 
@@ -49,6 +50,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                        "(default 2000)")
     g.add_argument("--max-answer-chars", type=int, default=DEFAULT_MAX_ANSWER_CHARS, metavar="N",
                    help=f"answer check: longest answer accepted (default {DEFAULT_MAX_ANSWER_CHARS})")
+    g.add_argument("--max-text-mb", type=float, default=10.0, metavar="MB",
+                   help="text check: the longest text or uploaded file accepted, in megabytes (default 10)")
+    g.add_argument("--max-text-claims", type=int, default=100, metavar="N",
+                   help="text check: claims checked per text at most; the rest are listed, not checked (default 100)")
     g.add_argument("--max-images", type=_non_negative, default=4, metavar="N",
                    help="images a check may carry, for pipelines that look at images (defame; default 4, "
                         "0 = none)")
@@ -78,6 +83,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = ServerSettings(host=args.host, port=args.port, max_concurrent=args.max_concurrent,
                               max_queue=args.max_queue, rate_limit=args.rate_limit, extra_models=args.extra_model,
                               max_answer_chars=args.max_answer_chars, max_images=args.max_images,
+                              max_text_bytes=int(args.max_text_mb * 1_000_000), max_text_claims=args.max_text_claims,
                               max_image_bytes=int(args.max_image_mb * 1_000_000), images_dir=args.images_dir,
                               trusted_proxies=[p.strip() for p in args.trusted_proxy])
     if args.db:

@@ -1,4 +1,4 @@
-"""Limits on what a client may ask: claim length, claim date, uploaded images, and how often.
+"""Limits on what a client may ask: claim length, claim date, uploaded images and texts, and how often.
 
 Each check raises an `ApiError` whose detail says what to fix.
 """
@@ -12,13 +12,13 @@ import time
 from ..inputs import ClaimError, DateError, InputError, check_claim_date, check_image_bytes, clean_claim_text
 from .errors import ApiError
 
-# what an image's InputError code answers over HTTP (the rest are 400s)
-IMAGE_STATUS = {"image_too_large": 413, "image_type": 415}
+# what an input rule's InputError code answers over HTTP (the rest are 400s)
+STATUS = {"image_too_large": 413, "image_type": 415, "text_too_long": 413, "text_binary": 415}
 
 
 def api_error(e: InputError) -> ApiError:
     """An input rule's coded error as the HTTP API answers it."""
-    return ApiError(IMAGE_STATUS.get(e.code, 400), e.code, str(e))
+    return ApiError(STATUS.get(e.code, 400), e.code, str(e))
 
 
 def check_claim(text: str, max_chars: int) -> str:

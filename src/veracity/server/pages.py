@@ -3,12 +3,13 @@
 /                 the form, an empty run area and the history
 /checks/{id}      the same page with that run: rendered here when finished, followed live while running
 /checks/{id}/panel and /partials/history   fragments app.js swaps in when a run ends
-POST /checks      the form without JavaScript: queue the check and go to its page
+POST /checks      the form without JavaScript: queue the check (a claim, an answer or a text) and go to its page
 /login            where a browser gives the token, when the server needs one
 """
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,8 @@ from .auth import COOKIE
 from .checks import MAX_OFFSET, CheckIn, images_of, start_check, stored_images
 from .errors import ApiError, short_error
 from .state import state
+from .texts import NAME as TEXT_CHECK
+from .texts import TextFileIn, TextIn, start_text
 from .uploads import Upload, clean_filename
 from .views import EXAMPLES, human_time, iso, label_class, link_parts, run_view, source_of
 
@@ -76,13 +79,18 @@ def run_context(s: "ServerState", run: dict[str, Any]) -> dict[str, Any]:
 
 def page_context(s: "ServerState", offset: int, run: dict[str, Any] | None = None) -> dict[str, Any]:
     catalog = s.catalog.to_dict()
-    form = {"mode": "claim", "claim": "", "question": "", "answer": "", "date": "",
-            "pipeline": catalog["defaults"]["pipeline"], "qa": catalog["defaults"]["qa"],
-            "model": catalog["defaults"]["model"]}
+    form = {"mode": "claim", "claim": "", "question": "", "answer": "", "date": "", "text": "", "extract": "auto",
+            "max_claims": catalog["texts"]["max_claims"], "pipeline": catalog["defaults"]["pipeline"],
+            "qa": catalog["defaults"]["qa"], "model": catalog["defaults"]["model"]}
     if run is not None:  # the form starts as this run was asked, ready to check again
         form.update(model=run["model"] if run["model"] in s.catalog.models else form["model"])
+        options = run.get("options") or {}
         if run["pipeline"] == ANSWER_CHECK:
-            form.update(mode="answer", question=run["claim"], answer=(run.get("options") or {}).get("answer", ""))
+            form.update(mode="answer", question=run["claim"], answer=options.get("answer", ""))
+        elif run["pipeline"] == TEXT_CHECK:  # the text itself is in the run's steps (run_context, below)
+            form.update(mode="text", pipeline=options.get("pipeline") or catalog["defaults"]["text_pipeline"],
+                        qa=run["qa"] or form["qa"], extract=options.get("extract") or "auto",
+                        max_claims=options.get("max_claims") or form["max_claims"])
         else:
             form.update(claim=run["claim"], pipeline=run["pipeline"], qa=run["qa"] or form["qa"],
                         date=(run.get("options") or {}).get("date") or "")
@@ -97,6 +105,8 @@ def page_context(s: "ServerState", offset: int, run: dict[str, Any] | None = Non
            "catalog_json": json.dumps(catalog).replace("<", "\\u003c")}
     if run is not None:
         ctx.update(run_context(s, run))
+        if form["mode"] == "text":
+            form["text"] = next((it["text"] for it in ctx["items"] if it["kind"] == "text_source"), "")
     return ctx
 
 
@@ -168,19 +178,56 @@ def reused_uploads(s: "ServerState", run_id: str) -> list[Upload]:
     return uploads
 
 
+def form_text(text: str, file: UploadFile | str | None, extract: str, max_claims: str, pipeline: str, qa: str,
+              model: str, max_bytes: int) -> TextIn:
+    """The text check the plain form asks for: the chosen file (read up to one byte past the limit, enough for
+    the limit's error) or the text, as the API's request."""
+    files = chosen_files([file] if file is not None else [])
+    upload = None
+    if files:
+        data = files[0].file.read(max_bytes + 1)
+        upload = TextFileIn(data=base64.b64encode(data).decode("ascii"), filename=clean_filename(files[0].filename))
+    try:
+        limit = int(max_claims) if max_claims.strip() else None
+    except ValueError:
+        raise ApiError(400, "invalid_max_claims",
+                       f"claims to check at most: {max_claims[:20]!r} is not a number") from None
+    if limit is not None and limit < 1:
+        raise ApiError(400, "invalid_max_claims", "claims to check at most: give 1 or more")
+    return TextIn.model_construct(text=None if upload else text, file=upload, pipeline=pipeline or None,
+                                  qa=qa or None, model=model or None, extract=extract or "auto",
+                                  max_claims=limit, max_tokens=None)
+
+
 @router.post("/checks")
 def submit_form(request: Request, claim: str = Form(""), pipeline: str = Form("qacheck"), qa: str = Form(""),
                 model: str = Form(""), mode: str = Form("claim"), question: str = Form(""),
                 answer: str = Form(""), date: str = Form(""), reuse_run: str = Form(""),
-                image: list[UploadFile | str] | None = File(None)) -> Response:
-    """The form posted without JavaScript (multipart, with the claim's images for pipelines that take them):
-    queue the check and show its page (errors: the form again)."""
+                image: list[UploadFile | str] | None = File(None), text: str = Form(""),
+                text_file: UploadFile | str | None = File(None), extract: str = Form("auto"),
+                max_claims: str = Form("")) -> Response:
+    """The form posted without JavaScript (multipart, with the claim's images for pipelines that take them, or
+    the file of a text check): queue the check and show its page (errors: the form again)."""
     if (r := login_redirect(request)) is not None:
         return r
     s = state(request)
     origin = request.headers.get("origin")
     if origin and origin != "null" and origin.split("://", 1)[-1] != request.headers.get("host"):
         raise ApiError(403, "cross_origin", "checks can only be submitted from this server's own page")
+    client = request.client.host if request.client else "unknown"
+    if mode == "text":
+        info = s.catalog.pipelines.get(pipeline)
+        try:
+            body = form_text(text, text_file, extract, max_claims, pipeline,
+                             qa if info is not None and info.qa == "choice" else "", model, s.settings.max_text_bytes)
+            run_id, _, _ = start_text(s, body, client)
+        except ApiError as e:
+            ctx = page_context(s, 0)
+            ctx["form"].update(mode="text", text=text, pipeline=pipeline, qa=qa or ctx["form"]["qa"], model=model,
+                               extract=extract, max_claims=max_claims)
+            ctx["form_error"] = e.detail
+            return render(request, "page.html", ctx, status=e.status)
+        return RedirectResponse(f"/checks/{run_id}", status_code=303)
     uploads: list[Upload] = []
     if mode == "answer":
         pipeline = ANSWER_CHECK
@@ -197,7 +244,7 @@ def submit_form(request: Request, claim: str = Form(""), pipeline: str = Form("q
             uploads = form_uploads(files, s.uploads.max_bytes)
             if not files and reuse_run and info is not None and info.accepts_images:
                 uploads = reused_uploads(s, reuse_run)
-        run_id, _ = start_check(s, body, request.client.host if request.client else "unknown", uploads or None)
+        run_id, _ = start_check(s, body, client, uploads or None)
     except ApiError as e:
         ctx = page_context(s, 0)
         ctx["form"].update(mode="answer" if mode == "answer" else "claim", claim=claim, question=question,

@@ -16,7 +16,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from ..check import CheckResult
-from ..report import _evidence_lines, _md_text, embed_local, markdown_to_html, own_images
+from ..report import evidence_lines, md_text, embed_local, markdown_to_html, own_images
 from ..report import to_markdown as check_markdown
 from ..types import Claim, Evidence, QAStep, Verdict
 from .answers import leaf_summary
@@ -55,27 +55,27 @@ def to_json(run: dict[str, Any], result: CheckResult, images: list[dict[str, Any
 
 def answer_markdown(answer: str | None, leaf: dict[str, Any]) -> list[str]:
     """The answer check's sections: the answer, then each sentence with its rating and evidence. Every text
-    (the answer, the sentences, the rater's queries, evidence and reasoning) is escaped (`report._md_text`)."""
+    (the answer, the sentences, the rater's queries, evidence and reasoning) is escaped (`report.md_text`)."""
     lines = []
     if answer is not None:
-        lines += ["## Answer", ""] + [f"> {_md_text(line)}" if line.strip() else ">"
+        lines += ["## Answer", ""] + [f"> {md_text(line)}" if line.strip() else ">"
                                       for line in str(answer).splitlines()] + [""]
     if "score" in leaf:
         lines += [f"**LEAF score:** {leaf['score']:.2f} ({leaf.get('supported', 0)} of {leaf.get('checked', 0)} "
                   "sentences supported)", ""]
     if leaf.get("note"):
-        lines += [f"*Note: {_md_text(leaf['note'])}*", ""]
+        lines += [f"*Note: {md_text(leaf['note'])}*", ""]
     lines += ["## Sentences", ""]
     for s in leaf["sentences"]:
-        rating = _md_text(s.get("rating") or "no decision (counted as Not Supported)")
+        rating = md_text(s.get("rating") or "no decision (counted as Not Supported)")
         conf = f" (confidence {s['confidence']:.2f})" if s.get("confidence") is not None else ""
         mark = "" if s.get("supported") else " ⚠"
-        lines += [f"### Sentence {_md_text(s.get('index'))}: {rating}{conf}{mark}", "",
-                  f"> {_md_text(s.get('sentence', ''))}", "", f"**Query:** {_md_text(s.get('query', ''))}", ""]
-        ev = _evidence_lines(s.get("evidence", []), markdown=True)
+        lines += [f"### Sentence {md_text(s.get('index'))}: {rating}{conf}{mark}", "",
+                  f"> {md_text(s.get('sentence', ''))}", "", f"**Query:** {md_text(s.get('query', ''))}", ""]
+        ev = evidence_lines(s.get("evidence", []), markdown=True)
         lines += (["**Evidence:**", ""] + [f"> {e}" for e in ev] + [""]) if ev else ["**Evidence:** none found", ""]
         if s.get("reasoning"):
-            lines += [f"**Reasoning:** {_md_text(s['reasoning'])}", ""]
+            lines += [f"**Reasoning:** {md_text(s['reasoning'])}", ""]
     return lines
 
 

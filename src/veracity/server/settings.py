@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
-from ..inputs import DEFAULT_MAX_ANSWER_CHARS
+from ..inputs import DEFAULT_MAX_ANSWER_CHARS, MAX_TEXT_BYTES
 
 
 def default_db_path() -> str:
@@ -34,6 +34,8 @@ class ServerSettings:
     images_dir: str | None = None            # where uploads are kept; default: next to the database
     max_body_bytes: int = 1024 * 1024        # JSON request bodies (a check with images may add its images)
     max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS  # answer check: the longest answer accepted
+    max_text_bytes: int = MAX_TEXT_BYTES     # text check: the longest text (UTF-8) or uploaded file accepted
+    max_text_claims: int = 100               # text check: claims checked per text at most (the rest: not checked)
     # proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (addresses or networks, e.g. 10.0.0.0/8);
     # none by default: the address that connects is the client, whatever headers it sends
     trusted_proxies: list[str] = field(default_factory=list)
@@ -49,6 +51,10 @@ class ServerSettings:
             raise UserError(f"--rate-burst must be positive, not {self.rate_burst}")
         if self.max_answer_chars < 1:
             raise UserError(f"--max-answer-chars must be positive, not {self.max_answer_chars}")
+        if not 1000 <= self.max_text_bytes <= 100_000_000:
+            raise UserError(f"--max-text-mb must be between 0.001 and 100, not {self.max_text_bytes / 1e6:g}")
+        if not 1 <= self.max_text_claims <= 10_000:
+            raise UserError(f"--max-text-claims must be between 1 and 10000, not {self.max_text_claims}")
         if not 0 <= self.max_images <= 16:
             raise UserError(f"--max-images must be between 0 and 16, not {self.max_images}")
         if not 1000 <= self.max_image_bytes <= MAX_IMAGE_BYTES:
@@ -77,3 +83,9 @@ class ServerSettings:
         """The largest request body a check with images may send: its images in base64, plus the JSON around."""
         per_image = (self.max_image_bytes + 2) // 3 * 4 + 4096  # base64, a data: prefix and a filename
         return self.max_body_bytes + self.max_images * per_image
+
+    @property
+    def text_body_bytes(self) -> int:
+        """The largest request body a text check may send: its text in JSON (escapes can lengthen it) or its file
+        in base64, so that a text just over `max_text_bytes` is still read and answered with that limit."""
+        return 2 * self.max_text_bytes + 65536

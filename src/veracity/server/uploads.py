@@ -62,32 +62,43 @@ def _label(index: int, filename: str | None) -> str:
     return f"image {index}" + (f" ({filename})" if filename else "")
 
 
-def upload_from_base64(data: str, filename: str | None, media_type: str | None, index: int,
-                       max_bytes: int) -> Upload:
-    """Decode one image of a JSON request: `data` is base64, or a data: URL whose type counts as declared."""
-    filename = clean_filename(filename)
-    name = _label(index, filename)
+def decode_base64(data: str, *, name: str, noun: str, max_bytes: int, codes: tuple[str, str],
+                  advice: str) -> tuple[bytes, str | None]:
+    """A file sent inside a JSON request: `data` is base64 (line breaks ignored, the URL-safe alphabet too) or a
+    data: URL, whose type is returned as declared. Refused before decoding when it is over `max_bytes` anyway.
+    `codes`: the error codes for bad encoding and too large; `name`/`noun` name it in the errors ("image 1",
+    "the image"), `advice` says what to do when it is too large."""
+    bad_encoding, too_large = codes
     text = data.strip() if isinstance(data, str) else ""
-    declared = media_type
+    declared = None
     if text[:5].lower() == "data:":
         m = _DATA_URL.match(text)
         if not m or "base64" not in [p.strip().lower() for p in m.group(2).split(";")]:
-            raise ApiError(400, "image_encoding", f"{name}: a data: URL must be base64-encoded "
-                                                  "(data:image/png;base64,...)")
-        declared = declared or m.group(1) or None
+            raise ApiError(400, bad_encoding, f"{name}: a data: URL must be base64-encoded "
+                                              "(data:TYPE;base64,...)")
+        declared = m.group(1) or None
         text = text[m.end():]
     payload = "".join(text.split())  # line breaks of MIME-style base64 do not count
     if len(payload) // 4 * 3 > max_bytes + 3:  # refuse before decoding what is too large anyway
-        raise ApiError(413, "image_too_large",
-                       f"{name}: the image has about {human_size(len(payload) * 3 / 4)}; the limit is "
-                       f"{human_size(max_bytes)}: upload a smaller or more compressed image")
+        raise ApiError(413, too_large, f"{name}: {noun} has about {human_size(len(payload) * 3 / 4)}; the limit is "
+                                       f"{human_size(max_bytes)}: {advice}")
     altchars = b"-_" if ("-" in payload or "_" in payload) else None  # the URL-safe alphabet is fine too
     try:
         raw = base64.b64decode(payload + "=" * (-len(payload) % 4), altchars=altchars, validate=True)
     except (binascii.Error, ValueError):
-        raise ApiError(400, "image_encoding", f"{name}: `data` is not valid base64: send the file's bytes in "
-                                              "base64, or a data: URL") from None
-    return Upload(raw, filename, declared)
+        raise ApiError(400, bad_encoding, f"{name}: `data` is not valid base64: send the file's bytes in base64, "
+                                          "or a data: URL") from None
+    return raw, declared
+
+
+def upload_from_base64(data: str, filename: str | None, media_type: str | None, index: int,
+                       max_bytes: int) -> Upload:
+    """Decode one image of a JSON request: `data` is base64, or a data: URL whose type counts as declared."""
+    filename = clean_filename(filename)
+    raw, declared = decode_base64(data, name=_label(index, filename), noun="the image", max_bytes=max_bytes,
+                                  codes=("image_encoding", "image_too_large"),
+                                  advice="upload a smaller or more compressed image")
+    return Upload(raw, filename, media_type or declared)
 
 
 class ImageUploads:

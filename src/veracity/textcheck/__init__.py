@@ -2,6 +2,9 @@
 and show the verdicts on the text.
 
     run.py       check_text(): extraction, then each checkable claim through run_check, with workers and a budget
+    outcomes.py  what each claim ends as, and the stretches of the text the claims colour (`marks`)
+    steps.py     its steps (the text and its claims, each claim's result, the summary) and their view items
+    stored.py    a checked text read back from its steps (the server's stored runs)
     report.py    the Markdown and the HTML report (the text with each claim's span coloured by its verdict)
     commands.py  the CLI subcommand
 

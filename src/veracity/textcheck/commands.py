@@ -42,7 +42,8 @@ def cmd_check_text(args: argparse.Namespace) -> int:
     from ..llm import make_model
     from ..registry import get_pipeline, pipeline_specs
     from ..report import terminal_text
-    from .report import summary_rows, write_report
+    from .outcomes import summary_rows
+    from .report import write_report
     from .run import check_text
 
     config = config_from(args)
@@ -58,7 +59,7 @@ def cmd_check_text(args: argparse.Namespace) -> int:
     source = read_source(args.source, allow_private=config.defame.allow_private_addresses, timeout=config.timeout)
     pipeline = get_pipeline(args.pipeline, config)
     retriever = open_retriever(config)
-    model = make_model(config)
+    model = make_model(config, lazy=True)  # loaded when first called: the verifier and the rules call no model
     bar = None
 
     def progress(result: "ClaimResult") -> None:
@@ -93,7 +94,7 @@ def cmd_check_text(args: argparse.Namespace) -> int:
         print(terminal_text(check.note[0].upper() + check.note[1:] + "."))
     if check.stopped:
         print(f"Stopped early: {check.stopped}.")
-    print("  ".join(f"{a}: {b}" for a, b in summary_rows(check)))
+    print("  ".join(f"{a}: {b}" for a, b in summary_rows(check.summary())))
     total = check.usage.get("total", {})
     print(f"Usage: {total.get('calls', 0)} model calls, {total.get('prompt_tokens', 0) + total.get('completion_tokens', 0)}"
           f" tokens, {check.seconds:.1f} s")

@@ -3,7 +3,7 @@ span coloured by its outcome; clicking a span opens its claims, verdicts and evi
 
 Everything in the page that came from the text, a page, an index or a model is escaped (`html.escape`); links go
 only to http(s) URLs; a Content-Security-Policy meta forbids scripts, external styles and fetches, so text that
-holds `<script>` stays inert. The Markdown escapes the same text with the check report's `_md_text`.
+holds `<script>` stays inert. The Markdown escapes the same text with the check report's `md_text`.
 """
 
 from __future__ import annotations
@@ -13,15 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..report import _md_link, _md_text
+from ..report import md_link, md_text
 from ..steps import http_url
+from .outcomes import LABELS, marks, summary_rows
 from .run import ClaimResult, TextCheck
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
-#: which outcome colours a stretch of text that several claims cover: the one that most needs a look
-PRIORITY = ("refuted", "uncertain", "ambiguous", "supported", "not_checked", "not_checkable")
-LABELS = {"supported": "Supported", "refuted": "Refuted", "uncertain": "Uncertain", "ambiguous": "Ambiguous",
-          "not_checkable": "Not checkable", "not_checked": "Not checked"}
 _CSS = """
 body{font:16px/1.6 system-ui,sans-serif;max-width:50rem;margin:2rem auto;padding:0 1rem;color:#1d2733}
 .text{white-space:pre-wrap;border:1px solid #d5dbe3;padding:1rem;border-radius:.4rem}
@@ -41,45 +38,33 @@ def _e(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _pct(x: float | None) -> str:
-    return "n/a (nothing checked)" if x is None else f"{100 * x:.0f}%"
-
-
 def _verdict(r: ClaimResult) -> str:
     conf = f" ({r.confidence:.2f})" if r.confidence is not None else ""
     return f"{LABELS[r.outcome]}{conf}"
-
-
-def summary_rows(check: TextCheck) -> list[tuple[str, str]]:
-    c = check.counts
-    rows = [(LABELS[o], str(c[o])) for o in ("supported", "refuted", "uncertain", "not_checkable", "ambiguous")]
-    if c["not_checked"]:
-        rows.append((LABELS["not_checked"], str(c["not_checked"])))
-    rows.append(("Factuality (supported / checked)", _pct(check.factuality)))
-    return rows
 
 
 # -- Markdown ------------------------------------------------------------------------------------------------
 
 def to_markdown(check: TextCheck) -> str:
     src = check.source
-    lines = [f"# Fact-check of {_md_text(src.title or src.origin)}", "",
-             f"Pipeline: {_md_text(check.pipeline)} · model: {_md_text(check.model)} · claims extracted by "
-             f"{_md_text(check.extraction.method)} · {check.extraction.sentences} sentences", ""]
+    lines = [f"# Fact-check of {md_text(src.title or src.origin)}", "",
+             f"Pipeline: {md_text(check.pipeline)} · model: {md_text(check.model)} · claims extracted by "
+             f"{md_text(check.extraction.method)} · {check.extraction.sentences} sentences", ""]
     if check.note:
-        lines += [f"*{_md_text(check.note)}*", ""]
+        lines += [f"*{md_text(check.note)}*", ""]
     if check.stopped:
-        lines += [f"*Stopped early: {_md_text(check.stopped)}*", ""]
-    lines += ["| outcome | claims |", "|---|---|"] + [f"| {a} | {b} |" for a, b in summary_rows(check)] + ["", "## Claims", ""]
+        lines += [f"*Stopped early: {md_text(check.stopped)}*", ""]
+    lines += ["| outcome | claims |", "|---|---|"] + [f"| {a} | {b} |" for a, b in summary_rows(check.summary())]
+    lines += ["", "## Claims", ""]
     for r in check.results:
         quote = " … ".join(check.source.text[s:e] for s, e in r.claim.spans)
-        lines.append(f"{r.claim.id}\\. **{_verdict(r)}** {_md_text(r.claim.text)}")
-        lines.append(f"   - source: “{_md_text(quote)}” (characters {_md_text(r.claim.spans)})")
+        lines.append(f"{r.claim.id}\\. **{_verdict(r)}** {md_text(r.claim.text)}")
+        lines.append(f"   - source: “{md_text(quote)}” (characters {md_text(r.claim.spans)})")
         if r.note:
-            lines.append(f"   - {_md_text(r.note)}")
+            lines.append(f"   - {md_text(r.note)}")
         for ev in r.evidence:
-            lines.append(f"   - evidence: {_md_link(ev.get('source') or 'passage', ev.get('url'))}: "
-                         f"{_md_text(ev.get('text', ''))}")
+            lines.append(f"   - evidence: {md_link(ev.get('source') or 'passage', ev.get('url'))}: "
+                         f"{md_text(ev.get('text', ''))}")
     return "\n".join(lines) + "\n"
 
 
@@ -101,28 +86,24 @@ def _claim_html(r: ClaimResult) -> str:
 
 
 def _marked_text(check: TextCheck) -> str:
-    """The source text, each stretch that claims cover in a <details> coloured by the claims' outcome."""
+    """The source text, each stretch that claims cover (`outcomes.marks`) in a <details> coloured by its outcome."""
     text = check.source.text
-    cover: list[tuple[int, int, ClaimResult]] = [(s, e, r) for r in check.results for s, e in r.claim.spans if e > s]
-    cuts = sorted({0, len(text)} | {s for s, _, _ in cover} | {e for _, e, _ in cover})
-    out = []
-    for a, b in zip(cuts, cuts[1:]):
-        covering = [r for s, e, r in cover if s <= a and b <= e]
-        piece = _e(text[a:b])
-        if not covering:
-            out.append(piece)
-            continue
-        seen: dict[int, ClaimResult] = {r.claim.id: r for r in covering}
-        outcome = min((r.outcome for r in seen.values()), key=PRIORITY.index)
-        pop = "".join(f"<span class=\"pop\">{_claim_html(r)}</span>" for r in seen.values())
-        out.append(f"<details class=\"c\"><summary class=\"o-{outcome}\">{piece}</summary>{pop}</details>")
+    by_id = {r.claim.id: r for r in check.results}
+    out, pos = [], 0
+    for m in marks((r.claim.id, r.claim.spans, r.outcome) for r in check.results):
+        out.append(_e(text[pos:m["start"]]))
+        pop = "".join(f"<span class=\"pop\">{_claim_html(by_id[c])}</span>" for c in m["claims"])
+        out.append(f"<details class=\"c\"><summary class=\"o-{m['outcome']}\">{_e(text[m['start']:m['end']])}"
+                   f"</summary>{pop}</details>")
+        pos = m["end"]
+    out.append(_e(text[pos:]))
     return "".join(out)
 
 
 def to_html(check: TextCheck) -> str:
     src = check.source
     title = f"Fact-check of {src.title or src.origin}"
-    rows = "".join(f"<tr><th>{_e(a)}</th><td>{_e(b)}</td></tr>" for a, b in summary_rows(check))
+    rows = "".join(f"<tr><th>{_e(a)}</th><td>{_e(b)}</td></tr>" for a, b in summary_rows(check.summary()))
     notes = "".join(f"<p><i>{_e(n)}</i></p>" for n in (check.note, check.stopped and f"Stopped early: "
                                                        f"{check.stopped}", src.note) if n)
     claims = "".join(f"<li><details><summary><b class=\"b o-{r.outcome}\">{_e(_verdict(r))}</b> {_e(r.claim.text)}"

@@ -4,10 +4,15 @@ Every claim ends with one outcome: supported / refuted / uncertain (any other la
 verifier.uncertain_below) for the claims checked; ambiguous and not_checkable for those the extractor flagged
 and did not send; not_checked for those a budget left out (--max-claims, --max-tokens). The factuality score is
 FActScore's and LEAF's: supported / checked (None when nothing was checked).
+
+Given a `tracer`, the check is also told as steps (steps.py): the text and its claims once extracted, each claim's
+result as it is known, the summary; the model calls of the extraction and of every claim's check are traced
+there too, and their usage is metered on `meter`. That is how the server runs a text check as one run.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -16,8 +21,10 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..check import run_check
 from ..claims import AMBIGUOUS, NOT_CHECKABLE, Extraction, ExtractedClaim, extract_claims
-from ..llm.usage import Usage, UsageMeter
+from ..llm.usage import UsageMeter
 from ..types import REFUTED, SUPPORTED, Claim
+from .outcomes import OUTCOMES
+from .steps import TextClaim, TextExtraction, TextSummary
 
 if TYPE_CHECKING:
     from ..claims.sources import Source
@@ -25,8 +32,9 @@ if TYPE_CHECKING:
     from ..llm.model import Model
     from ..pipeline import Pipeline
     from ..retrieval.base import Retriever
+    from ..steps import Step
+    from ..trace import Tracer
 
-OUTCOMES = ("supported", "refuted", "uncertain", "ambiguous", "not_checkable", "not_checked")
 MAX_EVIDENCE = 5
 
 
@@ -115,11 +123,17 @@ def evidence_of(trace: list[dict[str, Any]], limit: int = MAX_EVIDENCE) -> list[
 def check_text(source: "Source", pipeline: "Pipeline", model: "Model", config: "Config", *,
                retriever: "Retriever | None" = None, extract: str = "auto", workers: int = 1,
                max_claims: int | None = None, max_tokens: int | None = None,
-               on_claim: Callable[[ClaimResult], None] | None = None) -> TextCheck:
-    """Extract and check the claims of `source`. `on_claim` is called as each claim's result is known."""
+               on_claim: Callable[[ClaimResult], None] | None = None, tracer: "Tracer | None" = None,
+               meter: UsageMeter | None = None) -> TextCheck:
+    """Extract and check the claims of `source`. `on_claim` is called as each claim's result is known; `tracer`
+    and `meter` (see the module doc) receive the steps and the usage."""
     t0 = time.perf_counter()
-    meter = UsageMeter()
-    extraction = extract_claims(source.text, method=extract, model=model.bind(meter), prompts_dir=config.prompts_dir)
+    meter = meter if meter is not None else UsageMeter()
+    extraction = extract_claims(source.text, method=extract, model=model.bind(meter, tracer),
+                                prompts_dir=config.prompts_dir)
+    if tracer is not None:
+        tracer.emit(TextExtraction(text=source.text, title=source.title, origin=source.origin,
+                                   source_kind=source.kind, source_note=source.note, **extraction.to_dict()))
     results: dict[int, ClaimResult] = {}
     todo: list[ExtractedClaim] = []
     for claim in extraction.claims:
@@ -128,55 +142,50 @@ def check_text(source: "Source", pipeline: "Pipeline", model: "Model", config: "
         elif claim.status == NOT_CHECKABLE:
             results[claim.id] = ClaimResult(claim, "not_checkable", note=claim.reason)
         elif max_claims is not None and len(todo) >= max_claims:
-            results[claim.id] = ClaimResult(claim, "not_checked", note=f"over --max-claims {max_claims}")
+            results[claim.id] = ClaimResult(claim, "not_checked", note=f"over the budget of {max_claims} claim"
+                                                                       f"{'s' if max_claims > 1 else ''}")
         else:
             todo.append(claim)
     lock = threading.Lock()
-    usage: list[dict[str, Any]] = []
     stopped: list[str] = []
 
-    def tokens_used() -> int:
-        total = meter.total
-        with lock:
-            for u in usage:
-                total.prompt_tokens += u["total"]["prompt_tokens"]
-                total.completion_tokens += u["total"]["completion_tokens"]
-        return total.prompt_tokens + total.completion_tokens
+    def forward(step: "Step") -> None:
+        """A claim's model call, told on the text's tracer too (a copy: the claim's own trace keeps its times)."""
+        if step.stage == "model_call":
+            tracer.emit(dataclasses.replace(step))
 
     def one(claim: ExtractedClaim) -> ClaimResult:
-        if max_tokens is not None and tokens_used() >= max_tokens:
+        total = meter.total
+        if max_tokens is not None and total.prompt_tokens + total.completion_tokens >= max_tokens:
             with lock:
                 if not stopped:
-                    stopped.append(f"--max-tokens {max_tokens} reached")
-            return ClaimResult(claim, "not_checked", note=f"--max-tokens {max_tokens} reached")
-        res = run_check(Claim(text=claim.text), pipeline, model, config, retriever=retriever)
-        with lock:
-            usage.append(res.usage)
+                    stopped.append(f"the budget of {max_tokens} tokens was spent")
+            return ClaimResult(claim, "not_checked", note=f"the budget of {max_tokens} tokens was spent")
+        res = run_check(Claim(text=claim.text), pipeline, model, config, retriever=retriever,
+                        listeners=[forward] if tracer is not None else None)
+        meter.add(res.usage)
         v = res.verdict
         return ClaimResult(claim, outcome_of(v.label, v.uncertain), v.label, v.confidence, v.rationale,
                            evidence_of(res.trace), seconds=res.seconds)
 
-    for r in results.values():
+    def known(r: ClaimResult) -> None:
+        if tracer is not None:
+            tracer.emit(TextClaim(**r.to_dict()))
         if on_claim:
             on_claim(r)
-    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="check-text") as pool:
+
+    for r in results.values():
+        known(r)
+    pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="check-text")
+    try:
         for claim, future in [(c, pool.submit(one, c)) for c in todo]:
             results[claim.id] = r = future.result()
-            if on_claim:
-                on_claim(r)
-    return TextCheck(source=source, pipeline=pipeline.name, model=model.model_id, extraction=extraction,
-                     results=[results[c.id] for c in extraction.claims],
-                     usage=_sum_usage(meter, usage), seconds=time.perf_counter() - t0,
-                     stopped=stopped[0] if stopped else None)
-
-
-def _sum_usage(extraction: UsageMeter, checks: list[dict[str, Any]]) -> dict[str, Any]:
-    """Usage of the whole text: the extraction's stages and every check's, per stage and in total."""
-    by_stage: dict[str, Usage] = {k: v for k, v in extraction.by_stage.items()}
-    for u in checks:
-        for stage, d in u.get("by_stage", {}).items():
-            by_stage.setdefault(stage, Usage()).add(Usage(**d))
-    total = Usage()
-    for u in by_stage.values():
-        total.add(u)
-    return {"total": total.to_dict(), "by_stage": {k: v.to_dict() for k, v in by_stage.items()}}
+            known(r)
+    finally:  # stopped (an error, or the run deleted): the claims not started never start
+        pool.shutdown(wait=True, cancel_futures=True)
+    check = TextCheck(source=source, pipeline=pipeline.name, model=model.model_id, extraction=extraction,
+                      results=[results[c.id] for c in extraction.claims], usage=meter.to_dict(),
+                      seconds=time.perf_counter() - t0, stopped=stopped[0] if stopped else None)
+    if tracer is not None:
+        tracer.emit(TextSummary(**check.summary()))
+    return check

@@ -1,7 +1,8 @@
 // veracity's page: the form, and the live view of a run over Server-Sent Events.
 // The server folds the run's steps into view items (veracity.steps.view_items) and sends, with each step, a
 // `view` event with the items it added or changed; this script only draws them, with the same markup as
-// templates/steps.html. When the run ends, the server-rendered panel replaces the live one.
+// templates/steps.html (a checked text's items draw the text itself, its passages coloured by their claims'
+// outcomes). When the run ends, the server-rendered panel replaces the live one.
 (function () {
   "use strict";
 
@@ -61,26 +62,34 @@
     const imageField = $("#image-field"), errorBox = $("#form-error"), submit = $("#submit");
     const question = $("#question"), answer = $("#answer");
     const questionCount = $("#question-count"), answerCount = $("#answer-count");
+    const text = $("#text"), textFile = $("#text-file"), textCount = $("#text-count");
+    const extract = $("#extract"), maxClaims = $("#max-claims");
+    const texts = catalog.texts || { max_bytes: 10e6, max_claims: 100 };
     const reuse = $("#reuse-images");  // a reopened run's images, sent again unless others are chosen
     const imageInput = $("#image"), dateInput = $("#date"), imageList = $("#image-list");
     const max = catalog.max_claim_chars || 2000;
     const mode = () => (form.querySelector("input[name=mode]:checked") || { value: "claim" }).value;
 
-    // Claim check or answer check: show that mode's fields (the hidden ones are disabled, so they are
-    // neither required nor sent), and name the button after it.
+    // Claim check, text check or answer check: show that mode's fields (the hidden ones are disabled, so they
+    // are neither required nor sent), and name the button after it.
+    const HEADS = { claim: ["Check a claim", "Check claim"], text: ["Check a text", "Check text"],
+                    answer: ["Check an answer", "Check answer"] };
     function updateMode() {
-      const answerMode = mode() === "answer";
+      const m = mode(), answerMode = m === "answer", textMode = m === "text";
       showError("");  // an error about the other mode's input no longer applies
       errorBox.dataset.images = "";
-      $("#claim-fields").hidden = answerMode;
+      $("#claim-fields").hidden = m !== "claim";
       $("#answer-fields").hidden = !answerMode;
+      $("#text-fields").hidden = !textMode;
       $("#pipeline-field").hidden = answerMode;
-      claim.disabled = answerMode;
+      claim.disabled = m !== "claim";
       question.disabled = !answerMode;
       answer.disabled = !answerMode;
+      for (const f of [textFile, extract, maxClaims]) f.disabled = !textMode;
+      text.disabled = !textMode || !!(textFile.files && textFile.files.length);
       pipeline.disabled = answerMode;
-      $("#form-h").textContent = answerMode ? "Check an answer" : "Check a claim";
-      submit.textContent = answerMode ? "Check answer" : "Check claim";
+      $("#form-h").textContent = (HEADS[m] || HEADS.claim)[0];
+      submit.textContent = (HEADS[m] || HEADS.claim)[1];
       if (answerMode) {
         qaField.hidden = true;
         qa.disabled = true;
@@ -94,7 +103,24 @@
     const maxAnswer = catalog.max_answer_chars || 10000;
     const limits = () => (mode() === "answer"
       ? [[question, "question", max], [answer, "answer", maxAnswer]] : [[claim, "claim", max]]);
+    const MB = 1e6;
+    const size = (n) => (n >= MB ? `${(n / MB).toFixed(1)} MB` : `${(n / 1e3).toFixed(1)} kB`);
+    // A text check: the file, else the text, within the server's size limit (it counts UTF-8 bytes).
+    function textProblem() {
+      const file = textFile.files && textFile.files[0];
+      if (file) {
+        if (file.size === 0) return [textFile, `${file.name} is empty.`];
+        return file.size > texts.max_bytes
+          ? [textFile, `${file.name} is ${size(file.size)}; the limit is ${size(texts.max_bytes)}: check a part of it.`]
+          : null;
+      }
+      const n = new TextEncoder().encode(text.value).length;
+      if (!text.value.trim()) return [text, "The text is empty: paste the text to check, or upload a file."];
+      return n > texts.max_bytes ? [text, `The text has ${size(n)}; the limit is ${size(texts.max_bytes)}: ` +
+                                          "check a part of it."] : null;
+    }
     function lengthProblem() {
+      if (mode() === "text") return textProblem();
       for (const [field, what, limit] of limits()) {
         const n = field.value.length;
         if (n > limit) {
@@ -112,6 +138,7 @@
     }
     function updateCount() {
       countText(claim, max, count);
+      if (textCount) textCount.textContent = `${text.value.length} characters`;
       if (questionCount) countText(question, max, questionCount);
       if (answerCount) countText(answer, maxAnswer, answerCount);
       if (errorBox.dataset.length && !lengthProblem()) {  // the text that was too long is short enough now
@@ -140,8 +167,8 @@
         qaField.hidden = true;
         qa.disabled = true;
       }
-      // Images and the claim date: only for pipelines that look at images (DEFAME).
-      showImages(info.accepts_images);
+      // Images and the claim date: only for claim checks by pipelines that look at images (DEFAME).
+      showImages(info.accepts_images && mode() === "claim");
     }
     function showImages(on) {
       imageField.hidden = !on;
@@ -157,8 +184,6 @@
 
     // The chosen images, checked here first (the server checks them again, by their content): each one
     // listed with its size, and a message naming the one that is too large or not an image.
-    const MB = 1e6;
-    const size = (n) => (n >= MB ? `${(n / MB).toFixed(1)} MB` : `${(n / 1e3).toFixed(1)} kB`);
     const maxImages = catalog.max_images || 0, maxBytes = catalog.max_image_bytes || 10 * MB;
     const types = catalog.image_types || ["image/jpeg", "image/png", "image/gif", "image/webp"];
     function imageProblem() {
@@ -201,6 +226,12 @@
 
     for (const r of form.querySelectorAll("input[name=mode]")) r.addEventListener("change", updateMode);
     claim.addEventListener("input", updateCount);
+    text.addEventListener("input", updateCount);
+    textFile.addEventListener("change", () => {  // a chosen file is checked instead of the text box
+      text.disabled = !!(textFile.files && textFile.files.length);
+      const problem = textProblem();
+      showError(problem && problem[0] === textFile ? problem[1] : "");
+    });
     question.addEventListener("input", updateCount);
     answer.addEventListener("input", updateCount);
     if (reuse) {
@@ -229,7 +260,7 @@
       if (isBusy()) return;  // a run is starting or streaming: no duplicate
       showError("");
       errorBox.dataset.length = "";
-      const answerMode = mode() === "answer";
+      const answerMode = mode() === "answer", textMode = mode() === "text";
       const tooLong = lengthProblem();
       if (tooLong) {
         errorBox.dataset.length = "1";
@@ -239,10 +270,12 @@
       }
       const body = answerMode
         ? { question: question.value, answer: answer.value, pipeline: "answer-check", model: $("#model").value }
+        : textMode ? { pipeline: pipeline.value, model: $("#model").value, extract: extract.value }
         : { claim: claim.value, pipeline: pipeline.value, model: $("#model").value };
+      if (textMode && maxClaims.value) body.max_claims = Number(maxClaims.value);
       const info = pipelineInfo(body.pipeline);
       if (!answerMode && info && info.qa === "choice") body.qa = qa.value;
-      const withImages = !answerMode && !imageInput.disabled;
+      const withImages = mode() === "claim" && !imageInput.disabled;
       if (withImages) {
         const problem = imageProblem();
         if (problem) {
@@ -255,7 +288,11 @@
       setBusy(true);
       let started = false;
       try {
-        if (withImages && imageInput.files.length) {
+        if (textMode) {
+          const file = textFile.files && textFile.files[0];
+          if (file) body.file = { data: await readBase64(file), filename: file.name };
+          else body.text = text.value;
+        } else if (withImages && imageInput.files.length) {
           // the file's own bytes: the server reads the type from the content, not from the file name
           body.images = await Promise.all(Array.from(imageInput.files).map(
             async (f) => ({ data: await readBase64(f), filename: f.name })));
@@ -267,7 +304,7 @@
             return { data: await readBase64(await resp.blob()), filename: img.dataset.filename || undefined };
           }));
         }
-        const resp = await fetch("/api/checks", {
+        const resp = await fetch(textMode ? "/api/texts" : "/api/checks", {
           method: "POST", credentials: "same-origin",
           headers: { "Content-Type": "application/json", Accept: "application/json" },
           body: JSON.stringify(body),
@@ -279,12 +316,13 @@
           showError(msg);
           const code = data.error || "";
           (answerMode ? (/answer/.test(code) ? answer : question)
+            : textMode ? (/^file/.test(code) || body.file ? textFile : /claims/.test(code) ? maxClaims : text)
             : /^image|images/.test(code) && withImages ? imageInput
             : code === "invalid_date" && withImages ? dateInput : claim).focus();
           return;
         }
         history.pushState({ run: data.id }, "", `/checks/${data.id}`);
-        const panel = livePanel(data.id, body, info, data);
+        const panel = livePanel(data.id, body, info, data, textMode);
         const area = $("#run-area");
         area.replaceChildren(panel);
         started = true;  // the button stays off until the run's stream ends (attach)
@@ -316,18 +354,24 @@
                                         `${im.width}×${im.height}`)))) : null);
   }
 
-  function livePanel(id, body, info, accepted) {
+  function livePanel(id, body, info, accepted, textRun) {
     const qaName = info && info.qa === "choice" ? body.qa : info && info.qa;
-    const meta = [body.pipeline, qaName ? `QA: ${qaName}` : null, body.model].filter(Boolean).join(" · ");
-    const title = body.pipeline === "answer-check" ? body.question : body.claim;
+    const meta = [textRun ? "text-check" : null, textRun ? `claims checked by ${body.pipeline}` : body.pipeline,
+                  qaName ? `QA: ${qaName}` : null, body.model].filter(Boolean).join(" · ");
+    const title = textRun ? accepted.title : body.pipeline === "answer-check" ? body.question : body.claim;
     return el("section", { class: "card run", id: "run", "data-run-id": id, "data-status": "queued",
                            "data-live": "1", "aria-labelledby": "run-h" },
       el("h2", { id: "run-h", class: "run-claim", tabindex: "-1" }, title.trim().split(/\s+/).join(" ")),
       el("p", { class: "run-meta" }, meta),
       claimExtra(accepted || {}),
       el("p", { id: "run-status", class: "status status-queued", role: "status", "aria-live": "polite" }, "Starting…"),
+      textRun ? el("section", { class: "text-panel", "aria-labelledby": "text-h" },
+        el("h3", { class: "steps-h", id: "text-h" }, "The text (select a highlighted passage for its claims)"),
+        el("p", { class: "hint text-meta", id: "text-meta" }),
+        el("div", { class: "text-view", id: "text-view" })) : null,
       el("h3", { class: "steps-h" }, body.pipeline === "answer-check"
-        ? "Answer, sentence by sentence (select one for its evidence)" : "Steps"),
+        ? "Answer, sentence by sentence (select one for its evidence)"
+        : textRun ? "Claims (select one for its evidence)" : "Steps"),
       el("ol", { class: "steps", id: "steps" }),
       el("div", { class: "run-actions" },
         el("button", { type: "button", class: "linklike danger", id: "delete-run", "data-run-id": id },
@@ -354,6 +398,30 @@
   // One view item as markup (as templates/steps.html draws it). The items come folded from the server.
   function drawItem(it) {
     switch (it.kind) {
+      case "text_claim": {
+        // one claim of a checked text: its outcome, and on opening its evidence (or why it was not checked)
+        const checked = ["supported", "refuted", "uncertain"].includes(it.outcome);
+        const ev = (it.evidence || []).map(evidenceBlock);
+        const body = el("div", { class: "leaf-body" },
+          it.outcome === "pending" ? el("p", { class: "hint" }, "Not decided yet.")
+            : it.note ? el("p", null, key("Not checked"), " ", it.note) : null,
+          it.rationale ? el("p", null, key("Rationale"), " ", it.rationale) : null, ...ev,
+          !ev.length && checked ? el("p", { class: "hint" }, "No evidence: the pipeline decided without passages.")
+                                : null);
+        const summary = el("summary", null, el("span", { class: "cid" }, String(it.id)), " ",
+                           el("span", { class: `badge o-${it.outcome}` }, it.outcome_label || it.outcome),
+                           conf(it.confidence), " ", el("span", { class: "sent" }, it.text || ""));
+        return el("li", { class: `step tclaim o-${it.outcome}`, id: `claim-${it.id}`, "data-claim": it.id },
+                  el("details", null, summary, body));
+      }
+      case "text_summary": {
+        const rows = (it.rows || []).map(([a, b]) => el("tr", null, el("th", { scope: "row" }, a), el("td", null, b)));
+        const noteText = it.note ? `${it.note[0].toUpperCase()}${it.note.slice(1)}.` : null;
+        return el("li", { class: "step note text-summary" },
+                  el("table", { class: "summary" }, el("tbody", null, ...rows)),
+                  noteText ? el("p", { class: "hint" }, noteText) : null,
+                  it.stopped ? el("p", { class: "warn-text" }, `Stopped early: ${it.stopped}.`) : null);
+      }
       case "qa": {
         const head = el("div", { class: "step-head" }, el("span", { class: "depth" }, `Step ${it.depth}`));
         if (it.duplicate) head.append(el("span", { class: "badge b-muted" }, "already asked: skipped"));
@@ -461,19 +529,64 @@
                      : null);
   }
 
+  // A checked text (as templates/steps.html's text_view draws it): the text, and each stretch that claims cover
+  // (a `text_mark` item, in text order) as a link to its claims, coloured by their outcome.
+  function textDrawer(panel) {
+    const view = $("#text-view", panel), meta = $("#text-meta", panel);
+    let source = "", pos = 0, tail = null;
+    return {
+      source(it) {
+        source = it.text || "";
+        pos = 0;
+        tail = document.createTextNode(source);
+        if (view) view.replaceChildren(tail);
+        if (meta) {
+          const parts = [`${it.sentences} sentences`, `${it.claims} claims, ${it.checkable} to check`,
+                         `claims found by ${it.method}`];
+          if (it.source_kind && it.source_kind !== "text") parts.push(`read from ${it.source_kind.toUpperCase()}`);
+          meta.textContent = parts.concat([it.note, it.source_note].filter(Boolean)).join(" · ");
+        }
+        return null;
+      },
+      markNode(it) {
+        return el("a", { class: `mark o-${it.outcome}`, href: `#claim-${it.claims[0]}`,
+                         "data-claims": it.claims.join(" "), title: it.label }, source.slice(it.start, it.end));
+      },
+      mark(it) {  // a new stretch comes after the ones drawn so far
+        const node = this.markNode(it);
+        if (view && tail) {
+          view.insertBefore(document.createTextNode(source.slice(pos, it.start)), tail);
+          view.insertBefore(node, tail);
+          pos = it.end;
+          tail.textContent = source.slice(pos);
+        }
+        return node;
+      },
+    };
+  }
+
   // Draws the items a `view` event carries: a new one is appended, a changed one replaces its old markup
-  // (keeping which of its disclosures were open, and the focus).
-  function drawView(list, view, nodes) {
+  // (keeping which of its disclosures were open, and the focus). A text's own items go to its text.
+  function drawView(list, view, nodes, text) {
     for (const { index, item } of view.items || []) {
-      const fresh = drawItem(item);
+      if (item.kind === "text_source") {
+        text.source(item);
+        continue;
+      }
+      if (item.kind === "text_mark" && !nodes[index]) {
+        nodes[index] = text.mark(item);
+        continue;
+      }
+      const fresh = item.kind === "text_mark" ? text.markNode(item) : drawItem(item);
       const old = nodes[index];
       if (old && old.isConnected) {
         const open = Array.from(old.querySelectorAll("details")).map((d) => d.open);
         fresh.querySelectorAll("details").forEach((d, i) => { if (open[i]) d.open = true; });
         const focusable = (n) => Array.from(n.querySelectorAll("summary, a, button"));
-        const focused = focusable(old).indexOf(document.activeElement);
+        const focused = focusable(old).indexOf(document.activeElement), itself = old === document.activeElement;
         old.replaceWith(fresh);
-        if (focused >= 0 && focusable(fresh)[focused]) focusable(fresh)[focused].focus({ preventScroll: true });
+        if (itself) fresh.focus({ preventScroll: true });
+        else if (focused >= 0 && focusable(fresh)[focused]) focusable(fresh)[focused].focus({ preventScroll: true });
       } else {
         list.append(fresh);
       }
@@ -485,6 +598,7 @@
     const id = panel.dataset.runId;
     const list = $("#steps", panel), status = $("#run-status", panel);
     const nodes = [];  // the drawn items, by their index in the run's view
+    const text = textDrawer(panel);
     bindDelete(panel);
     setBusy(true);
     const source = new EventSource(`/api/checks/${id}/events`);
@@ -506,7 +620,7 @@
     });
     source.addEventListener("view", (e) => {
       const view = JSON.parse(e.data);
-      drawView(list, view, nodes);
+      drawView(list, view, nodes, text);
       const calls = view.calls ? ` (${view.calls} model call${view.calls === 1 ? "" : "s"})` : "";
       setStatus("running", `${view.status}${calls}`);
     });
@@ -623,6 +737,25 @@
       if (!isNaN(d)) t.textContent = d.toLocaleString([], { dateStyle: "medium", timeStyle: "short" });
     }
   }
+
+  // A highlighted passage of a checked text: open its claims (their evidence) and move to the first.
+  document.addEventListener("click", (ev) => {
+    const mark = ev.target.closest && ev.target.closest("a.mark[data-claims]");
+    if (!mark) return;
+    const items = mark.dataset.claims.split(" ").map((id) => document.getElementById(`claim-${id}`)).filter(Boolean);
+    if (!items.length) return;
+    ev.preventDefault();
+    for (const li of document.querySelectorAll(".tclaim.picked")) li.classList.remove("picked");
+    for (const li of items) {
+      li.classList.add("picked");
+      const d = $("details", li);
+      if (d) d.open = true;
+    }
+    const still = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+    const first = $("summary", items[0]);
+    if (first) first.focus({ preventScroll: true });
+    items[0].scrollIntoView({ block: "nearest", behavior: still ? "auto" : "smooth" });
+  });
 
   document.addEventListener("DOMContentLoaded", () => {
     initForm();

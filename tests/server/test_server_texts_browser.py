@@ -1,0 +1,140 @@
+"""The page's "Check a text" mode in a real browser: Playwright driving Debian's chromium against `veracity serve`.
+
+The direct baseline decides each claim over a BM25 index of the article's sources, its replies coming from the
+OpenAI-compatible stub (tests/worlds.py's text rules, 0.6 s a call), so the claims can be watched being coloured
+on the text one after the other.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import rules_responder
+from stub_server import StubServer
+from test_server_browser import browser, page  # noqa: F401  (the browser and page fixtures)
+from worlds import ARTICLE, BORN, DANUBE, NOBEL, TEXT_DOCS, TEXT_RULES
+
+SCREENSHOT = Path("/tmp/veracity_text_check.png")
+
+
+@pytest.fixture(scope="module")
+def text_site(server_factory):
+    from veracity.retrieval import Index
+
+    Index.build(TEXT_DOCS, server_factory.base / "browser-text-idx")
+    stub = StubServer(rules_responder(TEXT_RULES, delay=0.6))
+    srv = server_factory(["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0",
+                          "--concurrency", "1", "--index", str(server_factory.base / "browser-text-idx")],
+                         name="browser-texts")
+    yield srv.url
+    stub.close()
+
+
+def background(locator) -> str:
+    return locator.evaluate("e => getComputedStyle(e).backgroundColor")
+
+
+def test_paste_a_text_watch_its_claims_coloured_then_evidence_history_and_report(page, text_site):  # noqa: F811
+    from playwright.sync_api import expect
+
+    page.goto(text_site + "/")
+    expect(page.get_by_label("Text", exact=True)).to_be_hidden()
+    page.get_by_role("radio", name="Check a text").check()
+    expect(page.get_by_role("heading", name="Check a text")).to_be_visible()
+    expect(page.get_by_label("Claim", exact=True)).to_be_hidden()
+    expect(page.get_by_label("Images")).to_be_hidden()
+
+    # nothing to check: said at once, nothing sent
+    page.get_by_role("button", name="Check text").click()
+    expect(page.locator("#form-error")).to_contain_text("The text is empty")
+    expect(page.get_by_label("Text", exact=True)).to_be_focused()
+
+    page.get_by_label("Text", exact=True).fill(ARTICLE)
+    page.get_by_label("Pipeline").select_option("direct")
+    page.get_by_label("Claims found by").select_option("rules")
+    page.get_by_role("button", name="Check text").click()
+
+    # the text appears with every claim's passage marked, then each is coloured as its verdict arrives
+    live = page.locator("#run[data-live='1']")
+    expect(live.locator("#text-view")).to_have_text(ARTICLE)
+    marks = live.locator("#text-view a.mark")
+    expect(marks).to_have_count(5)
+    expect(live.locator("#text-view a.mark.o-supported")).to_have_count(1)
+    expect(live.locator("#text-view a.mark.o-pending")).to_have_count(2)  # the other two still being checked
+    expect(live.locator("#text-view a.mark.o-not_checkable")).to_have_text("Do you like rivers?")
+    expect(live.locator("#steps .tclaim.o-pending")).to_have_count(2)
+    assert page.locator(".verdict").count() == 0
+
+    # then the score, and the finished run as the server renders it
+    verdict = page.locator(".verdict")
+    expect(verdict).to_be_visible()
+    expect(verdict.locator(".verdict-label")).to_contain_text("Factuality 0.67")
+    expect(verdict.locator(".rationale")).to_contain_text("2 of 3 checked claims supported, 1 refuted")
+    refuted = page.locator("#text-view a.mark.o-refuted")
+    expect(refuted).to_have_text(DANUBE)
+    supported = page.locator("#text-view a.mark.o-supported")
+    expect(supported).to_have_count(2)
+    expect(supported.first).to_have_text(BORN)
+    assert background(refuted) != background(supported.first)
+    assert background(refuted) not in ("rgba(0, 0, 0, 0)", "transparent")
+    expect(page.locator("#text-view a.mark.o-ambiguous")).to_have_text("He lost it.")
+    expect(page.locator("#steps .text-summary")).to_contain_text("67%")
+
+    # a passage, clicked: its claim opens with its evidence
+    claim = page.locator("#claim-4")
+    expect(claim.locator(".ev").first).to_be_hidden()
+    refuted.click()
+    expect(claim.locator("details")).to_have_attribute("open", "")
+    expect(claim.locator(".ev").first).to_contain_text("second-longest river in Europe")
+    expect(claim.locator(".badge")).to_have_text("Refuted")
+    expect(claim.locator("summary")).to_be_focused()
+    # the pronoun was resolved: the claim says who
+    expect(page.locator("#claim-2 .sent")).to_have_text(NOBEL)
+    page.screenshot(path=str(SCREENSHOT), full_page=True)
+
+    # the HTML report: the text with each claim's passage coloured
+    with page.expect_download() as dl:
+        page.get_by_role("link", name="HTML").click()
+    report = Path(dl.value.path()).read_text(encoding="utf-8")
+    assert dl.value.suggested_filename.endswith(".html")
+    assert f'<summary class="o-refuted">{DANUBE}</summary>' in report
+
+    # reopened from the history: the same colours, and the form ready to check the text again
+    run_url = page.url
+    assert re.search(r"/checks/[0-9a-f]{16}$", run_url)
+    page.goto(text_site + "/")
+    link = page.locator("#history a", has_text="Marie Curie was born in Warsaw.").first
+    expect(link.locator(".badge")).to_have_text("Factuality 0.67")
+    link.click()
+    expect(page).to_have_url(run_url)
+    expect(page.locator("#run")).not_to_have_attribute("data-live", "1")
+    expect(page.locator("#text-view a.mark.o-refuted")).to_have_text(DANUBE)
+    expect(page.get_by_role("radio", name="Check a text")).to_be_checked()
+    expect(page.get_by_label("Text", exact=True)).to_have_value(ARTICLE)
+    expect(page.get_by_label("Pipeline")).to_have_value("direct")
+    page.locator("#text-view a.mark.o-supported").first.click()
+    expect(page.locator("#claim-1 .ev").first).to_contain_text("She was born in Warsaw.")
+    assert not page.failures, page.failures
+
+
+def test_upload_a_file_and_check_its_text(page, text_site):  # noqa: F811
+    from playwright.sync_api import expect
+
+    page.goto(text_site + "/")
+    page.get_by_role("radio", name="Check a text").check()
+    page.get_by_label("Pipeline").select_option("direct")
+    page.get_by_label("Claims found by").select_option("rules")
+    html = f"<html><head><title>Rivers</title></head><body><article><p>{DANUBE}</p></article></body></html>"
+    page.get_by_label("Or upload a file").set_input_files(
+        [{"name": "rivers.html", "mimeType": "text/html", "buffer": html.encode()}])
+    expect(page.get_by_label("Text", exact=True)).to_be_disabled()  # the file is checked, not the box
+    page.get_by_role("button", name="Check text").click()
+    expect(page.locator("#run-h")).to_have_text("Rivers")
+    expect(page.locator(".verdict .verdict-label")).to_contain_text("Factuality 0.00")
+    expect(page.locator("#text-view")).to_have_text(DANUBE)
+    expect(page.locator("#text-meta")).to_contain_text("read from HTML")
+    expect(page.locator("#text-view a.mark.o-refuted")).to_have_text(DANUBE)
+    assert not page.failures, page.failures
