@@ -2,6 +2,8 @@
 
     veracity check "claim"                 check a claim (default: QACheck on the embedded model)
     veracity check-text FILE|URL|-         extract the claims of a text and check each (textcheck/)
+    veracity check-batch CLAIMS.jsonl --out DIR   check a file of claims (resumable; --ray: on a Ray cluster)
+    veracity eval --dataset D --path P --out DIR  evaluate pipelines on a benchmark (--ray: on a Ray cluster)
     veracity index build|search|info ...   build and query retrieval indexes
     veracity pipelines                     list the pipelines and ablations by name
     veracity doctor                        check this installation and whether the model runs on this CPU
@@ -19,7 +21,7 @@ import json
 import sys
 
 from . import __version__
-from .cli_options import config_from, model_options, pipeline_options
+from .cli_options import batch_options, config_from, dispatch_from, model_options, pipeline_options
 from .errors import BackendError, UserError
 
 EXAMPLE_CLAIM = "Lars Onsager won the Nobel prize when he was 30 years old."
@@ -102,29 +104,66 @@ def _read_bytes(path: str, limit: int, what: str) -> bytes:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from .check import open_retriever
     from .eval.datasets import load_dataset
     from .eval.report import build_report
-    from .eval.runner import Budget, run_eval
-    from .llm import make_model
 
     config = config_from(args)
     dataset = load_dataset(args.dataset, args.path, setting=args.setting)
-    index = open_retriever(config)
-    model = make_model(config)
-    pipelines = args.pipeline or ["qacheck"]
-    print(f"Evaluating {', '.join(pipelines)} on {dataset.name} ({dataset.setting}, {len(dataset.items)} items"
-          f"{f', limit {args.limit}' if args.limit else ''}) with {model.model_id} -> {args.out}", flush=True)
-    summary = run_eval(dataset, pipelines, model, config, args.out, limit=args.limit, seed=args.seed,
-                       workers=args.workers, budget=Budget(args.max_tokens, args.max_cost), index=index,
-                       retrieval_mode=args.retrieval, progress=not args.no_progress)
-    print(f"{summary.done} items done, {summary.skipped} already there, {summary.errors} failed "
-          f"(see errors.jsonl), {summary.seconds:.0f} s")
-    if summary.stopped:
-        print(f"Stopped early: {summary.stopped}. Run the same command again to continue.")
+    summary = _run_items(args, config, dataset, "Evaluating", limit=args.limit, seed=args.seed,
+                         retrieval_mode=args.retrieval)
     print()
     print(build_report(args.out, plots=not args.no_plots))
     return 1 if summary.errors else 0
+
+
+def cmd_check_batch(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from .eval.datasets import load_dataset
+    from .eval.report import load_rows
+
+    config = config_from(args)
+    fmt = "csv" if args.claims.lower().endswith(".csv") else "jsonl"
+    dataset = load_dataset(fmt, args.claims)
+    summary = _run_items(args, config, dataset, "Checking")
+    ids = {it.id for it in dataset.items}
+    rows = [r for r in load_rows(args.out) if r.get("dataset") == dataset.name and r.get("id") in ids]
+    verdicts = Counter(r["pred"] for r in rows)
+    print(f"Verdicts of {len(rows)} of {len(dataset.items) * len(args.pipeline or ['qacheck'])} checks in "
+          f"{args.out}/items.jsonl: " + ", ".join(f"{label} {n}" for label, n in verdicts.most_common()))
+    labelled = [r for r in rows if r.get("gold")]
+    if labelled:
+        right = sum(r["pred"] == r["gold"] for r in labelled)
+        print(f"Agreeing with your labels: {right} of {len(labelled)} ({100 * right / len(labelled):.1f}%); "
+              f"`veracity eval report {args.out}` for the full report")
+    return 1 if summary.errors else 0
+
+
+def _run_items(args: argparse.Namespace, config, dataset, verb: str, **kw):
+    """Check the dataset's items with --pipeline into --out (threads, or Ray actors with --ray); print the summary."""
+    from .check import open_retriever
+    from .eval.runner import Budget, run_eval
+    from .llm import make_model
+
+    index = open_retriever(config)
+    dispatch = dispatch_from(args)
+    model = make_model(config) if dispatch is None else None  # with --ray, every actor makes its own
+    pipelines = args.pipeline or ["qacheck"]
+    where = model.model_id if model is not None else f"{config.model} on Ray"
+    limit = f", limit {kw['limit']}" if kw.get("limit") else ""
+    print(f"{verb} {', '.join(pipelines)} on {dataset.name} ({dataset.setting}, {len(dataset.items)} items{limit}) "
+          f"with {where} -> {args.out}", flush=True)
+    summary = run_eval(dataset, pipelines, model, config, args.out, workers=args.workers,
+                       budget=Budget(args.max_tokens, args.max_cost), index=index, progress=not args.no_progress,
+                       dispatch=dispatch, **kw)
+    if dispatch is not None:
+        print(f"Checked on {summary.where} (started in {summary.started_in:.1f} s)")
+    retried = f", {summary.retried} sent again after a worker was lost" if summary.retried else ""
+    print(f"{summary.done} items done, {summary.skipped} already there, {summary.errors} failed "
+          f"(see errors.jsonl){retried}, {summary.seconds:.0f} s")
+    if summary.stopped:
+        print(f"Stopped early: {summary.stopped}. Run the same command again to continue.")
+    return summary
 
 
 def cmd_eval_report(args: argparse.Namespace) -> int:
@@ -160,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--date", help="when the claim was made (YYYY-MM-DD): sources published later are ignored")
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("eval", parents=[model_options(), pipeline_options()],
+    p = sub.add_parser("eval", parents=[model_options(), pipeline_options(), batch_options()],
                        help="evaluate pipelines on a benchmark",
                        description="Evaluate pipelines on a benchmark; `veracity eval report DIR` rebuilds the report.")
     p.add_argument("--dataset", required=True,
@@ -170,15 +209,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pipeline", action="append", help="pipeline to run (repeat for several; default qacheck)")
     p.add_argument("--limit", type=int, help="evaluate N items drawn with --seed (default: all)")
     p.add_argument("--seed", type=int, default=0, help="seed for drawing --limit items")
-    p.add_argument("--workers", type=int, default=1, help="items checked concurrently (HTTP request concurrency)")
     p.add_argument("--out", required=True, help="results folder; re-running with it resumes")
     p.add_argument("--retrieval", choices=["bm25", "hybrid"], default="bm25",
                    help="how a pooled knowledge base is searched")
-    p.add_argument("--max-tokens", type=int, help="stop cleanly after this many model tokens")
-    p.add_argument("--max-cost", type=float, help="stop cleanly after this many USD (model price table)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--no-plots", action="store_true", help="no confusion-matrix images")
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("check-batch", parents=[model_options(), pipeline_options(), batch_options()],
+                       help="check a file of claims (JSONL, or CSV), resumably; --ray for a Ray cluster",
+                       description="Check every claim of a file into DIR/items.jsonl (one line per claim and "
+                                   "pipeline, with the verdict and its trace); the same command resumes. The file "
+                                   "is the evaluation's own-claims format: one JSON object per line with 'claim' and "
+                                   "optional 'id', 'label', 'date', 'images', 'evidence' (or a CSV with a header).")
+    p.add_argument("claims", help="the claims file (.jsonl, or .csv)")
+    p.add_argument("--out", required=True, help="results folder; re-running with it resumes")
+    p.add_argument("--pipeline", action="append", help="pipeline to run (repeat for several; default qacheck)")
+    p.set_defaults(func=cmd_check_batch)
 
     p = sub.add_parser("eval-report", help="rebuild an evaluation report (also: veracity eval report DIR)")
     p.add_argument("out", help="results folder of `veracity eval`")

@@ -4,6 +4,9 @@
     pipeline_options()       parent parser: --qa, --index, --mode, --search, ... (check, eval, serve)
     leaf_options()           parent parser: --index, --retrieval, --rater-model, ... (leaf score|answer,
                              selftrain sample|evaluate)
+    batch_options()          parent parser: --workers, --max-tokens, --max-cost, --ray [ADDRESS], --ray-actors,
+                             --ray-cpus, --no-progress (eval, check-batch)
+    dispatch_from(args)      where a batch's items are checked: None (threads of this process) or a RayDispatch
     config_from(args)        the Config: defaults < file < environment < the flags above
     leaf_config(args)        config_from(args) with the LEAF flags applied
     index_retriever(config)  the retriever of config.index, or a UserError when there is nothing to search
@@ -83,6 +86,38 @@ def leaf_options() -> argparse.ArgumentParser:
     return p
 
 
+def batch_options() -> argparse.ArgumentParser:
+    """Parent parser of the flags of commands that check many items (eval, check-batch): concurrency, budget, Ray."""
+    p = argparse.ArgumentParser(add_help=False)
+    g = p.add_argument_group("running many claims")
+    g.add_argument("--workers", type=positive_int, default=1,
+                   help="items checked concurrently (HTTP request concurrency); with --ray: per actor whose model "
+                        "is a server (an actor running the model itself checks one at a time)")
+    g.add_argument("--max-tokens", type=int, help="stop cleanly after this many model tokens")
+    g.add_argument("--max-cost", type=float, help="stop cleanly after this many USD (model price table)")
+    g.add_argument("--no-progress", action="store_true", help="no progress bar")
+    g = p.add_argument_group("Ray cluster (pip install 'veracity[ray]')")
+    g.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
+                   help="check the claims on Ray actors: the cluster at ADDRESS (host:port of its head), or "
+                        "without ADDRESS the one started on this machine with `ray start --head`, else a new one")
+    g.add_argument("--ray-actors", type=positive_int,
+                   help="actors, each with its own model backend (default: one per CPU of the cluster, or per "
+                        "--ray-cpus CPUs for a model run in the actors)")
+    g.add_argument("--ray-cpus", type=non_negative_float,
+                   help="CPUs reserved per actor; a model run in the actor (embedded, gguf:, hf:) uses as many "
+                        "threads (default 1; 0 for a server or scripted model)")
+    return p
+
+
+def dispatch_from(args: argparse.Namespace):
+    """A RayDispatch for --ray (veracity.cluster, imported only then), else None: threads of this process."""
+    if getattr(args, "ray", None) is None:
+        return None
+    from .cluster.dispatch import RayDispatch
+
+    return RayDispatch(args.ray or None, actors=args.ray_actors, cpus=args.ray_cpus, concurrency=args.workers)
+
+
 def config_from(args: argparse.Namespace):
     """The Config of a command: its --config file, the environment, then the flags it was given."""
     overrides = {k: getattr(args, k, None) for k in ("model", "base_url", "timeout", "n_ctx", "n_threads",
@@ -137,6 +172,17 @@ def positive_int(value: str) -> int:
 def non_negative_int(value: str) -> int:
     """argparse type: a whole number of at least 0."""
     return _int_at_least(value, 0)
+
+
+def non_negative_float(value: str) -> float:
+    """argparse type: a number of at least 0."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if not number >= 0 or number == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number of at least 0, got {value}")
+    return number
 
 
 def _int_at_least(value: str, minimum: int) -> int:

@@ -135,7 +135,7 @@ def test_run_json_is_written_atomically(run_args, cli_env, monkeypatch):
         name, setting, labels, metric, items = "d", "s", ("A", "B"), "accuracy", []
         reference, reference_note = {}, ""
 
-    runner._write_manifest(out, D, M, None, 0, None, 0, ["direct"], None)
+    runner._write_manifest(out, D, M.model_id, "ScriptedBackend", 0, None, 0, ["direct"], None)
     assert calls and calls[-1][1] == str(out / MANIFEST) and calls[-1][0] != str(out / MANIFEST)
     assert json.loads((out / MANIFEST).read_text())["model"] == "scripted:x"
     assert sorted(p.name for p in out.iterdir()) == [MANIFEST]

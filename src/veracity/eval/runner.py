@@ -4,7 +4,11 @@ One JSONL line per finished (dataset, pipeline, item) goes to OUT/items.jsonl wi
 the gold label, the full trace and the usage. A killed run started again with the same OUT skips
 what is there (a line cut off by the kill is dropped, with a warning, and redone), so no item is lost or
 duplicated; run.json is replaced atomically, and an empty or damaged one is started afresh.
-Items whose model backend failed go to OUT/errors.jsonl and are retried by the next run.
+Items whose model backend failed (or whose worker was lost too often) go to OUT/errors.jsonl and are
+retried by the next run.
+
+Where the checks run is a dispatch (dispatch.py): threads of this process by default, or Ray actors
+(veracity.cluster); the rows are built by checker.py and written here, the same way for both.
 """
 
 from __future__ import annotations
@@ -15,22 +19,24 @@ import os
 import random
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
-from ..check import run_check
-from ..errors import BackendError, UserError
+from ..errors import UserError
 from ..registry import get_pipeline
 from ..retrieval import Index
+from .checker import CheckPlan, DatasetHeader
 from .datasets import Dataset, EvalItem
+from .dispatch import Failed, ThreadDispatch
 from .metrics import accuracy, macro_f1
 
 if TYPE_CHECKING:
     from ..config import Config
     from ..llm.model import Model
     from ..retrieval.base import Retriever
+    from .dispatch import Dispatch
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +76,10 @@ class RunSummary:
     skipped: int = 0  # already in OUT from an earlier run
     errors: int = 0
     stopped: str | None = None  # why the run stopped early, if it did
-    seconds: float = 0.0
+    seconds: float = 0.0  # checking, from the first item submitted
+    retried: int = 0  # items checked again because the worker checking them was lost (Ray)
+    started_in: float = 0.0  # seconds to start the workers (Ray actors), before the first item
+    where: str = ""  # what checked the items: "4 threads", "8 Ray actors on 2 nodes"
 
 
 def select_items(items: list[EvalItem], limit: int | None, seed: int) -> list[EvalItem]:
@@ -169,14 +178,14 @@ def read_manifest(out: Path) -> dict[str, Any]:
     return manifest
 
 
-def _write_manifest(out: Path, dataset: Dataset, model: "Model", config: "Config", selected: int,
+def _write_manifest(out: Path, dataset: Dataset, model_id: str, backend: str, selected: int,
                     limit: int | None, seed: int, pipelines: list[str], stopped: str | None) -> None:
     path = out / MANIFEST
     manifest = read_manifest(out)
-    if manifest.get("model") and manifest["model"] != model.model_id:
-        raise UserError(f"{out} holds a run with model {manifest['model']}; use another --out for {model.model_id}")
-    manifest["model"] = model.model_id
-    manifest["backend"] = type(model.backend).__name__
+    if manifest.get("model") and manifest["model"] != model_id:
+        raise UserError(f"{out} holds a run with model {manifest['model']}; use another --out for {model_id}")
+    manifest["model"] = model_id
+    manifest["backend"] = backend
     datasets = manifest.get("datasets")
     if not isinstance(datasets, dict):
         datasets = manifest["datasets"] = {}
@@ -218,86 +227,101 @@ class _Progress:
             self.bar.close()
 
 
-def run_eval(dataset: Dataset, pipelines: list[str], model: "Model", config: "Config", out: str | Path, *,
+def run_eval(dataset: Dataset, pipelines: list[str], model: "Model | None", config: "Config", out: str | Path, *,
              limit: int | None = None, seed: int = 0, workers: int = 1, budget: Budget | None = None,
-             index: "Retriever | None" = None, retrieval_mode: str = "bm25", progress: bool = True) -> RunSummary:
+             index: "Retriever | None" = None, retrieval_mode: str = "bm25", progress: bool = True,
+             dispatch: "Dispatch | None" = None) -> RunSummary:
+    """Check `limit` items of `dataset` with each pipeline into OUT (see the module's docstring).
+
+    `dispatch` says where the checks run: None is `workers` threads of this process with `model`; a
+    `veracity.cluster.dispatch.RayDispatch` runs them on Ray actors, each with its own model (`model` may then be
+    None). Either way this function alone decides what to check and writes the results.
+    """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     budget = budget or Budget()
-    pipes = {name: get_pipeline(name, config) for name in pipelines}
     items = select_items(dataset.items, limit, seed)
-    has_evidence = any(it.evidence for it in items) or dataset.knowledge_base or index is not None
-    for name, pipe in pipes.items():
-        if pipe.needs_retriever(config) and not has_evidence:
-            raise UserError(f"pipeline {name!r} needs evidence to retrieve from, but {dataset.name} "
-                            f"({dataset.setting}) has none: give --index DIR or pick a closed-book pipeline")
     shared = index
     if shared is None and dataset.knowledge_base:
         shared = Index.from_documents(dataset.knowledge_base, dense=retrieval_mode != "bm25").retriever(retrieval_mode)
+    plan = CheckPlan(DatasetHeader.of(dataset), tuple(pipelines), config, shared)
+    has_evidence = any(it.evidence for it in items) or shared is not None
+    for name in pipelines:
+        if get_pipeline(name, config).needs_retriever(config) and not has_evidence:
+            raise UserError(f"pipeline {name!r} needs evidence to retrieve from, but {dataset.name} "
+                            f"({dataset.setting}) has none: give --index DIR or pick a closed-book pipeline")
+    if dispatch is None:
+        if model is None:
+            raise ValueError("run_eval needs a model, or a dispatch that brings its own")
+        dispatch = ThreadDispatch(model, workers)
     done = read_done(out)
     todo = [(name, it) for name in pipelines for it in items if (dataset.name, name, it.id) not in done]
     summary = RunSummary(skipped=len(items) * len(pipelines) - len(todo))
-    _write_manifest(out, dataset, model, config, len(items), limit, seed, pipelines, None)
-    write_lock = threading.Lock()
-    bar = _Progress(len(todo), progress, dataset.name)
-    t0 = time.perf_counter()
-
-    def one(name: str, item: EvalItem) -> dict[str, Any]:
-        retriever = shared
-        if item.evidence:
-            retriever = Index.from_documents(item.evidence).retriever("bm25")
-        res = run_check(item.claim, pipes[name], model, config, retriever=retriever, labels=dataset.labels,
-                        label_rules=dataset.label_rules)
-        pred = dataset.label_map.get(res.verdict.label, res.verdict.label)
-        return {"dataset": dataset.name, "setting": dataset.setting, "pipeline": name, "id": item.id,
-                "gold": item.gold, "pred": pred, "correct": pred == item.gold, "seconds": round(res.seconds, 3),
-                "usage": res.usage, "verdict": res.verdict.to_dict(), "trace": res.trace}
-
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool, \
-            (out / ITEMS).open("a", encoding="utf-8") as items_f:
-        pending: dict[Future, tuple[str, EvalItem]] = {}
-        queue = iter(todo)
+    try:
+        t0 = time.perf_counter()
+        started = dispatch.start(plan)
+        summary.started_in = time.perf_counter() - t0
+        summary.where = started.where
+        manifest = partial(_write_manifest, out, dataset, started.model_id, started.backend, len(items), limit,
+                           seed, pipelines)
+        manifest(None)
+        bar = _Progress(len(todo), progress, f"{dataset.name} ({started.where})")
+        t0 = time.perf_counter()
         try:
-            while True:
-                while len(pending) < max(1, workers) and not summary.stopped:
-                    if reason := budget.exhausted:
-                        summary.stopped = reason
-                        break
-                    nxt = next(queue, None)
-                    if nxt is None:
-                        break
-                    pending[pool.submit(one, *nxt)] = nxt
-                if not pending:
-                    break
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    name, item = pending.pop(fut)
-                    try:
-                        row = fut.result()
-                    except BackendError as e:
-                        summary.errors += 1
-                        with write_lock, (out / ERRORS).open("a", encoding="utf-8") as ef:
-                            ef.write(json.dumps({"dataset": dataset.name, "pipeline": name, "id": item.id,
-                                                 "error": str(e)}) + "\n")
-                        bar.update(name, None)
-                        continue
-                    budget.add(row["usage"])
-                    with write_lock:
-                        items_f.write(json.dumps(row, ensure_ascii=False) + "\n")
-                        items_f.flush()
-                        os.fsync(items_f.fileno())
-                    summary.done += 1
-                    bar.update(name, row["correct"])
+            _drain(dispatch, started.capacity, iter(todo), dataset.name, out, budget, summary, bar, done)
         except KeyboardInterrupt:
             summary.stopped = "interrupted"
-            for fut in pending:
-                fut.cancel()
             raise
         finally:
-            bar.close()
             summary.seconds = time.perf_counter() - t0
-            _write_manifest(out, dataset, model, config, len(items), limit, seed, pipelines, summary.stopped)
+            bar.close()
+            summary.retried = dispatch.retried
+            manifest(summary.stopped)
+    finally:
+        dispatch.close()
     return summary
+
+
+def _drain(dispatch: "Dispatch", capacity: int, queue: Iterator[tuple[str, EvalItem]], dataset: str, out: Path,
+           budget: Budget, summary: RunSummary, bar: "_Progress", done: set[tuple[str, str, str]]) -> None:
+    """Keep up to `capacity` items in flight until `queue` is empty or the budget is spent; write each result once.
+
+    The budget is summed here, as results arrive, so it holds across every thread or node: once spent, nothing
+    more is submitted, and the items already in flight (at most `capacity`) still finish and are kept.
+    """
+    in_flight = 0
+    with (out / ITEMS).open("a", encoding="utf-8") as items_f:
+        while True:
+            while in_flight < capacity and not summary.stopped:
+                if reason := budget.exhausted:
+                    summary.stopped = reason
+                    break
+                nxt = next(queue, None)
+                if nxt is None:
+                    break
+                dispatch.submit(*nxt)
+                in_flight += 1
+            if not in_flight:
+                return
+            for name, item, outcome in dispatch.wait():
+                in_flight -= 1
+                key = (dataset, name, item.id)
+                if key in done:  # an item a dispatch checked twice (at-least-once delivery) is written once
+                    continue
+                if isinstance(outcome, Failed):
+                    summary.errors += 1
+                    with (out / ERRORS).open("a", encoding="utf-8") as ef:
+                        ef.write(json.dumps({"dataset": dataset, "pipeline": name, "id": item.id,
+                                             "error": outcome.error}) + "\n")
+                    bar.update(name, None)
+                    continue
+                budget.add(outcome["usage"])
+                items_f.write(json.dumps(outcome, ensure_ascii=False) + "\n")
+                items_f.flush()
+                os.fsync(items_f.fileno())
+                done.add(key)
+                summary.done += 1
+                bar.update(name, outcome["correct"])
 
 
 def scores(rows: list[dict[str, Any]], labels: tuple[str, ...] | list[str]) -> dict[str, float]:

@@ -125,7 +125,10 @@ class EmbeddedBackend(Backend):
                                      f"or use an OpenAI-compatible server (--base-url)")
         try:
             with llama_extra_buffers(self.runtime.extra_buffers):
-                self.llm = Llama(str(path), n_ctx=n_ctx, n_threads=threads, seed=seed, verbose=False)
+                # n_threads_batch too: by default llama-cpp-python evaluates prompts on every core of the machine,
+                # which oversubscribes the cores when several models share them (Ray actors sized by --ray-cpus)
+                self.llm = Llama(str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads, seed=seed,
+                                 verbose=False)
         except (ValueError, RuntimeError, OSError) as e:
             raise BackendUnavailable(f"cannot load GGUF model {path}: {e}") from None
         self.path = path
