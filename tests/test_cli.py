@@ -113,3 +113,23 @@ def test_unreachable_server_is_a_clear_error(cli_env):
 def test_pipelines_lists_ablations(cli_env):
     r = veracity("pipelines", env=cli_env)
     assert r.returncode == 0 and "qacheck-no-validator" in r.stdout.decode()
+
+
+def test_check_with_an_evidence_only_pipeline_never_loads_the_language_model(cli_env, tmp_path):
+    """`--pipeline verifier` (and lexical) decide without an LLM: a configured in-process model that cannot even
+    load is never loaded; a pipeline that needs it fails plainly."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "danube.txt").write_text("The Danube flows through Vienna and Budapest.", encoding="utf-8")
+    assert veracity("index", "build", str(tmp_path / "docs"), "--out", str(tmp_path / "idx"),
+                    env=cli_env).returncode == 0
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\x00" * 64)  # a GGUF header and nothing a loader could use
+    claim = "The Danube flows through Vienna."
+    for pipeline in ("verifier", "lexical"):
+        r = veracity("check", "--pipeline", pipeline, "--index", str(tmp_path / "idx"), "--no-cache",
+                     "--model", f"gguf:{broken}", claim, env=cli_env)
+        assert r.returncode == 0, r.stderr.decode()
+        assert "Verdict: Supported" in r.stdout.decode() and "Usage: 0 model calls" in r.stdout.decode()
+    r = veracity("check", "--pipeline", "direct", "--no-cache", "--model", f"gguf:{broken}", claim, env=cli_env)
+    err = r.stderr.decode()
+    assert r.returncode != 0 and "broken.gguf" in err and "Traceback" not in err

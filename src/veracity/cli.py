@@ -49,7 +49,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise UserError(f"pipeline {args.pipeline!r} does not look at images; use --pipeline defame")
     claim = Claim(text=text, images=clean_image_refs(args.image), date=_claim_date(args.date))
     retriever = open_retriever(config)
-    model = make_model(config)
+    model = make_model(config, lazy=True)  # loaded when first called: the verifier and lexical pipelines call none
     listeners = []
     if not args.json:
         print(terminal_text(f"Claim: {text}\nPipeline: {args.pipeline}   Model: {model.model_id}"), flush=True)

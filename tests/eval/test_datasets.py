@@ -268,3 +268,27 @@ def test_csv_errors_name_the_line(tmp_path):
     blank.write_text("claim,label\nfine,true\n  ,false\n")
     with pytest.raises(UserError, match="line 3: 'claim' must be non-empty"):
         load_dataset("csv", blank)
+
+
+@pytest.mark.parametrize("label", ["true", "Refuted"])
+def test_claims_all_with_one_label_are_still_a_two_label_task(tmp_path, label):
+    """A file whose claims are all supported (or all refuted) is checked with both labels to choose from: the
+    evidence-only pipelines decide between them instead of failing on a one-label set."""
+    from veracity.check import run_check
+    from veracity.config import load_config
+    from veracity.llm import Model
+    from veracity.llm.scripted import ScriptedBackend
+    from veracity.registry import get_pipeline
+    from veracity.retrieval import Document, Index
+
+    ds = load_dataset("jsonl", write_jsonl(tmp_path / "one.jsonl", [
+        {"claim": "The Danube flows through Vienna.", "label": label,
+         "evidence": ["The Danube flows through Vienna and Budapest."]}]))
+    assert ds.labels == ("Supported", "Refuted")
+    item = ds.items[0]
+    retriever = Index.from_documents(item.evidence).retriever("bm25")
+    config = load_config(overrides={"cache": False}, env={})
+    for name in ("lexical", "verifier"):
+        res = run_check(item.claim, get_pipeline(name, config), Model(ScriptedBackend([])), config,
+                        retriever=retriever, labels=ds.labels)
+        assert res.verdict.label in ds.labels

@@ -683,7 +683,11 @@ def _load_user(path: Path, setting: str | None, *, fmt: str) -> Dataset:
     if labelled and unlabelled:
         raise UserError(f"{unlabelled[0]} has no 'label' but {labelled[0]} has one: label every claim or none")
     found = list(dict.fromkeys(item.gold for item in items if item.gold))
-    labels = tuple(x for x in BINARY_LABELS if x in found) + tuple(x for x in found if x not in BINARY_LABELS)
+    # claims all labelled Supported (or all Refuted) are still a two-label task: the pipelines choose between both
+    if found and set(found) <= set(BINARY_LABELS):
+        labels = BINARY_LABELS
+    else:
+        labels = tuple(x for x in BINARY_LABELS if x in found) + tuple(x for x in found if x not in BINARY_LABELS)
     return Dataset(
         name=fmt,
         setting=setting,
