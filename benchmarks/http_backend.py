@@ -71,10 +71,10 @@ def medical_index(work: Path):
     return Index.load(folder).retriever()
 
 
-def start_server(threads: int, log: Path) -> tuple[subprocess.Popen, str]:
+def start_server(threads: int, log: Path, extra: list[str]) -> tuple[subprocess.Popen, str]:
     try:
-        return llama_server.start_server(str(default_model_path()), ["--n_threads", str(threads), *SERVER_FLAGS],
-                                         stderr=log.open("w"))
+        return llama_server.start_server(str(default_model_path()),
+                                         ["--n_threads", str(threads), *SERVER_FLAGS, *extra], stderr=log.open("w"))
     except RuntimeError as e:
         sys.exit(f"{e}; see {log}")
 
@@ -127,6 +127,9 @@ def main() -> int:
     ap.add_argument("--pipelines", default="qacheck,defame,answer:plain")
     ap.add_argument("--threads", type=int, default=2, help="llama.cpp threads, the same for server and embedded")
     ap.add_argument("--work", default="runs/http_backend", help="folder for the medical index and the server log")
+    ap.add_argument("--server-arg", action="append", default=[], metavar="ARG",
+                    help="one more argument for the server after SERVER_FLAGS (repeat; e.g. --server-arg=--logits_all "
+                         "--server-arg=false)")
     args = ap.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -135,7 +138,7 @@ def main() -> int:
     leaf_items = mirage_items(args.leaf) if "answer:plain" in pipelines else []
     retriever = medical_index(work) if leaf_items else None
     log = work / "server.log"
-    proc, url = start_server(args.threads, log)
+    proc, url = start_server(args.threads, log, args.server_arg)
     rows = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -156,7 +159,7 @@ def main() -> int:
         proc.terminate()
         proc.wait(timeout=30)
     print(f"server: python -m veracity.llm.llama_server --model {default_model_path().name} "
-          f"--n_threads {args.threads} {' '.join(SERVER_FLAGS)}; embedded: the same GGUF, {args.threads} threads")
+          f"--n_threads {args.threads} {' '.join(SERVER_FLAGS + args.server_arg)}; embedded: the same GGUF, {args.threads} threads")
     print("| pipeline | backend | items | s/item median (min-max) | calls/item | prompt tok sent/item | "
           "prompt tok evaluated/item | decisions | verdicts given |")
     print("|---|---|---:|---:|---:|---:|---:|---|---:|")
