@@ -535,9 +535,15 @@ def to_html(result: CheckResult) -> str:
 
 def write_report(result: CheckResult, path: str) -> None:
     """Write the report as HTML (.html/.htm) or Markdown (anything else)."""
+    write_report_as(result, path, to_html, to_markdown)
+
+
+def write_report_as(subject: Any, path: str, html_of: Callable[[Any], str], markdown_of: Callable[[Any], str]) -> None:
+    """Write `subject`'s report to `path`: `html_of(subject)` for .html/.htm, else `markdown_of(subject)`; a path
+    that cannot be written is a UserError naming it. Shared by a claim's report and a text's (textcheck/report)."""
     from .errors import UserError
 
-    text = to_html(result) if Path(path).suffix.lower() in (".html", ".htm") else to_markdown(result)
+    text = html_of(subject) if Path(path).suffix.lower() in (".html", ".htm") else markdown_of(subject)
     try:
         Path(path).write_text(text, encoding="utf-8")
     except OSError as e:

@@ -9,11 +9,9 @@ holds `<script>` stays inert. The Markdown escapes the same text with the check 
 from __future__ import annotations
 
 import html
-from pathlib import Path
 from typing import Any
 
-from ..errors import UserError
-from ..report import md_link, md_text
+from ..report import md_link, md_text, write_report_as
 from ..steps import http_url
 from .outcomes import LABELS, marks, summary_rows
 from .run import ClaimResult, TextCheck
@@ -120,8 +118,4 @@ def to_html(check: TextCheck) -> str:
 
 def write_report(check: TextCheck, path: str) -> None:
     """Write the report as HTML (.html/.htm) or Markdown (anything else)."""
-    text = to_html(check) if Path(path).suffix.lower() in (".html", ".htm") else to_markdown(check)
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise UserError(f"cannot write the report to {path}: {e.strerror}") from None
+    write_report_as(check, path, to_html, to_markdown)
