@@ -122,7 +122,7 @@ def test_few_shot_prompts_go_to_completions_and_chat_prompts_to_chat(serve, tmp_
     assert out.text == " Paris" and out.reused_prompt_tokens == 7
     assert stub.paths[-1].endswith("/v1/completions")
     assert stub.requests[-1]["prompt"] == "Q: capital of France?\nA:" and stub.requests[-1]["stop"] == ["\n"]
-    assert stub.requests[-1]["cache_prompt"] is True
+    assert stub.requests[-1]["cache_prompt"] is True and stub.requests[-1]["repeat_penalty"] == 1.0
     b.complete(CompletionRequest.of("Hello"))
     assert stub.paths[-1].endswith("/chat/completions")
 
@@ -132,7 +132,7 @@ def test_a_strict_server_never_gets_unknown_fields(serve, tmp_path):
     b = backend(stub, tmp_path)
     assert b.choose(CompletionRequest.of("Is it?"), YES_NO).method == "logprob"
     b.complete(CompletionRequest.of("Hello"))
-    assert all("cache_prompt" not in r for r in stub.requests if not is_probe(r))
+    assert all("cache_prompt" not in r and "repeat_penalty" not in r for r in stub.requests if not is_probe(r))
 
 
 def test_overrides_skip_the_probe(serve, tmp_path):

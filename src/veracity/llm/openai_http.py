@@ -9,7 +9,9 @@ Fast and decisive where the server allows it (`http_caps` finds out once what it
   neither gets the generate-match-retry of `Backend.choose`;
 - few-shot documents (`continuation`) go to `/v1/completions` as raw text, as the papers' completion
   models read them, instead of being wrapped in a chat template;
-- llama.cpp's `cache_prompt` is sent to servers that take it, and the server's count of prompt tokens it
+- llama.cpp's `cache_prompt` is sent to servers that take it (with `repeat_penalty` 1.0: llama-cpp-python's
+  server penalises repeats by default, so its greedy text drifted from the embedded backend's on the same
+  prompt and ran on to `max_tokens`), and the server's count of prompt tokens it
   did not evaluate again (llama.cpp's `timings.cache_n`, OpenAI's and vLLM's `cached_tokens`) is kept as
   `Completion.reused_prompt_tokens`.
 """
@@ -160,6 +162,7 @@ class OpenAIBackend(Backend):
         caps = self.capabilities(probe_now=False)
         if caps is not None and caps.cache_prompt:
             body["cache_prompt"] = True  # llama.cpp's server: keep the evaluated prompt for the next request
+            body["repeat_penalty"] = 1.0  # as the embedded backend decodes (llama-cpp-python defaults to 1.1)
         body.update(fields)
         return {k: v for k, v in body.items() if v is not None}
 
