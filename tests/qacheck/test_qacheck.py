@@ -87,7 +87,7 @@ def test_validator_discards_and_question_is_resampled():
     rules = [(VERIFIER, "Yes, we can know.") if r[0] == VERIFIER else r for r in rules]
     rules = [(FIRST_Q, [" What colour is the sky?", " Who wrote the novel Kestrel Bay?"]) if r[0] == FIRST_Q else r
              for r in rules]
-    result, backend = run(rules)
+    result, backend = run(rules, **{"qacheck.max_rejected": 2})
     steps = result.verdict.steps
     assert [s.question for s in steps] == ["Who wrote the novel Kestrel Bay?"]
     validator = [s for s in result.trace if s["stage"] == "validator"]
@@ -96,7 +96,7 @@ def test_validator_discards_and_question_is_resampled():
     assert q_calls[0].temperature == 0.0 and q_calls[1].temperature > 0  # greedy would repeat the rejected question
 
 
-@pytest.mark.parametrize("max_rejected, asked, reason", [(2, 2, "rejected"), (3, 3, "rejected"),
+@pytest.mark.parametrize("max_rejected, asked, reason", [(1, 1, "rejected"), (2, 2, "rejected"), (3, 3, "rejected"),
                                                          (0, 5, "max_iterations")])
 def test_questions_rejected_in_a_row_stop_the_loop(max_rejected, asked, reason):
     """A validator that rejects every pair: the loop stops after `max_rejected` rejections in a row (0: it asks
@@ -140,7 +140,7 @@ def test_duplicate_question_is_not_answered_twice():
     rules = [(VERIFIER, "No"), (FIRST_Q, " Who wrote Kestrel Bay?"), (FOLLOW_Q, " Who wrote Kestrel Bay?"),
              (RECITE, " Kestrel Bay is a novel by Mara Lind."), (READER, " Mara Lind"), (VALIDATOR, " Yes"),
              (REASONER, "\nKnown.\n"), (LABEL, " True")]
-    result, backend = run(rules, **{"qacheck.max_iterations": 3})
+    result, backend = run(rules, **{"qacheck.max_iterations": 3, "qacheck.max_rejected": 0})
     assert len(result.verdict.steps) == 1
     dups = [s for s in result.trace if s["stage"] == "question" and s.get("duplicate")]
     assert len(dups) == 2
