@@ -42,7 +42,10 @@ from veracity.registry import get_pipeline
 from veracity.types import Claim
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks"
-SERVER_FLAGS = ["--n_ctx", "4096", "--cache", "true", "--model_alias", "smollm2", "--verbose", "true"]
+# --cache true keeps earlier prompts' states (QACheck's templates alternate); --n_batch 128 shrinks the logits array
+# that llama-cpp-python copies with every kept state when started with --logits_all false (n_batch x vocabulary floats)
+SERVER_FLAGS = ["--n_ctx", "4096", "--n_batch", "128", "--cache", "true", "--model_alias", "smollm2",
+                "--verbose", "true"]
 METHODS: Counter = Counter()  # decision methods (Choice.method) of the backend in use, counted by `count_methods`
 PROMPT_EVAL = re.compile(r"prompt eval time =\s*[\d.]+ ms /\s*(\d+) tokens")
 
