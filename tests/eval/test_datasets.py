@@ -292,3 +292,10 @@ def test_claims_all_with_one_label_are_still_a_two_label_task(tmp_path, label):
         res = run_check(item.claim, get_pipeline(name, config), Model(ScriptedBackend([])), config,
                         retriever=retriever, labels=ds.labels)
         assert res.verdict.label in ds.labels
+
+
+def test_claims_all_with_one_other_label_are_refused_with_the_reason(tmp_path):
+    path = write_jsonl(tmp_path / "acc.jsonl", [{"claim": "The Danube flows through Vienna.", "label": "Accurate"},
+                                                {"claim": "The Rhine flows through Basel.", "label": "Accurate"}])
+    with pytest.raises(UserError, match="every labelled claim is 'Accurate': a pipeline needs two labels or more"):
+        load_dataset("jsonl", path)

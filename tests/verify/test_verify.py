@@ -101,6 +101,9 @@ def test_labels_map_onto_the_callers_label_set():
                          [{"supported": 0.7, "refuted": 0.2, "nei": 0.1}, {"supported": 0.1, "refuted": 0.8,
                                                                            "nei": 0.1}])
     assert label_for(split, four, "supported_vs_refuted")[0] == "Conflicting Evidence/Cherrypicking"
+    with pytest.raises(ValueError, match="two labels or more"):
+        label_for(v, ("Accurate",), "supported_vs_refuted")
+    assert label_for(v, ("Accurate", "Inaccurate"), "supported_vs_refuted")[0] == "Accurate"
 
 
 def test_evidence_text_is_the_bare_text_as_the_verifier_was_trained_on():

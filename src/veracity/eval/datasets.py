@@ -688,6 +688,9 @@ def _load_user(path: Path, setting: str | None, *, fmt: str) -> Dataset:
         labels = BINARY_LABELS
     else:
         labels = tuple(x for x in BINARY_LABELS if x in found) + tuple(x for x in found if x not in BINARY_LABELS)
+        if len(labels) == 1:
+            raise UserError(f"every labelled claim is {labels[0]!r}: a pipeline needs two labels or more to choose "
+                            f"between (label them {SUPPORTED} / {REFUTED}, or add claims of another label)")
     return Dataset(
         name=fmt,
         setting=setting,

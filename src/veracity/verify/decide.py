@@ -37,7 +37,9 @@ def label_for(v: Verification, labels: Sequence[str], binary_rule: str) -> tuple
     not-enough-information label: the most probable of the three. With a "conflicting" label: chosen when one
     passage supports and another refutes the claim, each with probability above one half.
     """
-    labels = tuple(labels)
+    labels = tuple(dict.fromkeys(labels))
+    if len(labels) < 2:
+        raise ValueError(f"the verifier chooses between two labels or more, not {labels!r}")
     by_lower = {x.lower(): x for x in labels}
     supported = by_lower.get("supported") or by_lower.get("true") or labels[0]
     refuted = (by_lower.get("refuted") or by_lower.get("false") or by_lower.get("not supported")
