@@ -97,7 +97,7 @@ def batch_options() -> argparse.ArgumentParser:
     g.add_argument("--max-cost", type=float, help="stop cleanly after this many USD (model price table)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g = p.add_argument_group("Ray cluster (pip install 'veracity[ray]')")
-    g.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
+    g.add_argument("--ray", nargs="?", const="", metavar="ADDRESS", type=ray_address,
                    help="check the claims on Ray actors: the cluster at ADDRESS (host:port of its head), or "
                         "without ADDRESS the one started on this machine with `ray start --head`, else a new one")
     g.add_argument("--ray-actors", type=positive_int,
@@ -172,6 +172,15 @@ def positive_int(value: str) -> int:
 def non_negative_int(value: str) -> int:
     """argparse type: a whole number of at least 0."""
     return _int_at_least(value, 0)
+
+
+def ray_address(value: str) -> str:
+    """argparse type of --ray's optional ADDRESS: host:port, ray://host:port, auto or local. Anything else is
+    most likely the claims file that `--ray FILE` swallowed (ADDRESS is optional), so say how to write it."""
+    if value in ("", "auto", "local") or ":" in value:  # "": --ray with no ADDRESS (argparse converts const)
+        return value
+    raise argparse.ArgumentTypeError(f"{value!r} is not a Ray address (host:port, ray://host:port, auto); for the "
+                                     "cluster on this machine put --ray after the claims file")
 
 
 def non_negative_float(value: str) -> float:

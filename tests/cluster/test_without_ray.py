@@ -47,6 +47,15 @@ def test_asking_for_ray_without_it_installed_says_how_to_install_it(tmp_path, cl
     assert "Traceback" not in r.stderr
 
 
+def test_ray_before_the_claims_file_says_the_file_is_no_address(tmp_path, cli_env):
+    claims = write_claims(tmp_path / "claims.jsonl", 2)
+    r = subprocess.run(veracity_cmd() + ["check-batch", "--ray", str(claims), "--out", str(tmp_path / "out")],
+                       capture_output=True, text=True, env=cli_env, timeout=60)
+    assert r.returncode == 2
+    assert f"argument --ray: {str(claims)!r} is not a Ray address" in r.stderr
+    assert "put --ray after the claims file" in r.stderr and not (tmp_path / "out").exists()
+
+
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed")
 def test_a_ray_address_where_nothing_listens_is_one_line_at_once(tmp_path, cli_env):
     with socket.socket() as s:  # a port nothing listens on
