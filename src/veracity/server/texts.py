@@ -112,6 +112,8 @@ def text_verdict(check: TextCheck) -> Verdict:
                                              ("not_checked", "not checked (over the budget)")) if s[k]]
     if rest:
         rationale += f" Not sent to the pipeline: {', '.join(rest)}."
+    if s.get("failed"):
+        rationale += f" {s['failed']} failed with a model backend error (see each claim)."
     if check.stopped:
         rationale += f" Stopped early: {check.stopped}."
     return Verdict(label=label, rationale=rationale, confidence=None,

@@ -79,9 +79,10 @@ def cmd_check_text(args: argparse.Namespace) -> int:
             bar.close()
     if args.report:
         write_report(check, args.report)
+    failed = 1 if check.counts["failed"] else 0  # some claims' checks failed: the exit status says so
     if args.json:
         print(json.dumps(check.to_dict(), indent=2, ensure_ascii=False))
-        return 0
+        return failed
     print(terminal_text(f"Text: {source.title or source.origin} ({len(source.text):,} characters, "
                         f"{check.extraction.sentences} sentences; claims by {check.extraction.method})"))
     print(f"Pipeline: {check.pipeline}   Model: {check.model}\n")
@@ -100,4 +101,4 @@ def cmd_check_text(args: argparse.Namespace) -> int:
           f" tokens, {check.seconds:.1f} s")
     if args.report:
         print(f"Report written to {args.report}")
-    return 0
+    return failed

@@ -1,7 +1,8 @@
 """What each claim of a text ends as, and how the outcomes colour the text.
 
 Every claim ends with one outcome (see run.py): supported, refuted, uncertain (checked); ambiguous, not_checkable
-(the extractor's flags: not sent); not_checked (a budget left it out). While a text is being checked, a claim
+(the extractor's flags: not sent); not_checked (a budget left it out); failed (the model backend answered this
+claim's check with an error: the other claims are still checked). While a text is being checked, a claim
 found but not decided yet is `pending` (the live page only). `marks` cuts the text into the stretches that claims
 cover, each with the outcome that colours it: the report's HTML and the page's view both draw these.
 """
@@ -11,12 +12,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Iterable, Mapping
 
-OUTCOMES = ("supported", "refuted", "uncertain", "ambiguous", "not_checkable", "not_checked")
+OUTCOMES = ("supported", "refuted", "uncertain", "ambiguous", "not_checkable", "not_checked", "failed")
 PENDING = "pending"
 LABELS = {"supported": "Supported", "refuted": "Refuted", "uncertain": "Uncertain", "ambiguous": "Ambiguous",
-          "not_checkable": "Not checkable", "not_checked": "Not checked", PENDING: "Checking…"}
+          "not_checkable": "Not checkable", "not_checked": "Not checked", "failed": "Check failed",
+          PENDING: "Checking…"}
 #: which outcome colours a stretch of text that several claims cover: the one that most needs a look
-PRIORITY = ("refuted", "uncertain", "ambiguous", PENDING, "supported", "not_checked", "not_checkable")
+PRIORITY = ("refuted", "uncertain", "ambiguous", "failed", PENDING, "supported", "not_checked", "not_checkable")
 
 Span = tuple[int, int]
 
@@ -70,7 +72,8 @@ def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The summary of a checked text (`TextCheck.summary()`) as (what, how many) rows, with the factuality score."""
     rows = [(LABELS[o], str(summary.get(o, 0))) for o in ("supported", "refuted", "uncertain", "not_checkable",
                                                            "ambiguous")]
-    if summary.get("not_checked"):
-        rows.append((LABELS["not_checked"], str(summary["not_checked"])))
+    for extra in ("not_checked", "failed"):
+        if summary.get(extra):
+            rows.append((LABELS[extra], str(summary[extra])))
     rows.append(("Factuality (supported / checked)", percent(summary.get("factuality"))))
     return rows

@@ -2,8 +2,9 @@
 
 Every claim ends with one outcome: supported / refuted / uncertain (any other label, or a confidence below
 verifier.uncertain_below) for the claims checked; ambiguous and not_checkable for those the extractor flagged
-and did not send; not_checked for those a budget left out (--max-claims, --max-tokens). The factuality score is
-FActScore's and LEAF's: supported / checked (None when nothing was checked).
+and did not send; not_checked for those a budget left out (--max-claims, --max-tokens); failed for a claim whose
+check the model backend answered with an error (its message kept; an unreachable backend still stops the text).
+The factuality score is FActScore's and LEAF's: supported / checked (None when nothing was checked).
 
 Given a `tracer`, the check is also told as steps (steps.py): the text and its claims once extracted, each claim's
 result as it is known, the summary; the model calls of the extraction and of every claim's check are traced
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..check import run_check
+from ..errors import BackendError, BackendUnavailable
 from ..claims import AMBIGUOUS, NOT_CHECKABLE, Extraction, ExtractedClaim, extract_claims
 from ..llm.usage import UsageMeter
 from ..types import REFUTED, SUPPORTED, Claim
@@ -161,8 +163,13 @@ def check_text(source: "Source", pipeline: "Pipeline", model: "Model", config: "
                 if not stopped:
                     stopped.append(f"the budget of {max_tokens} tokens was spent")
             return ClaimResult(claim, "not_checked", note=f"the budget of {max_tokens} tokens was spent")
-        res = run_check(Claim(text=claim.text), pipeline, model, config, retriever=retriever,
-                        listeners=[forward] if tracer is not None else None)
+        try:
+            res = run_check(Claim(text=claim.text), pipeline, model, config, retriever=retriever,
+                            listeners=[forward] if tracer is not None else None)
+        except BackendUnavailable:
+            raise  # nothing answers: every later claim would fail the same way
+        except BackendError as e:  # this claim's check only (a timeout, a malformed reply): the others go on
+            return ClaimResult(claim, "failed", note=str(e))
         meter.add(res.usage)
         v = res.verdict
         return ClaimResult(claim, outcome_of(v.label, v.uncertain), v.label, v.confidence, v.rationale,

@@ -127,6 +127,7 @@ class TextSummary(Step):
     ambiguous: int = 0
     not_checkable: int = 0
     not_checked: int = 0
+    failed: int = 0
     checked: int = 0
     claims: int = 0
     factuality: float | None = None
