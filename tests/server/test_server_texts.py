@@ -75,9 +75,9 @@ def stub():
 
 @pytest.fixture(scope="module")
 def slow(server_factory, index, stub):
-    """The same rules answered by the stub after 0.2 s each; no response cache."""
+    """The same rules answered by the stub after 0.2 s each, one claim at a time; no response cache."""
     srv = server_factory(["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--index", index,
-                          "--rate-limit", "0"], name="texts-slow")
+                          "--rate-limit", "0", "--concurrency", "1"], name="texts-slow")
     with httpx.Client(base_url=srv.url, timeout=60) as client:
         yield client
 
@@ -144,6 +144,28 @@ def test_claims_arrive_one_by_one_while_the_text_is_checked(slow, stub):
     # the text and its claims came first, then each verdict as its model call returned (0.2 s each)
     assert checked[0] - extraction >= 0.15 and checked[1] - checked[0] >= 0.15 and checked[2] - checked[1] >= 0.15
     assert seen[-1][1] == "done" and seen[-1][2]["verdict"]["label"] == "Factuality 0.67"
+
+
+def test_over_a_server_with_parallel_slots_claims_are_checked_together_and_told_in_text_order(server_factory,
+                                                                                                index):
+    stub = StubServer(rules_responder(TEXT_RULES, delay=0.4))
+    try:
+        srv = server_factory(["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--index", index,
+                              "--rate-limit", "0", "--concurrency", "3"], name="texts-parallel")
+        with httpx.Client(base_url=srv.url, timeout=60) as client:
+            run_id = start_text(client, text=ARTICLE, extract="rules")["id"]
+            seen: list[tuple[float, str, dict]] = []
+            read_sse(client, f"/api/checks/{run_id}/events",
+                     on_event=lambda e: seen.append((time.monotonic(), e[0], e[2])))
+        decided = [(t, d["text"]) for t, kind, d in seen if kind == "step" and d["stage"] == "text_claim"
+                   and d["outcome"] in ("supported", "refuted")]
+        extraction = next(t for t, kind, d in seen if kind == "step" and d["stage"] == "text_extraction")
+        assert [text for _, text in decided] == [BORN, NOBEL, DANUBE]  # in the text's order
+        assert stub.max_active == 3  # the three checkable claims were at the server at once
+        assert decided[-1][0] - extraction < 0.4 * 3 - 0.2  # sooner than one after the other
+        assert seen[-1][1] == "done" and seen[-1][2]["verdict"]["label"] == "Factuality 0.67"
+    finally:
+        stub.close()
 
 
 def test_deleting_a_running_text_check_stops_it(slow, stub):

@@ -172,8 +172,7 @@ class AnswerChecker:
         """Check the sentences, up to `concurrency` at once when the backend runs calls in parallel. Each
         sentence then traces into its own tracer and failure list, replayed in order once it is done, so the
         trace reads as if the sentences had been checked one after the other."""
-        backend = getattr(getattr(model, "model", None), "backend", None)
-        workers = min(self.concurrency, len(sentences)) if getattr(backend, "parallel", False) else 1
+        workers = min(self.concurrency, len(sentences)) if model.parallel else 1
         if workers <= 1:
             return [self.check_sentence(i, s, context, model, retriever, tracer, result, label)
                     for i, s in enumerate(sentences, 1)]

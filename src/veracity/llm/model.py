@@ -70,6 +70,12 @@ class RunModel:
     def accepts_images(self) -> bool:
         return self.model.accepts_images
 
+    @property
+    def parallel(self) -> bool:
+        """Whether calls from several threads run together (a server with parallel slots), so a pipeline may
+        send independent calls at once; False: they would only queue on one in-process model."""
+        return bool(getattr(self.model.backend, "parallel", False))
+
     def _record(self, stage: str, c: Completion) -> None:
         self.meter.record(stage, prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens,
                           seconds=c.latency_s, cost=c.cost, cached=c.cached,

@@ -90,8 +90,10 @@ class TextCheckPipeline(Pipeline):
         return self.inner.needs_retriever(config)
 
     def check(self, claim: Claim, ctx: Context) -> Verdict:
+        # over a server with parallel slots up to `concurrency` claims are checked at once (told in text order)
         check = check_text(self.source, self.inner, ctx.model.model, ctx.config, retriever=ctx.retriever,
                            extract=self.extract, max_claims=self.max_claims, max_tokens=self.max_tokens,
+                           workers=ctx.config.concurrency if ctx.model.parallel else 1,
                            tracer=ctx.tracer, meter=ctx.meter)
         return text_verdict(check)
 
