@@ -166,6 +166,9 @@ def test_markup_html_entities_and_javascript_links_stay_text(tmp_path):
     assert [h.split("?")[0] for h in doc.hrefs()] == ["https://example.org/a_%28b%29"]  # only the http(s) source
     md = to_markdown(result)
     assert not re.search(r"^#+ not a heading", md, re.M)
+    # and should anything slip through, the page's own policy runs no script and fetches nothing but images
+    assert re.search(r'<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+                     r'style-src \'unsafe-inline\'; img-src [^;"]*;', page)
 
 
 def test_the_claims_own_images_are_still_embedded_and_only_they(tmp_path):

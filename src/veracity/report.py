@@ -503,6 +503,18 @@ def _safe_targets(allowed: set[str], embed: Callable[[str], "str | None"]) -> Ca
     return rule
 
 
+def html_page(title: str, css: str, body: str, *, img_src: str = "data:") -> str:
+    """One self-contained HTML page (every report's): its styles inline, and a Content-Security-Policy that allows no
+    script, fetch, external style or form, and images only from `img_src`, so escaped text stays inert even if
+    something unescaped slipped through."""
+    csp = (f"default-src 'none'; style-src 'unsafe-inline'; img-src {img_src}; base-uri 'none'; "
+           "form-action 'none'")
+    return (f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">"
+            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{html.escape(title)}</title><style>{css}</style></head>\n<body>\n{body}</body></html>\n")
+
+
 def markdown_to_html(markdown: str, title: str, images: Iterable[str] = (),
                      embed: Callable[[str], "str | None"] | None = None) -> str:
     """A Markdown report as one self-contained HTML page: the allowed local images embedded, remote ones linked.
@@ -523,10 +535,8 @@ def markdown_to_html(markdown: str, title: str, images: Iterable[str] = (),
 
     md.validateLink = validate  # type: ignore[method-assign]
     md.core.ruler.push("veracity_safe_targets", _safe_targets(allowed, embed or embed_local))
-    body = md.render(markdown)
-    return (f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>\n<body>\n{body}</body></html>\n")
+    # remote images stay linked; an own image too large to embed stays a file path
+    return html_page(title, _CSS, md.render(markdown), img_src="data: https: http: file: 'self'")
 
 
 def to_html(result: CheckResult) -> str:

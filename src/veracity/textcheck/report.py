@@ -11,12 +11,11 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from ..report import md_link, md_text, write_report_as
+from ..report import html_page, md_link, md_text, write_report_as
 from ..steps import http_url
 from .outcomes import LABELS, marks, summary_rows
 from .run import ClaimResult, TextCheck
 
-CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 _CSS = """
 body{font:16px/1.6 system-ui,sans-serif;max-width:50rem;margin:2rem auto;padding:0 1rem;color:#1d2733}
 .text{white-space:pre-wrap;border:1px solid #d5dbe3;padding:1rem;border-radius:.4rem}
@@ -106,14 +105,11 @@ def to_html(check: TextCheck) -> str:
                                                        f"{check.stopped}", src.note) if n)
     claims = "".join(f"<li><details><summary><b class=\"b o-{r.outcome}\">{_e(_verdict(r))}</b> {_e(r.claim.text)}"
                      f"</summary>{_claim_html(r)}</details></li>" for r in check.results)
-    return (f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">"
-            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{_e(title)}</title><style>{_CSS}</style></head>\n<body>\n<h1>{_e(title)}</h1>\n"
-            f"<p>Pipeline {_e(check.pipeline)} · model {_e(check.model)} · claims extracted by "
-            f"{_e(check.extraction.method)} · click a highlighted passage for its verdict and evidence</p>\n"
+    body = (f"<h1>{_e(title)}</h1>\n<p>Pipeline {_e(check.pipeline)} · model {_e(check.model)} · claims extracted "
+            f"by {_e(check.extraction.method)} · click a highlighted passage for its verdict and evidence</p>\n"
             f"{notes}<table>{rows}</table>\n<h2>Text</h2>\n<div class=\"text\">{_marked_text(check)}</div>\n"
-            f"<h2>Claims</h2>\n<ol class=\"claims\">{claims}</ol>\n</body></html>\n")
+            f"<h2>Claims</h2>\n<ol class=\"claims\">{claims}</ol>\n")
+    return html_page(title, _CSS, body)
 
 
 def write_report(check: TextCheck, path: str) -> None:
