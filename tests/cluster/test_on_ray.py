@@ -213,3 +213,47 @@ def test_cli_eval_with_ray_shows_one_progress_bar_for_all_nodes(cluster, tmp_pat
     bar = r.stderr.replace("\r", "\n")
     assert "jsonl (2 Ray actors on 2 nodes)" in bar and "12/12" in bar
     assert "Traceback" not in r.stderr
+
+
+class KillOneNode(RayDispatch):
+    """The real RayDispatch; once `after` results are back, the second node of `cluster` is killed whole."""
+
+    def __init__(self, cluster: LocalCluster, after: int, **kw) -> None:
+        super().__init__(**kw)
+        self.cluster, self.after, self.seen, self.lost_node = cluster, after, 0, None
+
+    def wait(self):
+        out = super().wait()
+        self.seen += len(out)
+        if self.lost_node is None and self.seen >= self.after:
+            killed = self.cluster.kill_node(1)
+            self.lost_node = next(s.node for s in self.pool.slots if s.pid in killed)  # an actor of that node
+        return out
+
+
+def test_a_node_lost_mid_run_loses_no_item_and_changes_no_prediction(cluster, tmp_path):
+    """Last in this module: the cluster has one node left after it. The actors call a server (0.3 s a call), so
+    the run is still going when the second node's raylet and daemons are killed."""
+    def respond(body):
+        number = int(re.findall(r"number (\d+)\.", message_text(body))[-1])
+        return 200, chat_response(" True" if number % 2 == 0 else " False"), 0.3
+
+    srv = StubServer(respond)
+    try:
+        ds = load_dataset("jsonl", write_claims(tmp_path / "claims.jsonl", 60))
+        config = scripted_config(tmp_path, model="stub", base_url=srv.url, cache=False,
+                                 **{"http.decisions": "parse", "http.endpoint": "chat"})
+        dispatch = KillOneNode(cluster, after=8, actors=4, concurrency=2)
+        summary = run_eval(ds, ["direct"], None, config, tmp_path / "ray", progress=False, dispatch=dispatch)
+    finally:
+        srv.close()
+    assert dispatch.lost_node is not None and dispatch.seen == 60
+    ids = Counter(r["id"] for r in rows(tmp_path / "ray"))
+    assert ids == Counter(f"c{i}" for i in range(60))  # every item, exactly once
+    assert summary.done == 60 and summary.errors == 0 and not (tmp_path / "ray" / "errors.jsonl").exists()
+    assert predictions(tmp_path / "ray") == {f"c{i}": "Supported" if i % 2 == 0 else "Refuted" for i in range(60)}
+    assert summary.retried >= 1  # what the lost node's actors held was checked again on the head
+    on_lost = [s for s in dispatch.pool.slots if s.node == dispatch.lost_node]
+    # an actor there is given up when an item fails on it (not waited for); one whose items were all back before
+    # its raylet went may still look available: anything sent to it later would fail and be sent again
+    assert len(on_lost) == 2 and any(s.dead or not s.available for s in on_lost)

@@ -8,7 +8,9 @@ No item is lost or written twice when a worker dies: Ray restarts the actor (act
 that actor held comes back here as a RayActorError and is sent again, to the least-loaded live actor, up to
 ATTEMPTS times (then it goes to errors.jsonl, and the next run tries it again). An item is only written when its
 result arrives, and the runner writes a key once, so an item checked twice is still one line. If the driver
-itself dies, items.jsonl holds every item finished so far and the same command resumes.
+itself dies, items.jsonl holds every item finished so far and the same command resumes. When a whole node is
+lost, its actors cannot be placed again (each is pinned to its node): Ray says so (ActorUnschedulableError), they
+are given up for good and their items go to the actors of the other nodes.
 """
 
 from __future__ import annotations
@@ -25,6 +27,11 @@ from .sizing import place, shape_actors
 
 #: times one item is sent to a worker before it is recorded as failed (a worker died each time)
 ATTEMPTS = 3
+
+
+def _gone(ray: Any) -> tuple[type[BaseException], ...]:
+    """What Ray raises for a call whose actor died, or whose node is gone so it can never run there again."""
+    return (ray.exceptions.RayActorError, ray.exceptions.ActorUnschedulableError)
 
 
 @dataclass
@@ -109,7 +116,9 @@ class RayDispatch:
         slot.load -= 1
         try:
             out.append((job.name, job.item, ray.get(ref)))
-        except ray.exceptions.RayActorError as e:  # the actor died (or could not be reached) with the item
+        except _gone(ray) as e:  # the actor died (or could not be reached, or its node is gone) with the item
+            if isinstance(e, ray.exceptions.ActorUnschedulableError):
+                slot.dead = True  # pinned to a node that is gone: no restart will ever place it
             self._lost(slot)
             if job.attempts >= ATTEMPTS:
                 out.append((job.name, job.item, Failed(f"the Ray worker checking it was lost {job.attempts} "
@@ -133,7 +142,7 @@ class RayDispatch:
         slot = self._pings.pop(ref)
         try:
             info = ray.get(ref)
-        except ray.exceptions.RayActorError:  # out of restarts
+        except _gone(ray):  # out of restarts, or its node is gone
             slot.dead = True
             return
         if "error" in info:  # restarted, but its constructor failed this time
