@@ -452,3 +452,46 @@ def test_with_the_verifier_off_the_judge_prompt_has_no_scores():
     assert "Verifier scores" not in prompt and "\n\nKey findings:" not in prompt
     judge = stages(res, "judge")[0]
     assert judge["decided_by"] == "model" and not judge.get("verifier") and res.verdict.label == "Refuted"
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_summaries_of_one_search_are_in_flight_together_over_a_server(tmp_path, concurrency):
+    """Over real HTTP: the results of one search are summarized at once (up to `concurrency` calls), each against
+    the record as it stood before them, and told in the results' order: the same summaries and prompts either way."""
+    from stub_server import StubServer, chat_response, message_text
+
+    from veracity.llm import make_model
+
+    replies = [(re.compile(p, re.S), r) for p, r in rules('web_search("Eiffel Tower Rome 2023")') if isinstance(r, str)]
+
+    def respond(body):
+        text = message_text(body).rstrip("\n")
+        if text.endswith("Summary:"):  # a result, summarized slowly
+            return 200, chat_response("The page says: " + re.findall(r"<result>\n(.*?)\n</result>", text,
+                                                                     re.S)[-1][:60]), 0.4
+        for pat, reply in replies:
+            if pat.search(text):
+                return 200, chat_response(reply), 0
+        return 400, {"error": {"message": f"no rule for {text[-60:]!r}"}}, 0
+
+    stub = StubServer(respond)
+    try:
+        config = load_config(overrides={"model": "stub", "base_url": stub.url, "cache": False, "max_retries": 0,
+                                        "concurrency": concurrency, "http.decisions": "parse",
+                                        "http.endpoint": "chat", "verifier.use": "off", "defame.top_k": 3,
+                                        "cache_path": str(tmp_path / "c.sqlite")}, env={})
+        retriever = Index.from_documents(DOCS).retriever("bm25")
+        res = run_check(Claim(CLAIM), get_pipeline("defame", config), make_model(config, use_cache=False), config,
+                        retriever=retriever)
+    finally:
+        stub.close()
+    assert res.verdict.label == "Refuted"
+    results = stages(res, "action")[0]["results"]
+    summaries = stages(res, "summary")
+    assert len(results) == 3 and [s["source"] for s in summaries] == [r["source"] for r in results]
+    assert [s["summary"] for s in summaries] == ["The page says: " + r["text"][:60] for r in results]
+    summarize_prompts = [message_text(b) for b in stub.requests if message_text(b).rstrip().endswith("Summary:")]
+    assert not any("The page says" in p for p in summarize_prompts)  # none saw another's summary
+    calls = [i for i, s in enumerate(res.trace) if s["stage"] == "model_call" and s["for_stage"] == "summarize"]
+    assert len(calls) == 3 and max(calls) < res.trace.index(summaries[0])  # calls traced first, in order
+    assert stub.max_active == (3 if concurrency == 3 else 1)

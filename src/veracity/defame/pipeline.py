@@ -93,6 +93,18 @@ class Defame(Pipeline):
         justification = self._justify(record, store, label, ctx)
         return Verdict(label=label, rationale=justification, confidence=confidence, parse_failures=failures)
 
+    def _summaries(self, results: list, record: Record, ctx: Context, failures: list[str]) -> list:
+        """One summarize reply per result of one action, each against the record as it stands before any of them
+        is added (so they do not depend on each other). Over a server with parallel slots up to `concurrency` calls
+        are in flight together; their model calls are traced in the results' order either way."""
+        prompt = self.prompts["summarize"]
+
+        def ask(ev: Evidence, model: Any, _tracer: Any) -> Any:  # a parse failure goes to ctx.tracer when recorded
+            return prompt.ask(model, failures=failures, tracer=ctx.tracer, defer=True, RECORD=record, RESULT=ev,
+                              parse_args=dict(source=ev.text, claim=record.claim.text))
+
+        return ctx.model.map_in_order(ask, results, workers=ctx.config.concurrency, tracer=ctx.tracer)
+
     # ------------------------------------------------------------------ helpers
     def _label_set(self, ctx: Context) -> tuple[tuple[str, ...], str | None, str]:
         """(labels to score against, the not-enough-information label, rules for the judge)."""
@@ -240,12 +252,13 @@ class Defame(Pipeline):
             action = out.action.render()
             if out.error or not out.results:
                 continue
-            for ev in out.results:
-                gen = self.prompts["summarize"].ask(ctx.model, failures=failures, RECORD=record, RESULT=ev,
-                                                    parse_args=dict(source=ev.text, claim=record.claim.text))
+            replies = self._summaries(out.results, record, ctx, failures)
+            for ev, gen in zip(out.results, replies):
                 summary = gen.value.text
                 written_by = "model"
                 if not gen.ok:
+                    if gen.spec.problem:
+                        gen.fail()  # recorded here, in the results' order, however the calls ran
                     # the model wrote something not drawn from the source (often the claim again):
                     # quote the source instead, and say so (the failure is recorded)
                     summary = excerpt(ev.text, record.claim.text, SUMMARY_CHARS) or None

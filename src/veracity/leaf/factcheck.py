@@ -22,7 +22,6 @@ are checked at once; the trace and the failures are the same as one after the ot
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -169,31 +168,17 @@ class AnswerChecker:
 
     def _check_all(self, sentences: list[str], context: str, model: "RunModel", retriever: "Retriever",
                    tracer: "Tracer", result: LeafResult, label: dict[str, Any]) -> list[SentenceCheck]:
-        """Check the sentences, up to `concurrency` at once when the backend runs calls in parallel. Each
-        sentence then traces into its own tracer and failure list, replayed in order once it is done, so the
-        trace reads as if the sentences had been checked one after the other."""
-        workers = min(self.concurrency, len(sentences)) if model.parallel else 1
-        if workers <= 1:
-            return [self.check_sentence(i, s, context, model, retriever, tracer, result, label)
-                    for i, s in enumerate(sentences, 1)]
-        from ..llm.model import RunModel
-        from ..trace import Tracer
+        """Check the sentences, up to `concurrency` at once when the backend runs calls in parallel
+        (`RunModel.map_in_order`: the trace reads as if they had been checked one after the other); each keeps its
+        own failure list, merged in the sentences' order."""
+        def one(item: tuple[int, str], run_model: "RunModel", own: "Tracer") -> tuple[SentenceCheck, LeafResult]:
+            scratch = LeafResult(sentences=[], total_sentences=0, max_sentences=0)
+            return self.check_sentence(*item, context, run_model, retriever, own, scratch, label), scratch
 
-        def one(index: int, sentence: str) -> tuple[SentenceCheck, Tracer, LeafResult]:
-            own, scratch = Tracer(), LeafResult(sentences=[], total_sentences=0, max_sentences=0)
-            check = self.check_sentence(index, sentence, context, RunModel(model.model, model.meter, own),
-                                        retriever, own, scratch, label)
-            return check, own, scratch
-
-        checks = []
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="leaf-sentence") as pool:
-            for future in [pool.submit(one, i, s) for i, s in enumerate(sentences, 1)]:
-                check, own, scratch = future.result()
-                for step in own.steps:
-                    tracer.emit(step)
-                result.parse_failures.extend(scratch.parse_failures)
-                checks.append(check)
-        return checks
+        done = model.map_in_order(one, enumerate(sentences, 1), workers=self.concurrency, tracer=tracer)
+        for _, scratch in done:  # the parse failures in the sentences' order, however they ran
+            result.parse_failures.extend(scratch.parse_failures)
+        return [check for check, _ in done]
 
     def check_sentence(self, index: int, sentence: str, context: str, model: "RunModel",
                        retriever: "Retriever", tracer: "Tracer", result: LeafResult,

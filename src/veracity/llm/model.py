@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from .base import Backend, Choice, Completion, CompletionRequest
 from .cache import ResponseCache, stable_key
@@ -75,6 +75,32 @@ class RunModel:
         """Whether calls from several threads run together (a server with parallel slots), so a pipeline may
         send independent calls at once; False: they would only queue on one in-process model."""
         return bool(getattr(self.model.backend, "parallel", False))
+
+    def map_in_order(self, fn: Callable[[Any, "RunModel", "Tracer"], Any], items: Iterable[Any], *, workers: int,
+                     tracer: "Tracer") -> list[Any]:
+        """[fn(item, model, tracer) for each item]: one after the other, or, where calls overlap (`parallel`), up to
+        `workers` at once, each with a model and tracer of its own whose steps are told on `tracer` in the items'
+        order as each is done, so the trace reads as if they had run one after the other."""
+        items = list(items)
+        workers = min(workers, len(items)) if self.parallel else 1
+        if workers <= 1:
+            return [fn(item, self, tracer) for item in items]
+        from concurrent.futures import ThreadPoolExecutor
+
+        from ..trace import Tracer
+
+        def one(item: Any) -> tuple[Any, Tracer]:
+            own = Tracer()
+            return fn(item, RunModel(self.model, self.meter, own), own), own
+
+        out = []
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="model-calls") as pool:
+            for future in [pool.submit(one, item) for item in items]:
+                value, own = future.result()
+                for step in own.steps:
+                    tracer.emit(step)
+                out.append(value)
+        return out
 
     def _record(self, stage: str, c: Completion) -> None:
         self.meter.record(stage, prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens,
