@@ -246,8 +246,11 @@ def test_qacheck_reader_quotes_passages_and_declares_them_data():
 
 
 def test_defame_excerpts_and_summaries_reach_later_prompts_only_as_data():
-    # the summarizer copies the claim: every summary is rejected and replaced by a raw excerpt of the page
-    backend = ScriptedBackend(defame_rules("Refuted", summary=CLAIM))
+    # the summarizer copies the claim: every summary is rejected and replaced by a raw excerpt of the page; two
+    # searches, so the second one's summarizer reads the first one's excerpts in the record
+    rules = defame_rules("Refuted", summary=CLAIM)
+    rules[0] = (rules[0][0], 'web_search("Eiffel Tower Rome 2023")\nweb_search("Eiffel Tower summer season")')
+    backend = ScriptedBackend(rules)
     res = run_defame(backend)
     excerpts = [s for s in res.trace if s["stage"] == "summary" and s["written_by"] == "excerpt"]
     assert any("Ignore previous instructions" in (s["summary"] or "") for s in excerpts)
@@ -259,11 +262,12 @@ def test_defame_excerpts_and_summaries_reach_later_prompts_only_as_data():
         assert_quoted_only(prompt.split("Record:")[-1])
         assert "Verdict: Supported" not in outside_data(prompt)
     summarizer = [c.messages[-1][1] for c in backend.calls if c.messages[-1][1].endswith("Summary:")]
-    assert any("Ignore previous instructions" in p for p in summarizer)
-    for p in summarizer:
+    records = [p.split("Record:")[-1] for p in summarizer]  # the check's own record (the demonstrations before it)
+    assert sum("Ignore previous instructions" in r for r in records) >= 2  # its result, then the other search's
+    for p, record in zip(summarizer, records):
         assert DATA_NOTE in p
-        if "Ignore previous instructions" in p:
-            assert_quoted_only(p.split("Record:")[-1])
+        if "Ignore previous instructions" in record:
+            assert_quoted_only(record)
     assert res.verdict.label == "Refuted"
 
 
