@@ -55,26 +55,75 @@ def cluster(tmp_path_factory):
     assert not local.processes(), "the test cluster left processes behind"
 
 
-class KillOneWorker(RayDispatch):
-    """The real RayDispatch; once `after` results are back, one actor's process is killed (SIGKILL on the pid the
-    actor itself reported)."""
+class KillAfter(RayDispatch):
+    """The real RayDispatch; once `after` results are back, `kill` runs (once)."""
 
     def __init__(self, after: int, **kw) -> None:
         super().__init__(**kw)
-        self.after, self.seen, self.victim, self.killed_pid = after, 0, None, None
+        self.after, self.seen, self.killed = after, 0, False
 
     def wait(self):
         out = super().wait()
         self.seen += len(out)
-        if self.victim is None and self.seen >= self.after:
-            self.victim = self.pool.slots[0]
-            self.killed_pid = self.victim.pid
-            os.kill(self.victim.pid, signal.SIGKILL)
+        if not self.killed and self.seen >= self.after:
+            self.killed = True
+            self.kill()
         return out
+
+    def kill(self) -> None:
+        raise NotImplementedError
+
+
+class KillOneWorker(KillAfter):
+    """One actor's process is killed (SIGKILL on the pid the actor itself reported)."""
+
+    victim = killed_pid = None
+
+    def kill(self) -> None:
+        self.victim = self.pool.slots[0]
+        self.killed_pid = self.victim.pid
+        os.kill(self.victim.pid, signal.SIGKILL)
+
+
+class KillOneNode(KillAfter):
+    """The second node of `cluster` is killed whole (its raylet, daemons and workers)."""
+
+    lost_node = None
+
+    def __init__(self, cluster: LocalCluster, after: int, **kw) -> None:
+        super().__init__(after, **kw)
+        self.cluster = cluster
+
+    def kill(self) -> None:
+        killed = self.cluster.kill_node(1)
+        self.lost_node = next(s.node for s in self.pool.slots if s.pid in killed)  # an actor of that node
 
 
 def predictions(out):
     return {r["id"]: r["pred"] for r in rows(out)}
+
+
+def by_number(n: int) -> dict[str, str]:
+    """The verdicts the stub server gives claims c0..c{n-1}: even numbers supported."""
+    return {f"c{i}": "Supported" if i % 2 == 0 else "Refuted" for i in range(n)}
+
+
+def run_on_stub_server(tmp_path, n: int, dispatch: RayDispatch):
+    """`n` claims checked by actors that call a stub server answering each claim by its number after 0.3 s:
+    (the run's summary, the most calls the server had at once)."""
+    def respond(body):
+        number = int(re.findall(r"number (\d+)\.", message_text(body))[-1])
+        return 200, chat_response(" True" if number % 2 == 0 else " False"), 0.3
+
+    srv = StubServer(respond)
+    try:
+        ds = load_dataset("jsonl", write_claims(tmp_path / "claims.jsonl", n))
+        config = scripted_config(tmp_path, model="stub", base_url=srv.url, cache=False,
+                                 **{"http.decisions": "parse", "http.endpoint": "chat"})
+        summary = run_eval(ds, ["direct"], None, config, tmp_path / "ray", progress=False, dispatch=dispatch)
+    finally:
+        srv.close()
+    return summary, srv.max_active
 
 
 @pytest.mark.parametrize("restarts", [3, 0], ids=["restarted", "out-of-restarts"])
@@ -164,23 +213,10 @@ def test_an_index_built_on_the_driver_reaches_the_workers(cluster, tmp_path):
 
 
 def test_a_server_backed_actor_checks_several_items_at_once(cluster, tmp_path):
-    def respond(body):
-        number = int(re.findall(r"number (\d+)\.", message_text(body))[-1])
-        return 200, chat_response(" True" if number % 2 == 0 else " False"), 0.3
-
-    srv = StubServer(respond)
-    try:
-        ds = load_dataset("jsonl", write_claims(tmp_path / "claims.jsonl", 24))
-        config = scripted_config(tmp_path, model="stub", base_url=srv.url, cache=False,
-                                 **{"http.decisions": "parse", "http.endpoint": "chat"})
-        summary = run_eval(ds, ["direct"], None, config, tmp_path / "ray", progress=False,
-                           dispatch=RayDispatch(actors=2, concurrency=3))
-        assert summary.done == 24 and summary.errors == 0
-        assert srv.max_active >= 5  # 2 actors x 3 items at once reached the server together
-        assert predictions(tmp_path / "ray") == {f"c{i}": "Supported" if i % 2 == 0 else "Refuted"
-                                                 for i in range(24)}
-    finally:
-        srv.close()
+    summary, most_at_once = run_on_stub_server(tmp_path, 24, RayDispatch(actors=2, concurrency=3))
+    assert summary.done == 24 and summary.errors == 0
+    assert most_at_once >= 5  # 2 actors x 3 items at once reached the server together
+    assert predictions(tmp_path / "ray") == by_number(24)
 
 
 def test_cli_check_batch_with_ray_resumes_a_run_made_without_it(cluster, tmp_path, cli_env):
@@ -215,43 +251,16 @@ def test_cli_eval_with_ray_shows_one_progress_bar_for_all_nodes(cluster, tmp_pat
     assert "Traceback" not in r.stderr
 
 
-class KillOneNode(RayDispatch):
-    """The real RayDispatch; once `after` results are back, the second node of `cluster` is killed whole."""
-
-    def __init__(self, cluster: LocalCluster, after: int, **kw) -> None:
-        super().__init__(**kw)
-        self.cluster, self.after, self.seen, self.lost_node = cluster, after, 0, None
-
-    def wait(self):
-        out = super().wait()
-        self.seen += len(out)
-        if self.lost_node is None and self.seen >= self.after:
-            killed = self.cluster.kill_node(1)
-            self.lost_node = next(s.node for s in self.pool.slots if s.pid in killed)  # an actor of that node
-        return out
-
-
 def test_a_node_lost_mid_run_loses_no_item_and_changes_no_prediction(cluster, tmp_path):
     """Last in this module: the cluster has one node left after it. The actors call a server (0.3 s a call), so
     the run is still going when the second node's raylet and daemons are killed."""
-    def respond(body):
-        number = int(re.findall(r"number (\d+)\.", message_text(body))[-1])
-        return 200, chat_response(" True" if number % 2 == 0 else " False"), 0.3
-
-    srv = StubServer(respond)
-    try:
-        ds = load_dataset("jsonl", write_claims(tmp_path / "claims.jsonl", 60))
-        config = scripted_config(tmp_path, model="stub", base_url=srv.url, cache=False,
-                                 **{"http.decisions": "parse", "http.endpoint": "chat"})
-        dispatch = KillOneNode(cluster, after=8, actors=4, concurrency=2)
-        summary = run_eval(ds, ["direct"], None, config, tmp_path / "ray", progress=False, dispatch=dispatch)
-    finally:
-        srv.close()
+    dispatch = KillOneNode(cluster, after=8, actors=4, concurrency=2)
+    summary, _ = run_on_stub_server(tmp_path, 60, dispatch)
     assert dispatch.lost_node is not None and dispatch.seen == 60
     ids = Counter(r["id"] for r in rows(tmp_path / "ray"))
     assert ids == Counter(f"c{i}" for i in range(60))  # every item, exactly once
     assert summary.done == 60 and summary.errors == 0 and not (tmp_path / "ray" / "errors.jsonl").exists()
-    assert predictions(tmp_path / "ray") == {f"c{i}": "Supported" if i % 2 == 0 else "Refuted" for i in range(60)}
+    assert predictions(tmp_path / "ray") == by_number(60)
     assert summary.retried >= 1  # what the lost node's actors held was checked again on the head
     on_lost = [s for s in dispatch.pool.slots if s.node == dispatch.lost_node]
     # an actor there is given up when an item fails on it (not waited for); one whose items were all back before
