@@ -503,12 +503,15 @@ def _safe_targets(allowed: set[str], embed: Callable[[str], "str | None"]) -> Ca
     return rule
 
 
+def report_csp(img_src: str) -> str:
+    """A report's Content-Security-Policy: no script, fetch, external style or form; images only from `img_src`."""
+    return f"default-src 'none'; style-src 'unsafe-inline'; img-src {img_src}; base-uri 'none'; form-action 'none'"
+
+
 def html_page(title: str, css: str, body: str, *, img_src: str = "data:") -> str:
-    """One self-contained HTML page (every report's): its styles inline, and a Content-Security-Policy that allows no
-    script, fetch, external style or form, and images only from `img_src`, so escaped text stays inert even if
-    something unescaped slipped through."""
-    csp = (f"default-src 'none'; style-src 'unsafe-inline'; img-src {img_src}; base-uri 'none'; "
-           "form-action 'none'")
+    """One self-contained HTML page (every report's): its styles inline, and `report_csp` in a meta tag, so escaped
+    text stays inert even if something unescaped slipped through."""
+    csp = report_csp(img_src)
     return (f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"

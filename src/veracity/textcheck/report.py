@@ -24,7 +24,8 @@ details.c>summary::-webkit-details-marker{display:none}
 .pop{display:block;white-space:normal;margin:.3rem 0;padding:.5rem .75rem;background:#f7f9fb;
 border-left:4px solid #9fb3c8;font-size:.9rem}
 .o-supported{background:#d3f2d9}.o-refuted{background:#f9d0d0}.o-uncertain{background:#fdebc2}
-.o-ambiguous{background:#e5d9f6}.o-not_checkable{background:#eceff3}.o-not_checked{background:#f3f3f3}.o-failed{background:#fde2c8;outline:1px dashed #b45309}
+.o-ambiguous{background:#e5d9f6}.o-not_checkable{background:#eceff3}.o-not_checked{background:#f3f3f3}
+.o-failed{background:#fde2c8;outline:1px dashed #b45309}
 .b{display:inline-block;padding:0 .4rem;border-radius:.2rem;font-size:.85rem;font-weight:600}
 table{border-collapse:collapse}td,th{border:1px solid #d5dbe3;padding:.2rem .5rem;text-align:left}
 ul.claims li{margin:.4rem 0}a{color:#0b5cad;overflow-wrap:anywhere}
