@@ -126,14 +126,17 @@ class FakeModel:
     last message, or a completions prompt); the reply is its likeliest token, or `reply(text)` when given.
     A constrained request (grammar, guided_choice, json_schema) gets the allowed option its likeliest token
     starts. `strict`: unknown fields are refused with HTTP 400, as OpenAI does. `usage`: token counts in
-    replies; `timings`: llama.cpp's timings (cache_n) in replies.
+    replies; `timings`: llama.cpp's timings (cache_n) in replies. `logprob_format`: "openai" (the legacy
+    completions format on /v1/completions, the chat format on chat), or "llama.cpp" (llama-server: the chat
+    format's `content` list on both endpoints).
     """
 
     def __init__(self, next_tokens: Callable[[str], dict[str, float]], *, completions: bool = True,
                  logprobs: bool = True, grammar: bool = False, guided_choice: bool = False,
                  json_schema: bool = False, strict: bool = False, reply: Callable[[str], str] | None = None,
-                 timings: dict[str, int] | None = None, delay: float = 0.0) -> None:
+                 timings: dict[str, int] | None = None, delay: float = 0.0, logprob_format: str = "openai") -> None:
         self.next_tokens, self.reply, self.timings, self.delay = next_tokens, reply, timings, delay
+        self.logprob_format = logprob_format
         self.completions, self.logprobs, self.strict = completions, logprobs, strict
         self.takes = {"grammar": grammar, "guided_choice": guided_choice, "response_format": json_schema}
 
@@ -159,7 +162,7 @@ class FakeModel:
         top = dict(sorted(dist.items(), key=lambda kv: -kv[1])[:20])
         want_lp = self.logprobs and (body.get("logprobs") or body.get("top_logprobs"))
         lp = None
-        if want_lp and chat:
+        if want_lp and (chat or self.logprob_format == "llama.cpp"):
             lp = {"content": [{"token": out, "logprob": dist.get(out, -9.0), "bytes": None,
                                "top_logprobs": [{"token": t, "logprob": v, "bytes": None} for t, v in top.items()]}]}
         elif want_lp:

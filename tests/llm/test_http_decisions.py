@@ -61,6 +61,32 @@ def test_log_probabilities_decide_in_one_call_each_probed_once(serve, tmp_path):
     assert stub.paths[-1].endswith("/chat/completions") and stub.requests[-1]["top_logprobs"] == 20
 
 
+def test_llama_server_log_probabilities_on_completions_give_confidences(serve, tmp_path):
+    # llama.cpp's llama-server answers /v1/completions with the chat format's `content` list, not the legacy
+    # `top_logprobs` mapping: the probe still finds log-probabilities, and every decision carries a confidence
+    stub = serve(FakeModel(likes(LP), logprob_format="llama.cpp"))
+    b = backend(stub, tmp_path)
+    c = b.choose(fewshot("Claim.\nAnswer:"), YES_NO)
+    assert c.method == "logprob" and c.probabilities == pytest.approx({"Yes": 2 / 3, "No": 1 / 3})
+    caps = json.loads((tmp_path / "caps.json").read_text())
+    assert any(v.get("completions_logprobs") for v in caps.values())
+    asked = [(p, r) for p, r in zip(stub.paths, stub.requests) if not is_probe(r)]
+    assert [p.rsplit("/", 1)[-1] for p, _ in asked] == ["completions"]
+
+
+def test_every_log_probability_format_is_read():
+    from veracity.llm.http_caps import first_top
+
+    legacy = {"choices": [{"logprobs": {"tokens": [" Yes"], "top_logprobs": [{" Yes": -0.5, " No": -1.2}]}}]}
+    content = {"choices": [{"logprobs": {"content": [{"token": " Yes", "logprob": -0.5, "top_logprobs": [
+        {"token": " Yes", "logprob": -0.5, "bytes": [32, 89]}, {"token": " No", "logprob": -1.2}]}]}}]}
+    old_llama = {"choices": [{"logprobs": {"content": [{"tok_str": " Yes", "probs": [
+        {"tok_str": " Yes", "prob": 0.6}, {"tok_str": " No", "prob": 0.3}]}]}}]}
+    assert first_top(legacy) == {" Yes": -0.5, " No": -1.2} == first_top(content)
+    assert first_top(old_llama) == pytest.approx({" Yes": math.log(0.6), " No": math.log(0.3)})
+    assert first_top({"choices": [{"logprobs": None}]}) == {} == first_top({"choices": [{"text": "x"}]})
+
+
 def test_options_sharing_a_first_token_take_one_more_call(serve, tmp_path):
     def dist(text):
         if text.endswith(" image_"):

@@ -11,6 +11,8 @@ settings override what the probe found (both set: no probe at all).
 
 from __future__ import annotations
 
+import math
+
 import json
 import os
 import tempfile
@@ -83,16 +85,37 @@ class ServerCaps:
         return caps
 
 
-def first_top(reply: dict, endpoint: str) -> dict[str, float]:
-    """The top log-probabilities of the reply's first token ({} when there are none)."""
+def first_top(reply: dict, endpoint: str = "") -> dict[str, float]:
+    """The top log-probabilities of the reply's first token ({} when there are none), in whichever format the
+    server wrote them, on either endpoint: the legacy completions format (OpenAI, vLLM: `top_logprobs` a list
+    of {token: logprob}), the chat format (`content` a list of {token, logprob, top_logprobs: [{token,
+    logprob}]}, which llama.cpp's llama-server also writes on /v1/completions), and older llama.cpp entries of
+    {tok_str, prob} (a probability, not its log)."""
     try:
         lp = reply["choices"][0]["logprobs"]
-        if endpoint == "completions":
-            top = lp["top_logprobs"][0]
+        if isinstance(lp, dict) and isinstance(lp.get("content"), list):
+            first = lp["content"][0]
+            return _entries(first.get("top_logprobs") or first.get("top_probs") or first.get("probs") or [])
+        top = lp["top_logprobs"][0]
+        if isinstance(top, dict):
             return {str(k): float(v) for k, v in top.items()}
-        return {str(t["token"]): float(t["logprob"]) for t in lp["content"][0]["top_logprobs"]}
+        return _entries(top)
     except (KeyError, IndexError, TypeError, ValueError, AttributeError):
         return {}
+
+
+def _entries(items: list) -> dict[str, float]:
+    """[{token|tok_str, logprob|prob}] -> {token: logprob}."""
+    out: dict[str, float] = {}
+    for t in items:
+        token = t.get("token", t.get("tok_str"))
+        if token is None:
+            continue
+        if "logprob" in t:
+            out[str(token)] = float(t["logprob"])
+        elif "prob" in t and float(t["prob"]) > 0:
+            out[str(token)] = math.log(float(t["prob"]))
+    return out
 
 
 def reply_text(reply: dict, endpoint: str, i: int = 0) -> str:
