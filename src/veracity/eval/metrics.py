@@ -32,3 +32,22 @@ def macro_f1(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str]) ->
 
 def accuracy(gold: Sequence[str], pred: Sequence[str]) -> float:
     return sum(g == p for g, p in zip(gold, pred)) / len(gold) if gold else 0.0
+
+
+def expected_calibration_error(confidences: list[float], correct: list[bool], bins: int = 10) -> float:
+    """The gap between confidence and accuracy, averaged over equal-width confidence bins weighted by their size."""
+    total = len(confidences)
+    return sum(n / total * abs(acc - conf) for _, _, n, conf, acc in reliability_bins(confidences, correct, bins))
+
+
+def reliability_bins(confidences: list[float], correct: list[bool], bins: int = 10
+                     ) -> list[tuple[float, float, int, float, float]]:
+    """(low, high, count, mean confidence, accuracy) per non-empty equal-width confidence bin."""
+    out = []
+    for b in range(bins):
+        lo, hi = b / bins, (b + 1) / bins
+        idx = [i for i, c in enumerate(confidences) if lo < c <= hi or (b == 0 and c == 0)]
+        if idx:
+            out.append((lo, hi, len(idx), sum(confidences[i] for i in idx) / len(idx),
+                        sum(correct[i] for i in idx) / len(idx)))
+    return out

@@ -1,7 +1,9 @@
 """Training and held-apart data for the verifier, read from `../shared/training` (see its PROVENANCE files).
 
 FM2 is split by Wikipedia page (a stable hash of the page name), so no page is on two sides:
-65% train, 10% calibration (temperature and stacking), 25% held out for measuring.
+65% train, 10% calibration (temperature and stacking), 25% held out for measuring. CAD-SNLI keeps its own
+train / dev / test. The ten JSONL sources are split by sources.py (grouped by shared claim, premise or item;
+the FEVER-derived folders together) and capped per source, so that no single style dominates the mix.
 The benchmark sets in `../shared/benchmarks` are never read here.
 """
 
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
+from .sources import SOURCES, CALIBRATION_CAP, HELDOUT_CAP, capped, read_sources
 from .synthetic import pairs_from_page
 
 LABELS = ("supported", "refuted", "nei")
@@ -110,18 +113,38 @@ class TrainingData:
     cad_test: list[Pair]
     heldout_synthetic: list[Pair]  # synthetic edits of held-out pages' sentences (3 labels)
     heldout_retrieved: list[tuple[str, list[str], str]]  # held-out claims, their page's retrieved sentences, label
+    heldout_sources: dict[str, list[Pair]]  # the held-apart part of each JSONL source (sources.py)
 
 
-def build(root: Path, seed: int = 13) -> TrainingData:
+SYNTHETIC_CAP, CAD_CAP = 4000, 4000  # training pairs from FM2 page edits and from CAD-SNLI
+
+
+def build(root: Path, seed: int = 13, *, sources: tuple[str, ...] | None = None) -> TrainingData:
+    """The training mix, the calibration part and the held-apart sets. `sources`: which JSONL sources of
+    sources.SOURCES to read (default all; () for FM2 and CAD-SNLI alone)."""
     rng = random.Random(seed)
     fm2 = read_fm2(root)
     parts = {name: [c for c in fm2 if fm2_part(c.page) == name] for name in ("train", "calibration", "test")}
-    train = (fm2_pairs(parts["train"], rng) + read_cad(root, "train")
-             + synthetic_pairs(parts["train"], rng))
-    calibration = (fm2_pairs(parts["calibration"], rng, distractors=False) + read_cad(root, "dev")
-                   + synthetic_pairs(parts["calibration"], rng))
+    train = (fm2_pairs(parts["train"], rng) + _cap(read_cad(root, "train"), CAD_CAP, rng)
+             + _cap(synthetic_pairs(parts["train"], rng), SYNTHETIC_CAP, rng))
+    calibration = (fm2_pairs(parts["calibration"], rng, distractors=False) + _cap(read_cad(root, "dev"), CALIBRATION_CAP, rng)
+                   + _cap(synthetic_pairs(parts["calibration"], rng), CALIBRATION_CAP, rng))
+    heldout_sources: dict[str, list[Pair]] = {}
+    pairs = read_sources(root, SOURCES.keys() if sources is None else sources)
+    for name in dict.fromkeys(p.source for p in pairs):
+        mine = [p for p in pairs if p.source == name]
+        of = {part: [Pair(p.claim, p.evidence, p.label, name) for p in mine if p.part == part]
+              for part in ("train", "calibration", "heldout")}
+        train += _cap(of["train"], SOURCES[name][3], rng)
+        calibration += _cap(of["calibration"], CALIBRATION_CAP, rng)
+        heldout_sources[name] = _cap(of["heldout"], HELDOUT_CAP, random.Random(seed + 2))
     rng.shuffle(train)
     heldout = [Pair(c.claim, " ".join(c.gold), c.label, "fm2-heldout") for c in parts["test"]]
     synthetic_test = synthetic_pairs(parts["test"], random.Random(seed + 1))
     retrieved = [(c.claim, list(c.retrieved), c.label) for c in parts["test"]]
-    return TrainingData(train, calibration, heldout, read_cad(root, "test"), synthetic_test, retrieved)
+    return TrainingData(train, calibration, heldout, read_cad(root, "test"), synthetic_test, retrieved,
+                        heldout_sources)
+
+
+def _cap(pairs: list[Pair], cap: int, rng: random.Random) -> list[Pair]:
+    return capped(pairs, cap, rng)  # type: ignore[arg-type]  (same fields: label is what is balanced)

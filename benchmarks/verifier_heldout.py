@@ -1,0 +1,62 @@
+"""Verifiers side by side on every held-apart set of the training data (never the benchmarks): per set the
+macro-F1, accuracy, the accuracy of the 20% most confident verdicts and the expected calibration error, with the
+lexical baseline beside them. Use it to decide whether new weights beat the shipped ones.
+
+    python benchmarks/verifier_heldout.py --model default --model /tmp/new_verifier [--limit 500]
+
+Each verifier folder is used as shipped: its own temperature, stacker and two-label rule (verifier.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from veracity.verify import load_lexical, load_verifier
+from veracity.verify.data import LABELS, build, default_training_dir
+from veracity.verify.train import figures, held_apart_sets
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", action="append", default=[], help="verifier folder or 'default' (repeatable)")
+    ap.add_argument("--lexical", action="store_true", help="add the shipped lexical baseline")
+    ap.add_argument("--limit", type=int, default=None, help="at most this many pairs per set")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--data", default=None)
+    args = ap.parse_args()
+    data = build(Path(args.data) if args.data else default_training_dir())
+    sets = [(n, p[: args.limit] if args.limit else p) for n, p in held_apart_sets(data) if p]
+    systems = [(m, load_verifier(m, threads=args.threads)) for m in (args.model or ["default"])]
+    if args.lexical:
+        systems.append(("lexical", load_lexical()))
+    table: dict[str, dict[str, dict]] = {}
+    for name, v in systems:
+        t0 = time.time()
+        for set_name, pairs in sets:
+            if hasattr(v, "score_pairs"):
+                scored = v.score_pairs([(p.claim, p.evidence) for p in pairs])
+            else:
+                scored = [v.model.probabilities(p.claim, p.evidence) for p in pairs]
+            probs = [[row[k] for k in LABELS] for row in scored]
+            table.setdefault(set_name, {})[name] = figures(probs, pairs, getattr(v, "binary_rule",
+                                                                                 "supported_vs_refuted"))
+        print(f"{name}: {time.time() - t0:.0f} s", flush=True)
+    names = [n for n, _ in systems]
+    print("\n| set | n | " + " | ".join(f"{n} macro-F1 / acc / top-20% acc / ECE" for n in names) + " |")
+    print("|---|---:|" + "---|" * len(names))
+    means = {n: [] for n in names}
+    for set_name, row in table.items():
+        cells = []
+        for n in names:
+            f = row[n]
+            means[n].append(f["macro_f1"])
+            cells.append(f"{f['macro_f1']:.1f} / {f['accuracy']:.1f} / {f['top20_accuracy']:.1f} / {f['ece']:.3f}")
+        print(f"| {set_name} | {row[names[0]]['n']} | " + " | ".join(cells) + " |")
+    print("| **mean macro-F1** | | " + " | ".join(f"**{sum(m) / len(m):.1f}**" for m in means.values()) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

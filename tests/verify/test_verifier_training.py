@@ -1,0 +1,145 @@
+"""Training the verifier on the mixed sources: the held-apart split, the two-way label in the loss, a run that
+stops mid-epoch and goes on to the same weights, and the uncertain threshold chosen for a stated accuracy."""
+
+import math
+import re
+from collections import defaultdict
+
+import pytest
+
+from conftest import ROOT
+from veracity.eval.metrics import expected_calibration_error, reliability_bins
+from veracity.verify.data import Pair, TrainingData
+from veracity.verify.sources import SOURCES, part_of, read_sources
+from veracity.verify.train import TrainSettings, decisions, pair_loss, uncertain_threshold
+
+TRAINING = ROOT.parent / "shared" / "training"
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^0-9a-z]+", " ", text.lower()).strip()
+
+
+@pytest.mark.skipif(not (TRAINING / "vitaminc").is_dir(), reason="../shared/training is absent")
+def test_the_fever_derived_folders_are_split_together_with_no_claim_on_two_sides():
+    pairs = read_sources(TRAINING, ("vitaminc_synthetic", "docnli_fever", "fever_symmetric"))
+    parts = defaultdict(set)
+    for p in pairs:
+        parts[_norm(p.claim)].add(p.part)
+    assert all(len(v) == 1 for v in parts.values()), "a claim is on two sides"
+    # the folders do share claims, and those shared claims still sit on one side each
+    by_source = defaultdict(set)
+    for p in pairs:
+        by_source[p.source].add(_norm(p.claim))
+    assert len(by_source["vitaminc_synthetic"] & by_source["docnli_fever"]) > 100
+    share = sum(p.part == "heldout" for p in pairs) / len(pairs)
+    assert 0.08 < share < 0.25
+
+
+@pytest.mark.skipif(not (TRAINING / "check_covid").is_dir(), reason="../shared/training is absent")
+def test_check_covid_keeps_its_own_splits_and_every_source_has_three_parts():
+    pairs = read_sources(TRAINING)
+    covid = [p for p in pairs if p.source == "check_covid"]
+    assert {p.part for p in covid} == {"train", "calibration", "heldout"}
+    assert sum(p.part == "heldout" for p in covid) == 227  # its test file
+    for name in SOURCES:
+        assert {p.part for p in pairs if p.source == name} == {"train", "calibration", "heldout"}, name
+    labels = {p.label for p in pairs}
+    assert labels == {"supported", "refuted", "nei", "not_supported"}
+
+
+def test_part_of_is_stable_and_near_its_shares():
+    keys = [f"claim {i}" for i in range(4000)]
+    assert [part_of(k) for k in keys[:50]] == [part_of(k) for k in keys[:50]]
+    held = sum(part_of(k) == "heldout" for k in keys) / len(keys)
+    cal = sum(part_of(k) == "calibration" for k in keys) / len(keys)
+    assert 0.12 < held < 0.18 and 0.07 < cal < 0.13
+
+
+def test_a_two_way_not_supported_label_is_refuted_or_nei_in_the_loss():
+    import torch
+
+    logits = torch.tensor([[2.0, 0.5, -1.0], [0.0, 1.0, 1.0]])
+    logp = torch.log_softmax(logits, -1)
+    loss = pair_loss(logits, ["not_supported", "supported"])
+    expected = (-torch.logsumexp(logp[0, 1:], 0) - logp[1, 0]) / 2
+    assert math.isclose(loss.item(), expected.item(), rel_tol=1e-6)
+    # a pair read as not_supported is not pushed towards refuted over nei
+    only_nei = pair_loss(torch.tensor([[0.0, -5.0, 5.0]]), ["not_supported"]).item()
+    only_ref = pair_loss(torch.tensor([[0.0, 5.0, -5.0]]), ["not_supported"]).item()
+    assert math.isclose(only_nei, only_ref, rel_tol=1e-6)
+
+
+def test_two_way_sets_are_decided_as_supported_against_the_rest():
+    probs = [[0.3, 0.3, 0.4], [0.8, 0.1, 0.1]]
+    pred, conf, labels = decisions(probs, ["not_supported", "supported"], "supported_vs_refuted")
+    assert pred == ["not_supported", "supported"] and labels == ["supported", "not_supported"]
+    assert math.isclose(conf[0], 0.7)
+    pred, conf, _ = decisions([[0.2, 0.4, 0.4], [0.8, 0.1, 0.1]], ["refuted", "supported"], "supported_vs_refuted")
+    assert pred == ["refuted", "supported"] and math.isclose(conf[0], 2 / 3)  # nei set aside
+
+
+def test_the_uncertain_threshold_holds_the_stated_accuracy_on_the_verdicts_it_keeps():
+    # confidences 0.50..0.99: the most confident half is always right, the rest right one time in two
+    conf = [0.5 + i / 200 for i in range(100)]
+    correct = [True if c >= 0.75 else i % 2 == 0 for i, c in enumerate(conf)]
+    t, acc, share = uncertain_threshold(conf, correct, 0.9)
+    kept = [ok for c, ok in zip(conf, correct) if c >= t]
+    assert acc >= 0.9 and sum(kept) / len(kept) == acc and math.isclose(share, len(kept) / 100)
+    assert 0.6 < t <= 0.75
+    assert uncertain_threshold([0.9] * 30, [False] * 30, 0.9) == (1.0, 0.0, 0.0)
+
+
+def test_reliability_bins_and_ece():
+    conf = [0.95] * 10 + [0.55] * 10
+    correct = [True] * 9 + [False] + [True] * 5 + [False] * 5
+    bins = reliability_bins(conf, correct)
+    assert [(n, round(acc, 2)) for _, _, n, _, acc in bins] == [(10, 0.5), (10, 0.9)]
+    assert math.isclose(expected_calibration_error(conf, correct), 0.05 / 2 + 0.05 / 2)
+
+
+def _tiny_data() -> TrainingData:
+    facts = [("The bridge opened in 1883.", "The bridge was opened in 1883 after years of work."),
+             ("The river is 300 km long.", "The river runs for 300 km through the valley."),
+             ("Anna was born in Oslo.", "Anna was born in Oslo in 1950 and studied law."),
+             ("The tower is red.", "The tower was painted red in 1990.")]
+    train = []
+    for claim, ev in facts:
+        train += [Pair(claim, ev, "supported", "t"), Pair(claim.replace("1883", "1925").replace("300", "900")
+                                                          .replace("Oslo", "Rome").replace("red", "blue"), ev,
+                                                          "refuted", "t"),
+                  Pair(claim, "Bananas grow in warm places.", "not_supported", "t")]
+    return TrainingData(train, [], [], [], [], [], {})
+
+
+@pytest.mark.timeout(600)
+def test_a_run_stopped_mid_epoch_goes_on_from_its_checkpoint_to_the_same_weights(tmp_path, monkeypatch):
+    import torch
+
+    from veracity.verify import train as T
+
+    s = TrainSettings(epochs=2, lr=5e-5, batch_size=2, max_length=32, frozen_layers=5, seed=3, threads=1,
+                      checkpoint_every=2)
+    (tmp_path / "whole").mkdir()
+    whole, _ = T.fine_tune(_tiny_data(), tmp_path / "whole", s, progress=False)
+
+    (tmp_path / "stopped").mkdir()
+    calls = {"n": 0}
+    real = T.pair_loss
+
+    def stop_after_five(logits, labels):
+        calls["n"] += 1
+        if calls["n"] == 6:
+            raise KeyboardInterrupt  # killed in the first epoch, after the checkpoint at batch 4
+        return real(logits, labels)
+
+    monkeypatch.setattr(T, "pair_loss", stop_after_five)
+    with pytest.raises(KeyboardInterrupt):
+        T.fine_tune(_tiny_data(), tmp_path / "stopped", s, progress=False)
+    state = torch.load(tmp_path / "stopped" / "checkpoint.pt", weights_only=False)
+    assert (state["epoch"], state["batch"]) == (0, 4)
+    monkeypatch.setattr(T, "pair_loss", real)
+    resumed, _ = T.fine_tune(_tiny_data(), tmp_path / "stopped", s, progress=False)
+    a, b = whole.state_dict(), resumed.state_dict()
+    changed = [k for k in a if k.startswith("classifier.")]
+    assert changed and all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
