@@ -24,13 +24,13 @@ from pathlib import Path
 from veracity.config import load_config
 from veracity.eval.datasets import load_dataset
 from veracity.eval.metrics import accuracy, macro_f1
-from veracity.eval.report import build_report, load_rows
+from veracity.eval.report import accuracy_at_coverage, build_report, load_rows
 from veracity.eval.runner import run_eval
 from veracity.llm import make_model
 from veracity.verify import load_lexical, load_verifier
 from veracity.verify.data import build, default_training_dir
 from veracity.verify.result import binary_label
-from veracity.verify.train import expected_calibration_error
+from veracity.eval.metrics import expected_calibration_error
 
 BENCH = Path(__file__).resolve().parents[2] / "shared" / "benchmarks"
 SETS = {
@@ -39,11 +39,14 @@ SETS = {
 }
 
 
+VERIFIER = "default"  # --verifier: the verifier folder measured (default: the shipped one)
+
+
 def fm2_rows(table: list[tuple], rule_of) -> None:
-    data = build(default_training_dir())
+    data = build(default_training_dir(), sources=())
     pairs = data.heldout_fm2
     gold = [p.label for p in pairs]
-    for name, verifier in (("verifier", load_verifier()), ("lexical", load_lexical())):
+    for name, verifier in (("verifier", load_verifier(VERIFIER)), ("lexical", load_lexical())):
         vs = verifier.verify_many([(p.claim, [p.evidence]) for p in pairs])
         probs = [[v.probabilities[k] for k in ("supported", "refuted", "nei")] for v in vs]
         pred = [binary_label(s, r, verifier.binary_rule)[0] for s, r, _ in probs]
@@ -62,13 +65,14 @@ def eval_rows(table: list[tuple], out: Path, name: str, llm: list[str], llm_limi
     if not path.exists():
         table.append((name, "skipped: data absent", 0, float("nan"), float("nan"), str(path)))
         return
-    config = load_config(overrides={"cache": False})
+    config = load_config(overrides={"cache": False, "verifier.model": VERIFIER})
     dataset = load_dataset(name, path, setting=setting)
     run_dir = out / name
     scripted = run_dir / "no-model.json"
     run_dir.mkdir(parents=True, exist_ok=True)
     scripted.write_text(json.dumps({"rules": []}))
-    no_model = make_model(load_config(overrides={"model": f"scripted:{scripted}", "cache": False}))
+    no_model = make_model(load_config(overrides={"model": f"scripted:{scripted}", "cache": False,
+                                                 "verifier.model": VERIFIER}))
     run_eval(dataset, ["verifier", "lexical"], no_model, config, run_dir / "evidence", progress=False)
     dirs = [run_dir / "evidence"]
     if llm:
@@ -85,8 +89,16 @@ def eval_rows(table: list[tuple], out: Path, name: str, llm: list[str], llm_limi
             gold, pred = [r["gold"] for r in rs], [r["pred"] for r in rs]
             gold_all.update({r["id"]: r["gold"] for r in rs})
             s = sum(r["seconds"] for r in rs) / len(rs)
-            table.append((name, pipe, len(rs), 100 * macro_f1(gold, pred, labels), 100 * accuracy(gold, pred),
-                          f"{s:.2f} s/claim"))
+            curve = accuracy_at_coverage(rs)
+            conf = [r["verdict"]["confidence"] for r in rs if r["verdict"].get("confidence") is not None]
+            right = [r["gold"] == r["pred"] for r in rs if r["verdict"].get("confidence") is not None]
+            decided = [r for r in rs if not r["verdict"].get("uncertain")]
+            note = f"{s:.2f} s/claim"
+            if curve:
+                note += (f"; accuracy of the most confident 20%: {100 * curve[-1][2]:.1f}; ECE "
+                         f"{expected_calibration_error(conf, right):.3f}; not uncertain: {len(decided)} "
+                         f"({100 * sum(r['gold'] == r['pred'] for r in decided) / max(1, len(decided)):.1f}% right)")
+            table.append((name, pipe, len(rs), 100 * macro_f1(gold, pred, labels), 100 * accuracy(gold, pred), note))
     gold = list(gold_all.values())
     for fixed in sorted(set(gold)):
         if fixed == "Refuted" or fixed == max(sorted(set(gold)), key=gold.count):
@@ -95,7 +107,7 @@ def eval_rows(table: list[tuple], out: Path, name: str, llm: list[str], llm_limi
 
 
 def speed_rows(table: list[tuple]) -> None:
-    v = load_verifier()
+    v = load_verifier(VERIFIER)
     claim = "The Brooklyn Bridge was opened in 1883 and spans the East River."
     ev = ("The Brooklyn Bridge is a hybrid cable-stayed suspension bridge in New York City, spanning the East River "
           "between Manhattan and Brooklyn. Opened on May 24, 1883, it was the first fixed crossing of the river.")
@@ -120,7 +132,10 @@ def main() -> int:
     ap.add_argument("--llm", action="append", default=[], help="LLM pipeline to run beside (repeatable)")
     ap.add_argument("--llm-limit", type=int, default=30)
     ap.add_argument("--sets", default="fm2,feverous-s,averitec,speed")
+    ap.add_argument("--verifier", default="default", help="verifier folder to measure (default: the shipped one)")
     args = ap.parse_args()
+    global VERIFIER
+    VERIFIER = args.verifier
     out = Path(args.out)
     table: list[tuple] = []
     sets = args.sets.split(",")

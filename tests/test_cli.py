@@ -29,6 +29,10 @@ def test_check_prints_each_step_verdict_and_usage(scripted, cli_env):
     assert "A: Tallinn" in out
     assert "evidence: The Orrin Bridge is a stone bridge in Tallinn, Estonia. — *recited by the model*" in out
     assert "Verdict: Supported" in out
+    # the answer was recited from the model's memory: the verdict is uncertain, and the output says why and
+    # what "uncertain" means
+    assert "Uncertain because it rests on the model's memory only" in out and "--index" in out
+    assert "uncertain: confidence below" in out
     assert "Rationale: The Orrin Bridge is in Tallinn." in out
     assert "Usage: 7 model calls" in out and "prompt +" in out
 
@@ -46,6 +50,8 @@ def test_check_json_and_markdown_report(scripted, cli_env, tmp_path):
     md = report.read_text()
     assert md.startswith("# Fact-check: The Orrin Bridge stands in Tallinn.")
     assert "### Step 1: Where is the Orrin Bridge?" in md and "**Supported**" in md
+    assert doc["verdict"]["uncertain"] and doc["verdict"]["basis"] == "memory"
+    assert "**Uncertain because** it rests on the model's memory only" in md
 
 
 def test_second_run_is_served_from_the_cache(scripted, cli_env):

@@ -51,6 +51,26 @@ def open_retriever(config: "Config") -> "Retriever | None":
     return index.retriever(config.retrieval_mode) if config.retrieval_mode else index.retriever()
 
 
+MEMORY_REASON = ("it rests on the model's memory only (no source was read: what the model recited is not evidence); "
+                 "give an index (--index) or a search backend to check it against sources")
+
+
+def settle_uncertainty(verdict: Verdict, config: "Config") -> None:
+    """Mark a verdict uncertain, with the reason: the pipeline's own reason (e.g. the model against the evidence),
+    a verdict that rests on the model's memory only (never lifted above the threshold, whatever the model's
+    confidence), or a confidence below the threshold (verify.uncertain_threshold)."""
+    from .verify import uncertain_threshold
+
+    threshold = uncertain_threshold(config.verifier)
+    if verdict.uncertain_reason:
+        verdict.uncertain = True
+    elif verdict.basis == "memory":
+        verdict.uncertain, verdict.uncertain_reason = True, MEMORY_REASON
+    elif verdict.confidence is not None and verdict.confidence < threshold:
+        verdict.uncertain = True
+        verdict.uncertain_reason = f"its confidence {verdict.confidence:.2f} is below {threshold:.2f}"
+
+
 def run_check(claim: Claim, pipeline: Pipeline, model: "Model", config: "Config", *,
               retriever: "Retriever | None" = None, listeners: list[Listener] | None = None,
               labels: tuple[str, ...] | None = None, label_rules: str = "") -> CheckResult:
@@ -65,7 +85,7 @@ def run_check(claim: Claim, pipeline: Pipeline, model: "Model", config: "Config"
     tracer.emit("claim", text=claim.text, pipeline=pipeline.name, model=model.model_id)
     verdict = pipeline.check(claim, ctx)
     seconds = time.perf_counter() - t0
-    verdict.uncertain = verdict.confidence is not None and verdict.confidence < config.verifier.uncertain_below
+    settle_uncertainty(verdict, config)
     tracer.emit("verdict", label=verdict.label, rationale=verdict.rationale, confidence=verdict.confidence)
     return CheckResult(claim=claim, pipeline=pipeline.name, model=model.model_id, verdict=verdict,
                        trace=tracer.to_list(), usage=meter.to_dict(), seconds=seconds)

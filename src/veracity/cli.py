@@ -60,10 +60,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:
+        from .verify import uncertain_meaning
+
         v = result.verdict
         conf = f" (confidence {v.confidence:.2f}{', uncertain' if v.uncertain else ''})" \
             if v.confidence is not None else ""
         print(f"\nVerdict: {v.label}{conf}")
+        if v.uncertain:
+            print(terminal_text(f"Uncertain because {v.uncertain_reason}. ({uncertain_meaning(config.verifier)})"))
         if v.rationale:
             print(terminal_text("Rationale: " + v.rationale.replace("\n", " ")))
         print("Usage: " + usage_line(result))

@@ -160,13 +160,16 @@ class VerifierConfig:
     #: QACheck's reasoner, LEAF's rater and DEFAME's judge draw on the verifier where they decide on evidence:
     #: on | off | auto (on with the embedded 135M model, whose own decisions are near chance; off with others)
     use: str = "auto"
-    uncertain_below: float = 0.6  # a verdict whose confidence is below this is shown as uncertain
+    #: a verdict whose confidence is below this is shown as uncertain; unset: the verifier's own threshold, chosen
+    #: on held-apart calibration data so that the verdicts at or above it are right 90% of the time
+    #: (`uncertain_below` in its verifier.json; verify.uncertain_threshold)
+    uncertain_below: float | None = None
     threads: int = 1  # torch threads for the verifier (1 is fastest beside other work on 2 cores)
 
     def validate(self) -> None:
         if not 1 <= self.top_k <= 50:
             raise ConfigError(f"verifier.top_k must be between 1 and 50, not {self.top_k}")
-        if not 0.0 <= self.uncertain_below <= 1.0:
+        if self.uncertain_below is not None and not 0.0 <= self.uncertain_below <= 1.0:
             raise ConfigError(f"verifier.uncertain_below must be between 0 and 1, not {self.uncertain_below}")
         if not 1 <= self.threads <= 64:
             raise ConfigError(f"verifier.threads must be between 1 and 64, not {self.threads}")

@@ -263,8 +263,10 @@ def to_markdown(result: CheckResult, image_url: ImageLink | None = None) -> str:
     v = result.verdict
     conf = (f" (confidence {v.confidence:.2f}{', uncertain' if getattr(v, 'uncertain', False) else ''})"
             if v.confidence is not None else "")
+    why = getattr(v, "uncertain_reason", "")
     lines = [f"# Fact-check: {md_text(result.claim.text)}", "",
              f"- **Verdict:** {md_text(v.label)}{conf}",
+             *([f"- **Uncertain because** {md_text(why)}."] if getattr(v, "uncertain", False) and why else []),
              f"- **Pipeline:** {md_text(result.pipeline)}", f"- **Model:** {md_text(result.model)}",
              f"- **Usage:** {md_text(usage_line(result))}", ""]
     record = defame_record(result)

@@ -57,9 +57,14 @@ class Verdict:
     confidence: float | None = None  # probability of `label` among the allowed labels, when known
     steps: list[QAStep] = field(default_factory=list)
     parse_failures: list[str] = field(default_factory=list)  # what the model got wrong, if anything
-    #: the confidence is below the configured threshold (verifier.uncertain_below): front ends say "uncertain"
-    #: beside the label instead of presenting a coin flip as a finding
+    #: the confidence is below the configured threshold (verify.uncertain_threshold), the verdict rests on the
+    #: model's memory only, or the model's label goes against the verifier's decisive reading of the evidence:
+    #: front ends say "uncertain" beside the label, with `uncertain_reason`, instead of presenting a guess as a finding
     uncertain: bool = False
+    uncertain_reason: str = ""
+    #: what the verdict rests on: "evidence" (passages from an index, a search or a page were read) or "memory"
+    #: (only the model's own knowledge, or text it recited: not a source)
+    basis: str = "evidence"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -69,4 +74,6 @@ class Verdict:
             "steps": [s.to_dict() for s in self.steps],
             "parse_failures": list(self.parse_failures),
             "uncertain": self.uncertain,
+            "uncertain_reason": self.uncertain_reason,
+            "basis": self.basis,
         }

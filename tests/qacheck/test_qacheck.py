@@ -12,6 +12,7 @@ from veracity.llm.scripted import ScriptedBackend
 from veracity.registry import available_pipelines, get_pipeline
 from veracity.retrieval import Document, Index
 from veracity.types import Claim
+from veracity.verify import uncertain_threshold
 from veracity.verify.model import WEIGHTS_DIR as ROOT_WEIGHTS
 
 CLAIM = "The author of the novel Kestrel Bay was born in the same city where the Orrin Bridge stands."
@@ -66,6 +67,9 @@ def test_full_loop_reciter_reader_default():
     ]
     assert v.steps[0].evidence[0].source == "recited by the model"
     assert "1998 novel" in v.steps[0].evidence[0].text
+    # recited text is the model's memory, not a source: never a confident verdict, and the reason says so
+    assert v.basis == "memory" and v.uncertain and "model's memory" in v.uncertain_reason
+    assert result.to_dict()["verdict"]["basis"] == "memory"
     assert "Mara Lind was born in Tallinn" in v.rationale
     assert stages(result) == ["claim", "question", "answer", "validator", "verifier", "question", "answer",
                               "validator", "verifier", "context_done", "reasoner", "verdict"]
@@ -201,6 +205,7 @@ def test_closed_book_answers_with_stated_evidence():
 def test_baselines_direct_and_cot():
     direct, _ = run([(r"true or false\?\nAnswer:$", " False")], pipeline="direct")
     assert direct.verdict.label == "Refuted" and direct.verdict.steps == []
+    assert direct.verdict.basis == "memory"  # no index: the model's knowledge only
     cot, _ = run([(r"step by step\.\nAnswer:$", "\nThe bridge is in Riga, not Tallinn.\n"), (LABEL, " False")],
                  pipeline="cot")
     assert cot.verdict.label == "Refuted"
@@ -247,7 +252,8 @@ def test_the_evidence_verifier_decides_the_reasoners_label_in_evidence_settings_
     # the claim verifier's "enough?": the evidence read as decisive and confident, so the model is not asked
     enough = [s for s in with_v.trace if s["stage"] == "verifier"]
     assert [(s["enough"], s["by"]) for s in enough] == [(True, "evidence_verifier")]
-    assert step[0]["confidence"] >= cfg.verifier.uncertain_below
+    assert step[0]["confidence"] >= uncertain_threshold(cfg.verifier)
+    assert with_v.verdict.basis == "evidence" and not with_v.verdict.uncertain
     assert not [c for c in backend.calls if re.search(VERIFIER, c.messages[-1][1])]
     # the reasoner reuses the reading that stopped the loop: the same evidence is verified once, one step shown
     assert len(step) == 1

@@ -204,7 +204,13 @@ def test_verifier_and_lexical_pipelines_in_an_evaluation_with_majority_and_cover
     verifier = {r["id"]: r for r in items if r["pipeline"] == "verifier"}
     assert sum(r["correct"] for r in verifier.values()) >= 3
     assert all(r["usage"]["total"]["calls"] == 0 for r in items)  # no language model call
-    assert all(r["verdict"]["uncertain"] == (r["verdict"]["confidence"] < 0.6) for r in items)
+    from veracity.config import load_config
+    from veracity.verify import uncertain_threshold
+
+    threshold = uncertain_threshold(load_config(env={}).verifier)  # the verifier's calibrated threshold
+    assert all(r["verdict"]["uncertain"] == (r["verdict"]["confidence"] < threshold) for r in items)
+    assert all(r["verdict"]["basis"] == "evidence" for r in items)
+    assert "Reliability" in report and "ECE" in report
     assert "decided by passage [1]" in verifier["b"]["verdict"]["rationale"]
 
 

@@ -47,14 +47,15 @@ class Direct(Pipeline):
             label, confidence, _ = choose_label(ctx, self.labels_prompt, labels, fallback=UNVERIFIED, failures=failures,
                                                 LABELS=label_block(labels, ctx.label_rules), CLAIM=claim)
             ctx.tracer.emit("direct", label=label, confidence=confidence)
-            return Verdict(label=label, confidence=confidence, parse_failures=failures)
+            return Verdict(label=label, confidence=confidence, parse_failures=failures, basis="memory")
         if evidence := _evidence(claim, ctx):
             reply = self.evidence_prompt.ask(ctx.model, failures=failures, EVIDENCE=evidence, CLAIM=claim.text)
         else:
             reply = self.prompt.ask(ctx.model, failures=failures, CLAIM=claim.text)
         label, confidence = truth_label(reply), reply.confidence
         ctx.tracer.emit("direct", label=label, confidence=confidence)
-        return Verdict(label=label, confidence=confidence, parse_failures=failures)
+        return Verdict(label=label, confidence=confidence, parse_failures=failures,
+                       basis="evidence" if evidence else "memory")
 
 
 class ChainOfThought(Pipeline):
@@ -78,11 +79,14 @@ class ChainOfThought(Pipeline):
             label, confidence, _ = choose_label(ctx, self.labels_label_prompt, labels, fallback=UNVERIFIED,
                                                 failures=failures, RATIONALE=rationale, **slots)
             ctx.tracer.emit("cot", label=label, rationale=rationale, confidence=confidence)
-            return Verdict(label=label, rationale=rationale, confidence=confidence, parse_failures=failures)
+            return Verdict(label=label, rationale=rationale, confidence=confidence, parse_failures=failures,
+                           basis="memory")
         if evidence := _evidence(claim, ctx):
             return reason_then_label(ctx, self.evidence_prompt, self.evidence_label_prompt, failures=failures,
                                      EVIDENCE=evidence, CLAIM=claim.text)
-        return reason_then_label(ctx, self.prompt, self.label_prompt, failures=failures, CLAIM=claim.text)
+        verdict = reason_then_label(ctx, self.prompt, self.label_prompt, failures=failures, CLAIM=claim.text)
+        verdict.basis = "memory"
+        return verdict
 
 
 register("direct", "Direct prompting baseline: the label straight from the claim", kind=Direct)(Direct)

@@ -91,7 +91,8 @@ class Defame(Pipeline):
             if label != nei or (nei in labels and final):
                 break
         justification = self._justify(record, store, label, ctx)
-        return Verdict(label=label, rationale=justification, confidence=confidence, parse_failures=failures)
+        return Verdict(label=label, rationale=justification, confidence=confidence, parse_failures=failures,
+                       basis="evidence" if record.findings() or claim.images else "memory")
 
     def _summaries(self, results: list, record: Record, ctx: Context, failures: list[str]) -> list:
         """One summarize reply per result of one action, each against the record as it stands before any of them

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..errors import UserError
-from .metrics import accuracy, macro_f1, per_class
+from .metrics import accuracy, expected_calibration_error, macro_f1, per_class, reliability_bins
 from .runner import ITEMS, MANIFEST, read_done, read_manifest  # noqa: F401  (read_done keeps the file clean)
 
 
@@ -119,6 +119,61 @@ def coverage_lines(rows: list[dict[str, Any]]) -> list[str]:
             "|---|" + "---:|" * len(COVERAGES), *table]
 
 
+def _confident_rows(rows: list[dict[str, Any]]) -> tuple[list[float], list[bool]]:
+    kept = [r for r in rows if r["verdict"].get("confidence") is not None]
+    return [float(r["verdict"]["confidence"]) for r in kept], [r["gold"] == r["pred"] for r in kept]
+
+
+def reliability_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Does the confidence mean what it says? Per pipeline: the expected calibration error, the accuracy of the
+    verdicts not marked uncertain and their share, and accuracy per confidence bin (the reliability diagram)."""
+    table = []
+    for pipe in sorted({r["pipeline"] for r in rows}):
+        rs = [r for r in rows if r["pipeline"] == pipe]
+        conf, correct = _confident_rows(rs)
+        if not conf:
+            continue
+        decided = [r for r in rs if not r["verdict"].get("uncertain")]
+        dec = (f"{100 * sum(r['gold'] == r['pred'] for r in decided) / len(decided):.1f} "
+               f"({100 * len(decided) / len(rs):.0f}% of verdicts)" if decided else "- (all uncertain)")
+        bins = " ".join(f"{lo:.1f}-{hi:.1f}: {100 * acc:.0f}% of {n}" for lo, hi, n, _, acc in reliability_bins(conf, correct))
+        table.append(f"| {pipe} | {expected_calibration_error(conf, correct):.3f} | {dec} | {bins} |")
+    if not table:
+        return []
+    return ["", "Reliability (is a verdict of confidence c right c of the time?):", "",
+            "| pipeline | ECE | accuracy of decided (not uncertain) verdicts | accuracy by confidence bin |",
+            "|---|---:|---:|---|", *table]
+
+
+def reliability_png(path: Path, rows: list[dict[str, Any]], title: str) -> bool:
+    """A reliability diagram: accuracy against mean confidence per bin, the diagonal for a calibrated model,
+    and how many verdicts each bin holds. False (nothing written) when the pipeline gave no confidences."""
+    conf, correct = _confident_rows(rows)
+    if not conf:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bins = reliability_bins(conf, correct)
+    fig, ax = plt.subplots(figsize=(4.2, 4.2))
+    ax.plot([0, 1], [0, 1], color="#999", linestyle="--", linewidth=1, label="calibrated")
+    ax.bar([(lo + hi) / 2 for lo, hi, *_ in bins], [acc for *_, acc in bins], width=0.09, color="#4a7ab5",
+           alpha=0.8, label="accuracy")
+    ax.plot([c for *_, c, _ in bins], [acc for *_, acc in bins], "o", color="#c0392b", label="mean confidence")
+    for lo, hi, n, _, acc in bins:
+        ax.annotate(str(n), ((lo + hi) / 2, min(acc + 0.02, 0.97)), ha="center", fontsize=7)
+    ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="confidence", ylabel="accuracy",
+           title=f"{title}\nECE {expected_calibration_error(conf, correct):.3f}")
+    ax.title.set_fontsize(9)
+    ax.legend(loc="upper left", fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
 def build_report(out: str | Path, *, plots: bool = True) -> str:
     out = Path(out)
     read_done(out)
@@ -166,9 +221,15 @@ def build_report(out: str | Path, *, plots: bool = True) -> str:
             lines.append(f"- {pipe}: " + "; ".join(f"{k} P {100 * v['precision']:.0f} R {100 * v['recall']:.0f} "
                                                     f"(n={v['support']})" for k, v in pc.items()))
         lines += coverage_lines([r for r in rows if r["dataset"] == ds])
+        lines += reliability_lines([r for r in rows if r["dataset"] == ds])
         if plots:
             lines += ["", *[f"![{ds} {p}](confusion_{ds}_{p}.png)".replace(":", "_")
                             for p in sorted({r['pipeline'] for r in rows if r['dataset'] == ds})]]
+            for pipe in sorted({r["pipeline"] for r in rows if r["dataset"] == ds}):
+                name = f"reliability_{ds}_{pipe}.png".replace(":", "_").replace("/", "_")
+                if reliability_png(out / name, [r for r in rows if r["dataset"] == ds and r["pipeline"] == pipe],
+                                   f"{ds} / {pipe}"):
+                    lines.append(f"![{ds} {pipe} reliability]({name})")
         lines.append("")
     text = "\n".join(lines)
     (out / "report.md").write_text(text, encoding="utf-8")

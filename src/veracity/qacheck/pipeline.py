@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from ..pipeline import Context, Pipeline, register
 from ..types import Claim, QAStep, Verdict
 from ..verdicts import reason_then_label
+from ..verify import uncertain_threshold
 from ..verify.decide import check_evidence, verifier_enabled
 from .prompts import QUESTION_FIRST, QUESTION_FOLLOWUP, REASONER, REASONER_LABEL, VALIDATOR, VERIFIER, YES_NO
 from .qa import QA_MODULES, QAModule
@@ -61,7 +62,7 @@ class QACheck(Pipeline):
         """D(c, C): is the context enough? In evidence settings, when the trained verifier reads the evidence so far
         as decisive with a confidence of at least verifier.uncertain_below, it is, and the model is not asked."""
         d = self._evidence_decision(claim, context, ctx, decisions)
-        if d is not None and d.decisive and d.confidence >= ctx.config.verifier.uncertain_below:
+        if d is not None and d.decisive and d.confidence >= uncertain_threshold(ctx.config.verifier):
             ctx.tracer.emit("verifier", depth=len(context), enough=True, confidence=d.confidence,
                             by="evidence_verifier")
             return True
@@ -174,6 +175,8 @@ class QACheck(Pipeline):
         ctx.tracer.emit("context_done", depth=len(context), reason=stop_reason)
         verdict = self.reasoner(claim, context, ctx, failures, decisions)
         verdict.steps = context
+        if self.qa_name != "retriever-reader" and decisions.get(len(context)) is None:
+            verdict.basis = "memory"  # closed-book or recited answers, and no passage read by the verifier
         return verdict
 
 

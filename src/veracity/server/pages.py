@@ -74,7 +74,13 @@ def run_context(s: "ServerState", run: dict[str, Any]) -> dict[str, Any]:
     items, calls = run_view(steps)
     return {"run": run, "live": not finished, "items": items, "calls": calls,
             "verdict": r.get("verdict"), "usage": r.get("usage"), "result": r, "images": images_of(run),
-            "claim_date": options.get("date")}
+            "claim_date": options.get("date"), "uncertain_meaning": _uncertain_meaning(s)}
+
+
+def _uncertain_meaning(s: "ServerState") -> str:
+    from ..verify import uncertain_meaning
+
+    return uncertain_meaning(s.config.verifier)
 
 
 def page_context(s: "ServerState", offset: int, run: dict[str, Any] | None = None) -> dict[str, Any]:

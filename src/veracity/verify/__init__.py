@@ -17,7 +17,10 @@ from .model import Verification, Verifier, load_verifier
 if TYPE_CHECKING:
     from ..config import VerifierConfig
 
-__all__ = ["Verification", "Verifier", "evidence_text", "get_verifier", "load_lexical", "load_verifier"]
+__all__ = ["Verification", "Verifier", "evidence_text", "get_verifier", "load_lexical", "load_verifier",
+           "uncertain_meaning", "uncertain_threshold"]
+
+FALLBACK_UNCERTAIN_BELOW = 0.6  # a verifier folder without a calibrated threshold (e.g. a full HF model)
 
 
 def load_lexical(path=None):
@@ -44,3 +47,39 @@ def evidence_text(text: str, source: str = "") -> str:
     """A passage as the verifier reads it: its text, whitespace collapsed. The source's title is not put in front:
     the verifier was trained on bare sentences, and a title prefix measurably flips its readings."""
     return " ".join(text.split())
+
+
+def verifier_settings(model: str | None) -> dict:
+    """The settings (verifier.json) of the configured verifier, read without loading the model; {} when it has
+    none (a full Hugging Face model folder) or the folder is missing."""
+    import json
+    from pathlib import Path
+
+    from .model import DEFAULT, WEIGHTS_DIR
+
+    folder = WEIGHTS_DIR if model in (None, "", DEFAULT) else Path(str(model)).expanduser()
+    try:
+        return json.loads((folder / "verifier.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def uncertain_threshold(settings: "VerifierConfig") -> float:
+    """The confidence below which a verdict is shown as uncertain: verifier.uncertain_below when set, else the
+    configured verifier's own threshold, chosen on held-apart calibration data (verifier.json)."""
+    if settings.uncertain_below is not None:
+        return settings.uncertain_below
+    return float(verifier_settings(settings.model).get("uncertain_below", FALLBACK_UNCERTAIN_BELOW))
+
+
+def uncertain_meaning(settings: "VerifierConfig") -> str:
+    """One sentence on what "uncertain" means with these settings, for the CLI, the page and the reports."""
+    t = uncertain_threshold(settings)
+    if settings.uncertain_below is not None:
+        return f"uncertain: confidence below {t:.2f} (verifier.uncertain_below, set in the configuration)"
+    rule = verifier_settings(settings.model).get("uncertain_rule")
+    if not rule:
+        return f"uncertain: confidence below {t:.2f}"
+    return (f"uncertain: confidence below {t:.2f}; on held-apart calibration data the verifier's verdicts at or above "
+            f"it were right {100 * rule['calibration_accuracy_decided']:.0f}% of the time "
+            f"({100 * rule['calibration_share_decided']:.0f}% of them were decided)")
