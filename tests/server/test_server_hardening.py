@@ -309,3 +309,31 @@ def test_unit_helpers():
     assert short_error("internal error: KeyError: 'prompt'") .startswith("internal error: the check stopped")
     assert short_error("model backend error: x\nsecond line") == "model backend error: x"
     assert len(short_error("y" * 1000)) == 240
+
+
+# -- malformed Host headers: refused, not read as loopback ---------------------------------------------------
+
+def _raw_get(url: str, host_header: str) -> tuple[int, bytes]:
+    """A GET with exactly this Host header over a plain socket (clients normalise the header otherwise)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    u = urlsplit(url)
+    with socket.create_connection((u.hostname, u.port), timeout=30) as s:
+        s.sendall(f"GET /api/checks HTTP/1.1\r\nHost: {host_header}\r\nConnection: close\r\n\r\n".encode())
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    return int(data.split(b" ", 2)[1]), data
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:{port}@evil.example", "[::1", "localhost:{port}/x", "127.0.0.1 evil"])
+def test_malformed_host_headers_are_refused_by_the_running_server(hsrv, host):
+    from urllib.parse import urlsplit
+
+    port = urlsplit(hsrv.url).port
+    status, body = _raw_get(hsrv.url, host.format(port=port))
+    assert status in (400, 421), body[:300]
+    assert b'"items"' not in body  # nothing of the API answered
+    ok, body = _raw_get(hsrv.url, f"127.0.0.1:{port}")
+    assert ok == 200 and b'"items"' in body

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import re
 import secrets
 from typing import Mapping
 
@@ -36,12 +37,16 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+_HOST_HEADER = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._-]+))(?::[0-9]{1,5})?")
+
+
 def host_of(header: str) -> str:
-    """The host part of a Host header ('[::1]:8000' -> '::1', 'localhost:80' -> 'localhost')."""
-    header = header.strip()
-    if header.startswith("["):
-        return header[1:header.find("]")] if "]" in header else header
-    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+    """The host part of a Host header ('[::1]:8000' -> '::1', 'localhost:80' -> 'localhost'); "" for a header
+    that is not `host[:port]` at all ('127.0.0.1:80@evil.example', '[::1', 'a b'), which no rule then allows."""
+    m = _HOST_HEADER.fullmatch(header.strip())
+    if m is None:
+        return ""
+    return m.group("v6") or m.group("name")
 
 
 class Auth:

@@ -4,7 +4,8 @@
     veracity verifier check "CLAIM" --evidence "PASSAGE" [--evidence ...] [--model DIR|lexical] [--json]
     veracity verifier info [--json]
 
-`train` is seeded and resumes after a kill (a checkpoint per epoch); it reads only ../shared/training.
+`train` is seeded and resumes after a kill, mid-epoch (a checkpoint every --checkpoint-every batches, run the
+same command again); it reads only ../shared/training.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--limit", type=int, default=None, help="at most this many training pairs (a quick run)")
     t.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     t.add_argument("--init-from", default=None, help="continue from a trained verifier folder")
+    t.add_argument("--checkpoint-every", type=int, default=200,
+                   help="batches between checkpoints: a stopped run goes on from the last one (default 200)")
     t.set_defaults(func=cmd_train)
 
     k = commands.add_parser("calibrate", help="refit the temperature, the stacker and the lexical baseline of a "
@@ -62,12 +65,12 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     data = _data_dir(args.data)
     out = Path(args.out) if args.out else WEIGHTS_DIR
-    for name, lo in (("epochs", 1), ("batch_size", 1), ("max_length", 16), ("threads", 1)):
+    for name, lo in (("epochs", 1), ("batch_size", 1), ("max_length", 16), ("threads", 1), ("checkpoint_every", 1)):
         if getattr(args, name) < lo:
             raise UserError(f"--{name.replace('_', '-')} must be at least {lo}")
     s = TrainSettings(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_length=args.max_length,
                       frozen_layers=args.frozen_layers, seed=args.seed, limit=args.limit, threads=args.threads,
-                      init_from=args.init_from)
+                      init_from=args.init_from, checkpoint_every=args.checkpoint_every)
     result = run(data, out, s, progress=True)
     print(json.dumps({k: result[k] for k in ("sha256", "temperature", "binary_rule", "figures", "ms_per_pair")},
                      indent=1))
