@@ -117,8 +117,23 @@ def test_a_page_that_fails_to_load_is_a_clear_error(tmp_path, cli_env, index, sc
 
 def test_pipeline_needs_an_index(tmp_path, cli_env, scripted):
     (tmp_path / "t.txt").write_text(TEXT)
-    p = run(["check-text", "t.txt", *scripted], cli_env, tmp_path, check=False)
+    p = run(["check-text", "t.txt", "--pipeline", "verifier", *scripted], cli_env, tmp_path, check=False)
     assert p.returncode == 2 and "needs an index" in p.stderr.decode()
+
+
+def test_with_no_evidence_source_the_claims_are_checked_from_memory_and_said_so(tmp_path, cli_env):
+    from stub_server import QACHECK_RULES
+
+    rules = tmp_path / "qacheck.json"
+    rules.write_text(json.dumps(QACHECK_RULES))
+    (tmp_path / "t.txt").write_text("Marie Curie was born in Warsaw. The Danube is the longest river in Asia.")
+    p = run(["check-text", "t.txt", "--model", f"scripted:{rules}", "--no-cache", "--no-progress",
+             "--report", "r.md"], cli_env, tmp_path)
+    out = p.stdout.decode()
+    assert "Pipeline: qacheck" in out and "No evidence source was given" in out and "--index" in out
+    # every verdict rests on the model's memory: uncertain, with the reason, in the output and the report
+    assert out.count("] uncertain") == 2 and "model's memory" in out
+    assert "model's memory" in (tmp_path / "r.md").read_text()
 
 
 def test_the_verifier_pipeline_never_loads_the_language_model(tmp_path, cli_env, index):

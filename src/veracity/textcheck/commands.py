@@ -22,8 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Extract the atomic claims of a text (a .txt/.md/.html/.pdf file, a URL, or - for "
                                    "standard input), check each with a claim pipeline, and sum them up.")
     p.add_argument("source", help="file, http(s) URL, or - for standard input")
-    p.add_argument("--pipeline", default="verifier",
-                   help="claim pipeline (default verifier: evidence-only, needs --index; see `veracity pipelines`)")
+    p.add_argument("--pipeline", default=None,
+                   help="claim pipeline (default: verifier, evidence-only, with --index; qacheck without one, whose "
+                        "verdicts then rest on the model's memory; see `veracity pipelines`)")
     p.add_argument("--extract", choices=METHODS, default="auto",
                    help="how claims are extracted: rules, model, or auto (the model behind a server, else the "
                         "rules; default)")
@@ -34,6 +35,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--report", help="write the report: HTML for .html/.htm (the text, coloured), else Markdown")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_check_text)
+
+
+MEMORY_ONLY = ("No evidence source was given, so each claim is checked against the model's memory (pipeline qacheck): "
+               "those verdicts are marked uncertain. Give --index DIR (built with `veracity index build`) to check "
+               "the claims against your documents.")
 
 
 def cmd_check_text(args: argparse.Namespace) -> int:
@@ -47,6 +53,9 @@ def cmd_check_text(args: argparse.Namespace) -> int:
     from .run import check_text
 
     config = config_from(args)
+    memory_only = args.pipeline is None and not config.index
+    if args.pipeline is None:  # with an index the evidence-only verifier; without one, the model's memory
+        args.pipeline = "verifier" if config.index else "qacheck"
     spec = pipeline_specs().get(args.pipeline)
     if spec is None:
         get_pipeline(args.pipeline, config)  # the one "unknown pipeline" message
@@ -86,6 +95,8 @@ def cmd_check_text(args: argparse.Namespace) -> int:
     print(terminal_text(f"Text: {source.title or source.origin} ({len(source.text):,} characters, "
                         f"{check.extraction.sentences} sentences; claims by {check.extraction.method})"))
     print(f"Pipeline: {check.pipeline}   Model: {check.model}\n")
+    if memory_only:
+        print(MEMORY_ONLY + "\n")
     for r in check.results:
         conf = f" {r.confidence:.2f}" if r.confidence is not None else ""
         note = f"  ({r.note})" if r.note else ""

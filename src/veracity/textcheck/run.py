@@ -173,7 +173,8 @@ def check_text(source: "Source", pipeline: "Pipeline", model: "Model", config: "
         meter.add(res.usage)
         v = res.verdict
         return ClaimResult(claim, outcome_of(v.label, v.uncertain), v.label, v.confidence, v.rationale,
-                           evidence_of(res.trace), seconds=res.seconds)
+                           evidence_of(res.trace), seconds=res.seconds,
+                           note=f"uncertain: {v.uncertain_reason}" if v.uncertain and v.uncertain_reason else "")
 
     def known(r: ClaimResult) -> None:
         if tracer is not None:
