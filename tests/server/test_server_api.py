@@ -258,6 +258,15 @@ def test_the_page_form_works_without_javascript(fast):
     assert fast.get("/checks/0123456789abcdef").status_code == 404
 
 
+def test_a_verdict_from_the_models_memory_is_shown_uncertain_with_why(fast):
+    r = fast.post("/checks", data={"claim": CLAIM})  # default qacheck, recited answers, no index
+    run = wait_for(fast, r.headers["location"].rsplit("/", 1)[1], finished)
+    assert run["status"] == "done", run
+    page = fast.get(r.headers["location"]).text
+    assert "Uncertain because it rests on the model&#39;s memory only" in page and "--index" in page
+    assert "uncertain: confidence below" in page  # what "uncertain" means
+
+
 # -- what clients get wrong ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("body,status,code,says", [

@@ -87,14 +87,21 @@ class LexicalModel:
         return cls.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
 
 
-def fit_softmax(X: np.ndarray, y: list[int], classes: int, *, seed: int, l2: float, steps: int
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def fit_softmax(X: np.ndarray, y: "list[int] | np.ndarray", classes: int, *, seed: int, l2: float, steps: int,
+                weights: "np.ndarray | None" = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A multinomial logistic regression by full-batch gradient descent (numpy, seeded, deterministic):
-    (coef, intercept, mean, scale) over standardised features. Shared by the lexical baseline and the stacker."""
+    (coef, intercept, mean, scale) over standardised features. Shared by the lexical baseline and the stacker.
+
+    `y`: a class index per row, or a 0/1 matrix (rows x classes) of the classes each row allows (a two-way
+    source's not_supported allows refuted and nei: the loss is minus the log of their summed probability).
+    `weights`: per-row weights (e.g. so that every source counts the same), default equal."""
     mean, std = X.mean(0), X.std(0)
     scale = np.where(std > 1e-3, std, 1.0)  # a feature constant in training must not blow up on new input
     X = (X - mean) / scale
-    Y = np.eye(classes)[np.asarray(y)]
+    y = np.asarray(y)
+    allowed = np.eye(classes)[y] if y.ndim == 1 else y.astype(float)
+    w = np.ones(len(X)) if weights is None else np.asarray(weights, float)
+    w = w / w.sum()
     W = np.random.default_rng(seed).normal(0, 0.01, (classes, X.shape[1]))
     b = np.zeros(classes)
     n = len(X)
@@ -103,7 +110,9 @@ def fit_softmax(X: np.ndarray, y: list[int], classes: int, *, seed: int, l2: flo
         Z -= Z.max(1, keepdims=True)
         P = np.exp(Z)
         P /= P.sum(1, keepdims=True)
-        G = (P - Y) / n
+        Q = P * allowed
+        Q /= np.maximum(Q.sum(1, keepdims=True), 1e-12)
+        G = (P - Q) * w[:, None]
         W -= 0.5 * (G.T @ X + l2 * W / n)
         b -= 0.5 * G.sum(0)
     return W, b, mean, scale
