@@ -54,16 +54,29 @@ class Stack:
         return {"coef": self.coef, "intercept": self.intercept, "mean": self.mean, "scale": self.scale}
 
 
-def fit_stack(probs: list[list[float]], lexical: list[list[float]], gold: list[str], *, seed: int = 0) -> Stack:
-    """Fit the stacker (numpy gradient descent, L2, deterministic) on held-apart pairs."""
+def allowed_classes(label: str) -> list[int]:
+    """The classes a gold label allows, as a 0/1 row over LABELS (`not_supported`: refuted or nei)."""
+    return [0, 1, 1] if label == "not_supported" else [int(label == x) for x in LABELS]
+
+
+def fit_stack(probs: list[list[float]], lexical: list[list[float]], gold: list[str], *, seed: int = 0,
+              groups: list[str] | None = None) -> Stack:
+    """Fit the stacker (numpy gradient descent, L2, deterministic) on held-apart pairs: a two-way source's
+    not_supported counts as refuted-or-nei; with `groups` (each pair's source) every source weighs the same."""
     import math
+    from collections import Counter
 
     import numpy as np
 
     from .lexical import fit_softmax
 
     X = np.asarray([[math.log(max(p, 1e-6)) for p in pr] + list(lx) for pr, lx in zip(probs, lexical)], float)
-    W, b, mean, scale = fit_softmax(X, [LABELS.index(g) for g in gold], len(LABELS), seed=seed, l2=1e-2, steps=1500)
+    weights = None
+    if groups is not None:
+        size = Counter(groups)
+        weights = np.asarray([1.0 / size[g] for g in groups])
+    W, b, mean, scale = fit_softmax(X, np.asarray([allowed_classes(g) for g in gold]), len(LABELS), seed=seed,
+                                    l2=1e-2, steps=1500, weights=weights)
     return Stack(W.tolist(), b.tolist(), mean.tolist(), scale.tolist())
 
 
