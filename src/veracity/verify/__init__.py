@@ -81,5 +81,5 @@ def uncertain_meaning(settings: "VerifierConfig") -> str:
     if not rule:
         return f"uncertain: confidence below {t:.2f}"
     return (f"uncertain: confidence below {t:.2f}; on held-apart calibration data the verifier's verdicts at or above "
-            f"it were right {100 * rule['calibration_accuracy_decided']:.0f}% of the time "
-            f"({100 * rule['calibration_share_decided']:.0f}% of them were decided)")
+            f"it were right {100 * rule['calibration_accuracy_decided']:.0f}% of the time, and "
+            f"{100 * rule['calibration_share_decided']:.0f}% of its verdicts reached it")
