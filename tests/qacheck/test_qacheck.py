@@ -242,7 +242,8 @@ def test_the_evidence_verifier_decides_the_reasoners_label_in_evidence_settings_
     rules = [(VERIFIER, "Yes, we can know."), (FIRST_Q, " Who wrote the novel Kestrel Bay?"),
              (READER, " Mara Lind"), (VALIDATOR, " Yes"), (REASONER, "\nThe claim is true.\n"), (LABEL, " True")]
     claim = "The Orrin Bridge is a stone bridge in Tallinn."
-    cfg = config(**{"verifier.use": "on"})
+    # a threshold this two-passage reading clears (the shipped 0.80 is rarely reached once several passages are tempered)
+    cfg = config(**{"verifier.use": "on", "verifier.uncertain_below": 0.6})
     backend = ScriptedBackend(rules)
     with_v = run_check(Claim(claim), get_pipeline("qacheck-retriever-reader", cfg), Model(backend),
                        cfg, retriever=_bridge_index().retriever("bm25"))

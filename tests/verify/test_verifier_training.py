@@ -143,3 +143,18 @@ def test_a_run_stopped_mid_epoch_goes_on_from_its_checkpoint_to_the_same_weights
     a, b = whole.state_dict(), resumed.state_dict()
     changed = [k for k in a if k.startswith("classifier.")]
     assert changed and all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+
+
+def test_the_most_decisive_of_several_passages_is_tempered_and_one_passage_is_not():
+    from veracity.verify.result import aggregate
+
+    one = [{"supported": 0.9, "refuted": 0.05, "nei": 0.05}]
+    assert aggregate(one, 1, temperature=2.0).probabilities == one[0]
+    several = [{"supported": 0.3, "refuted": 0.2, "nei": 0.5}, {"supported": 0.9, "refuted": 0.05, "nei": 0.05},
+               {"supported": 0.5, "refuted": 0.1, "nei": 0.4}]
+    v = aggregate(several, 2, temperature=2.0)
+    assert v.passage == 1 and v.label == "supported"
+    assert 0.5 < v.probabilities["supported"] < 0.9 and math.isclose(sum(v.probabilities.values()), 1.0)
+    # the odds between any two labels are those of the deciding passage, taken to the power 1/2
+    odds = v.probabilities["supported"] / v.probabilities["refuted"]
+    assert math.isclose(odds, math.sqrt(0.9 / 0.05), rel_tol=1e-6)

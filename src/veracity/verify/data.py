@@ -13,7 +13,7 @@ import csv
 import hashlib
 import json
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
@@ -114,6 +114,7 @@ class TrainingData:
     heldout_synthetic: list[Pair]  # synthetic edits of held-out pages' sentences (3 labels)
     heldout_retrieved: list[tuple[str, list[str], str]]  # held-out claims, their page's retrieved sentences, label
     heldout_sources: dict[str, list[Pair]]  # the held-apart part of each JSONL source (sources.py)
+    calibration_retrieved: list[tuple[str, list[str], str]] = field(default_factory=list)  # as heldout_retrieved
 
 
 SYNTHETIC_CAP, CAD_CAP = 4000, 4000  # training pairs from FM2 page edits and from CAD-SNLI
@@ -143,7 +144,7 @@ def build(root: Path, seed: int = 13, *, sources: tuple[str, ...] | None = None)
     synthetic_test = synthetic_pairs(parts["test"], random.Random(seed + 1))
     retrieved = [(c.claim, list(c.retrieved), c.label) for c in parts["test"]]
     return TrainingData(train, calibration, heldout, read_cad(root, "test"), synthetic_test, retrieved,
-                        heldout_sources)
+                        heldout_sources, [(c.claim, list(c.retrieved), c.label) for c in parts["calibration"]])
 
 
 def _cap(pairs: list[Pair], cap: int, rng: random.Random) -> list[Pair]:

@@ -93,6 +93,7 @@ class CrossEncoderVerifier:
         self.name = self.settings.get("name", folder.name)
         self.max_length = int(self.settings.get("max_length", 192))
         self.temperature = float(self.settings.get("temperature", 1.0))
+        self.aggregate_temperature = float(self.settings.get("aggregate_temperature", 1.0))
         self.binary_rule = self.settings.get("binary_rule", "supported_vs_refuted")
         self.order = [self.settings["labels"].index(lab) for lab in LABELS]
         self.threads = threads
@@ -138,7 +139,7 @@ class CrossEncoderVerifier:
             spans.append((len(pairs), len(cands), len(passages)))
             pairs.extend((claim, p) for p in cands)
         scores = self.score_pairs(pairs) if pairs else []
-        return [aggregate(scores[s:s + n], k) for s, n, k in spans]
+        return [aggregate(scores[s:s + n], k, self.aggregate_temperature) for s, n, k in spans]
 
     def verify(self, claim: str, passages: Sequence[str]) -> Verification:
         return self.verify_many([(claim, passages)])[0]

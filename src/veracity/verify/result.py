@@ -54,14 +54,30 @@ def candidates(passages: Sequence[str]) -> tuple[list[str], list[str]]:
     return kept, kept + ([" ".join(kept)] if len(kept) > 1 else [])
 
 
-def aggregate(per_candidate: list[dict[str, float]], n_passages: int) -> Verification:
+def aggregate(per_candidate: list[dict[str, float]], n_passages: int, temperature: float = 1.0) -> Verification:
     """Candidates are the passages one by one, then (when there are several) all of them together.
 
     The most decisive candidate (the least not-enough-information) decides; its index is the deciding
-    passage, or None when the joined passages decided.
+    passage, or None when the joined passages decided. Choosing the most decisive of several makes the choice
+    look surer than it is: with several candidates its probabilities are tempered by `temperature` (fitted on
+    held-apart claims with several passages; 1.0: as they are).
     """
     if not per_candidate:
         return Verification({"supported": 0.0, "refuted": 0.0, "nei": 1.0}, None, [])
     best = min(range(len(per_candidate)), key=lambda i: per_candidate[i]["nei"])
     passage = best if best < n_passages else None
-    return Verification(dict(per_candidate[best]), passage, per_candidate[:n_passages])
+    probs = dict(per_candidate[best])
+    if len(per_candidate) > 1 and temperature != 1.0:
+        probs = tempered(probs, temperature)
+    return Verification(probs, passage, per_candidate[:n_passages])
+
+
+def tempered(probs: dict[str, float], temperature: float) -> dict[str, float]:
+    """Probabilities raised to 1/temperature and renormalised (a temperature on their logarithms)."""
+    import math
+
+    logs = {k: math.log(max(v, 1e-9)) / temperature for k, v in probs.items()}
+    top = max(logs.values())
+    e = {k: math.exp(v - top) for k, v in logs.items()}
+    z = sum(e.values())
+    return {k: v / z for k, v in e.items()}

@@ -271,6 +271,38 @@ def run(training_dir: Path, out: Path, s: TrainSettings, *, progress: bool = Tru
     return settings
 
 
+def fit_aggregate_temperature(model, tok, max_length: int, temperature: float,
+                              claims: list[tuple[str, list[str], str]]) -> float:
+    """The temperature on the deciding candidate's log-probabilities when several passages are read (the most
+    decisive of them is chosen, which looks surer than it is): fitted on calibration FM2 claims against their
+    page's retrieved sentences, as the pipelines read passages. 1.0 without such claims."""
+    from .result import aggregate
+
+    if not claims:
+        return 1.0
+    cands, spans = [], []
+    for claim, passages, _ in claims:
+        spans.append((len(cands), len(passages) + 1, len(passages)))
+        cands.extend(Pair(claim, x, "nei", "retrieved") for x in passages + [" ".join(passages)])
+    probs = [softmax(r, temperature) for r in logits_of(model, tok, cands, max_length)]
+    chosen = [aggregate([dict(zip(LABELS, pr)) for pr in probs[a:a + n]], k).probabilities for a, n, k in spans]
+    # the two-label decision is what these claims ask: its log-odds, scaled
+    logs = [[math.log(max(c[x], 1e-9)) for x in ("supported", "refuted")] for c in chosen]
+    gold = [lab for _, _, lab in claims]
+
+    def nll(t: float) -> float:
+        total = 0.0
+        for row, g in zip(logs, gold):
+            z = (row[0] - row[1]) / t
+            p = 1 / (1 + math.exp(-z)) if z > -60 else 0.0
+            total -= math.log(max(p if g == "supported" else 1 - p, 1e-12))
+        return total / len(gold)
+
+    grid = [0.5 + 0.1 * i for i in range(46)]
+    best = min(grid, key=nll)
+    return round(min([best - 0.1 + 0.01 * i for i in range(21)], key=nll), 3)
+
+
 def held_apart_sets(data: TrainingData) -> list[tuple[str, list[Pair]]]:
     """Every held-apart set measured (never the benchmarks): FM2's held-out pages, CAD-SNLI test, the synthetic
     edits of held-out pages, and the held-apart part of each JSONL source."""
@@ -344,6 +376,7 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
     # the most decisive candidate deciding (model.aggregate), as the pipelines call the verifier
     from .result import aggregate
 
+    aggregate_temperature = fit_aggregate_temperature(model, tok, max_length, temperature, data.calibration_retrieved)
     cands, spans = [], []
     for claim, passages, _ in data.heldout_retrieved:
         spans.append((len(cands), len(passages) + 1, len(passages)))
@@ -352,7 +385,8 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
     st_probs = stacked(ce_probs, cands)
     gold_pairs = [Pair(c, "", lab, "fm2-retrieved") for c, _, lab in data.heldout_retrieved]
     for name, probs in (("cross_encoder", ce_probs), ("stacked", st_probs)):
-        agg = [aggregate([dict(zip(LABELS, pr)) for pr in probs[a:a + n]], k) for a, n, k in spans]
+        agg = [aggregate([dict(zip(LABELS, pr)) for pr in probs[a:a + n]], k, aggregate_temperature)
+               for a, n, k in spans]
         results[name]["fm2_heldout_retrieved"] = figures([[v.probabilities[x] for x in LABELS] for v in agg],
                                                          gold_pairs, rule)
 
@@ -374,7 +408,8 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
         correct += [g == x for g, x in zip(gold, pred)]
     threshold, kept_accuracy, kept_share = uncertain_threshold(conf, correct, UNCERTAIN_TARGET)
     settings.update({
-        "temperature": temperature, "binary_rule": rule, "stack": stack.to_json() if use_stack else None,
+        "temperature": temperature, "aggregate_temperature": aggregate_temperature,
+        "binary_rule": rule, "stack": stack.to_json() if use_stack else None,
         "chosen": "stacked" if use_stack else "cross_encoder", "mean_macro_f1_heldout": mean,
         "uncertain_below": threshold,
         "uncertain_rule": {"target_accuracy": UNCERTAIN_TARGET, "calibration_accuracy_decided": round(kept_accuracy, 4),
@@ -437,7 +472,10 @@ def model_card(settings: dict) -> str:
         "- **Task:** a claim (or an answer sentence) and one evidence passage in; probabilities of supported / "
         "refuted / not enough information (`nei`) out. Several passages: each is scored, and all of them "
         "together; the most decisive (least `nei`) decides and is named.",
-        f"- **Calibration:** temperature {settings['temperature']} fitted on the calibration part (below). "
+        f"- **Calibration:** temperature {settings['temperature']} fitted on the calibration part (below); with "
+        f"several passages the deciding one's probabilities are tempered by {settings.get('aggregate_temperature', 1.0)} "
+        "(choosing the most decisive of several looks surer than it is; fitted on calibration FM2 claims against "
+        "their page's retrieved sentences). "
         f"Two-label sets use the rule `{settings['binary_rule']}` (chosen on the calibration part: "
         f"{settings.get('binary_rule_on_calibration')}).",
         *([uncertain] if uncertain else []),
