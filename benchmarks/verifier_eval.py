@@ -24,7 +24,7 @@ from pathlib import Path
 from veracity.config import load_config
 from veracity.eval.datasets import load_dataset
 from veracity.eval.metrics import accuracy, macro_f1
-from veracity.eval.report import accuracy_at_coverage, build_report, load_rows
+from veracity.eval.report import accuracy_at_coverage, build_report, confident_rows, load_rows
 from veracity.eval.runner import run_eval
 from veracity.llm import make_model
 from veracity.verify import load_lexical, load_verifier
@@ -90,8 +90,7 @@ def eval_rows(table: list[tuple], out: Path, name: str, llm: list[str], llm_limi
             gold_all.update({r["id"]: r["gold"] for r in rs})
             s = sum(r["seconds"] for r in rs) / len(rs)
             curve = accuracy_at_coverage(rs)
-            conf = [r["verdict"]["confidence"] for r in rs if r["verdict"].get("confidence") is not None]
-            right = [r["gold"] == r["pred"] for r in rs if r["verdict"].get("confidence") is not None]
+            conf, right = confident_rows(rs)
             decided = [r for r in rs if not r["verdict"].get("uncertain")]
             note = f"{s:.2f} s/claim"
             if curve:

@@ -58,7 +58,7 @@ class Verdict:
     steps: list[QAStep] = field(default_factory=list)
     parse_failures: list[str] = field(default_factory=list)  # what the model got wrong, if anything
     #: the confidence is below the configured threshold (verify.uncertain_threshold), the verdict rests on the
-    #: model's memory only, or the model's label goes against the verifier's decisive reading of the evidence:
+    #: model's memory only, or the pipeline gave its own reason (check.settle_uncertainty):
     #: front ends say "uncertain" beside the label, with `uncertain_reason`, instead of presenting a guess as a finding
     uncertain: bool = False
     uncertain_reason: str = ""

@@ -119,7 +119,8 @@ def coverage_lines(rows: list[dict[str, Any]]) -> list[str]:
             "|---|" + "---:|" * len(COVERAGES), *table]
 
 
-def _confident_rows(rows: list[dict[str, Any]]) -> tuple[list[float], list[bool]]:
+def confident_rows(rows: list[dict[str, Any]]) -> tuple[list[float], list[bool]]:
+    """(confidence, right?) of the verdicts that carry a confidence."""
     kept = [r for r in rows if r["verdict"].get("confidence") is not None]
     return [float(r["verdict"]["confidence"]) for r in kept], [r["gold"] == r["pred"] for r in kept]
 
@@ -130,7 +131,7 @@ def reliability_lines(rows: list[dict[str, Any]]) -> list[str]:
     table = []
     for pipe in sorted({r["pipeline"] for r in rows}):
         rs = [r for r in rows if r["pipeline"] == pipe]
-        conf, correct = _confident_rows(rs)
+        conf, correct = confident_rows(rs)
         if not conf:
             continue
         decided = [r for r in rs if not r["verdict"].get("uncertain")]
@@ -148,7 +149,7 @@ def reliability_lines(rows: list[dict[str, Any]]) -> list[str]:
 def reliability_png(path: Path, rows: list[dict[str, Any]], title: str) -> bool:
     """A reliability diagram: accuracy against mean confidence per bin, the diagonal for a calibrated model,
     and how many verdicts each bin holds. False (nothing written) when the pipeline gave no confidences."""
-    conf, correct = _confident_rows(rows)
+    conf, correct = confident_rows(rows)
     if not conf:
         return False
     import matplotlib

@@ -10,6 +10,7 @@ Shared, below the systems: it imports no pipeline.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from .model import Verification, Verifier, load_verifier
@@ -49,9 +50,11 @@ def evidence_text(text: str, source: str = "") -> str:
     return " ".join(text.split())
 
 
+@lru_cache(maxsize=8)
 def verifier_settings(model: str | None) -> dict:
-    """The settings (verifier.json) of the configured verifier, read without loading the model; {} when it has
-    none (a full Hugging Face model folder) or the folder is missing."""
+    """The settings (verifier.json) of the configured verifier, read once per process (as the model itself is)
+    without loading the model; {} when it has none (a full Hugging Face model folder) or the folder is missing.
+    Every check asks for its threshold, so this is not read from disk per check."""
     import json
     from pathlib import Path
 

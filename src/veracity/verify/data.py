@@ -126,19 +126,19 @@ def build(root: Path, seed: int = 13, *, sources: tuple[str, ...] | None = None)
     rng = random.Random(seed)
     fm2 = read_fm2(root)
     parts = {name: [c for c in fm2 if fm2_part(c.page) == name] for name in ("train", "calibration", "test")}
-    train = (fm2_pairs(parts["train"], rng) + _cap(read_cad(root, "train"), CAD_CAP, rng)
-             + _cap(synthetic_pairs(parts["train"], rng), SYNTHETIC_CAP, rng))
-    calibration = (fm2_pairs(parts["calibration"], rng, distractors=False) + _cap(read_cad(root, "dev"), CALIBRATION_CAP, rng)
-                   + _cap(synthetic_pairs(parts["calibration"], rng), CALIBRATION_CAP, rng))
+    train = (fm2_pairs(parts["train"], rng) + capped(read_cad(root, "train"), CAD_CAP, rng)
+             + capped(synthetic_pairs(parts["train"], rng), SYNTHETIC_CAP, rng))
+    calibration = (fm2_pairs(parts["calibration"], rng, distractors=False) + capped(read_cad(root, "dev"), CALIBRATION_CAP, rng)
+                   + capped(synthetic_pairs(parts["calibration"], rng), CALIBRATION_CAP, rng))
     heldout_sources: dict[str, list[Pair]] = {}
     pairs = read_sources(root, SOURCES.keys() if sources is None else sources)
     for name in dict.fromkeys(p.source for p in pairs):
         mine = [p for p in pairs if p.source == name]
         of = {part: [Pair(p.claim, p.evidence, p.label, name) for p in mine if p.part == part]
               for part in ("train", "calibration", "heldout")}
-        train += _cap(of["train"], SOURCES[name][3], rng)
-        calibration += _cap(of["calibration"], CALIBRATION_CAP, rng)
-        heldout_sources[name] = _cap(of["heldout"], HELDOUT_CAP, random.Random(seed + 2))
+        train += capped(of["train"], SOURCES[name][3], rng)
+        calibration += capped(of["calibration"], CALIBRATION_CAP, rng)
+        heldout_sources[name] = capped(of["heldout"], HELDOUT_CAP, random.Random(seed + 2))
     rng.shuffle(train)
     heldout = [Pair(c.claim, " ".join(c.gold), c.label, "fm2-heldout") for c in parts["test"]]
     synthetic_test = synthetic_pairs(parts["test"], random.Random(seed + 1))
@@ -146,6 +146,3 @@ def build(root: Path, seed: int = 13, *, sources: tuple[str, ...] | None = None)
     return TrainingData(train, calibration, heldout, read_cad(root, "test"), synthetic_test, retrieved,
                         heldout_sources, [(c.claim, list(c.retrieved), c.label) for c in parts["calibration"]])
 
-
-def _cap(pairs: list[Pair], cap: int, rng: random.Random) -> list[Pair]:
-    return capped(pairs, cap, rng)  # type: ignore[arg-type]  (same fields: label is what is balanced)

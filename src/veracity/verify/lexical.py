@@ -119,20 +119,11 @@ def fit_softmax(X: np.ndarray, y: "list[int] | np.ndarray", classes: int, *, see
 
 
 def fit_lexical(pairs: list[tuple[str, str]], labels: list[str], classes: tuple[str, ...], *,
-                seed: int = 0, l2: float = 1.0, groups: list[str] | None = None) -> LexicalModel:
-    """Fit the lexical baseline's logistic regression on `features` of the pairs. A label outside `classes`
-    (a two-way source's not_supported) allows every class but the first (refuted or nei); with `groups`
-    (each pair's source) every source weighs the same."""
-    from collections import Counter
-
+                seed: int = 0, l2: float = 1.0) -> LexicalModel:
+    """Fit the lexical baseline's logistic regression on `features` of the pairs."""
     X = np.asarray([features(c, e) for c, e in pairs], float)
-    allowed = np.asarray([[int(lab == c) for c in classes] if lab in classes else [0] + [1] * (len(classes) - 1)
-                          for lab in labels])
-    weights = None
-    if groups is not None:
-        size = Counter(groups)
-        weights = np.asarray([1.0 / size[g] for g in groups])
-    W, b, mean, scale = fit_softmax(X, allowed, len(classes), seed=seed, l2=l2, steps=800, weights=weights)
+    W, b, mean, scale = fit_softmax(X, [classes.index(lab) for lab in labels], len(classes), seed=seed, l2=l2,
+                                    steps=800)
     return LexicalModel(classes, W, b, mean, scale)
 
 

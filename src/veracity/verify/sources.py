@@ -18,6 +18,7 @@ import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 from ..errors import UserError
 
@@ -129,11 +130,18 @@ def read_sources(root: Path, names: tuple[str, ...] | None = None) -> list[Sourc
     return out
 
 
-def capped(pairs: list[SourcePair], cap: int, rng: random.Random) -> list[SourcePair]:
-    """At most `cap` pairs, drawn with the labels kept in their proportions (a seeded sample)."""
+class _Labelled(Protocol):
+    label: str
+
+
+_P = TypeVar("_P", bound=_Labelled)
+
+
+def capped(pairs: list[_P], cap: int, rng: random.Random) -> list[_P]:
+    """At most `cap` pairs (anything with a `label`), drawn with the labels kept in their proportions (seeded)."""
     if len(pairs) <= cap:
         return list(pairs)
-    by_label: dict[str, list[SourcePair]] = {}
+    by_label: dict[str, list[_P]] = {}
     for p in pairs:
         by_label.setdefault(p.label, []).append(p)
     out = []

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 import random
 import time
 from dataclasses import asdict, dataclass
@@ -184,7 +185,7 @@ def fit_temperature(logits: list[list[float]], gold: list[str]) -> float:
     def nll(t: float) -> float:
         return -sum(math.log(max(_gold_probability(softmax(r, t), g), 1e-12)) for r, g in zip(logits, gold)) / len(gold)
 
-    grid = [0.5 + 0.05 * i for i in range(70)]
+    grid = [0.5 + 0.05 * i for i in range(91)]
     best = min(grid, key=nll)
     fine = [best - 0.05 + 0.005 * i for i in range(21)]
     return round(min(fine, key=nll), 3)
@@ -271,36 +272,36 @@ def run(training_dir: Path, out: Path, s: TrainSettings, *, progress: bool = Tru
     return settings
 
 
+def retrieved_candidates(claims: list[tuple[str, list[str], str]]) -> tuple[list[Pair], list[tuple[int, int, int]]]:
+    """Each claim against each of its passages and against all of them joined, as the pipelines read them: the
+    pairs, and per claim (first pair, pairs, passages)."""
+    cands, spans = [], []
+    for claim, passages, _ in claims:
+        spans.append((len(cands), len(passages) + 1, len(passages)))
+        cands.extend(Pair(claim, x, "nei", "retrieved") for x in passages + [" ".join(passages)])
+    return cands, spans
+
+
+def aggregated(probs: list[list[float]], spans: list[tuple[int, int, int]], temperature: float = 1.0) -> list:
+    """The verdict per claim from its candidates' probabilities (result.aggregate)."""
+    from .result import aggregate
+
+    return [aggregate([dict(zip(LABELS, pr)) for pr in probs[a:a + n]], k, temperature) for a, n, k in spans]
+
+
 def fit_aggregate_temperature(model, tok, max_length: int, temperature: float,
                               claims: list[tuple[str, list[str], str]]) -> float:
     """The temperature on the deciding candidate's log-probabilities when several passages are read (the most
     decisive of them is chosen, which looks surer than it is): fitted on calibration FM2 claims against their
     page's retrieved sentences, as the pipelines read passages. 1.0 without such claims."""
-    from .result import aggregate
-
     if not claims:
         return 1.0
-    cands, spans = [], []
-    for claim, passages, _ in claims:
-        spans.append((len(cands), len(passages) + 1, len(passages)))
-        cands.extend(Pair(claim, x, "nei", "retrieved") for x in passages + [" ".join(passages)])
+    cands, spans = retrieved_candidates(claims)
     probs = [softmax(r, temperature) for r in logits_of(model, tok, cands, max_length)]
-    chosen = [aggregate([dict(zip(LABELS, pr)) for pr in probs[a:a + n]], k).probabilities for a, n, k in spans]
-    # the two-label decision is what these claims ask: its log-odds, scaled
-    logs = [[math.log(max(c[x], 1e-9)) for x in ("supported", "refuted")] for c in chosen]
-    gold = [lab for _, _, lab in claims]
-
-    def nll(t: float) -> float:
-        total = 0.0
-        for row, g in zip(logs, gold):
-            z = (row[0] - row[1]) / t
-            p = 1 / (1 + math.exp(-z)) if z > -60 else 0.0
-            total -= math.log(max(p if g == "supported" else 1 - p, 1e-12))
-        return total / len(gold)
-
-    grid = [0.5 + 0.1 * i for i in range(46)]
-    best = min(grid, key=nll)
-    return round(min([best - 0.1 + 0.01 * i for i in range(21)], key=nll), 3)
+    # the two-label decision is what these claims ask: a temperature on its log-odds
+    logs = [[math.log(max(v.probabilities[x], 1e-9)) for x in ("supported", "refuted")]
+            for v in aggregated(probs, spans)]
+    return fit_temperature(logs, [lab for _, _, lab in claims])
 
 
 def held_apart_sets(data: TrainingData) -> list[tuple[str, list[Pair]]]:
@@ -356,12 +357,10 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
     rule = max(rules, key=rules.get)
 
     results: dict[str, dict] = {}
-    probs_of: dict[str, list[list[float]]] = {}
     for name, pairs in held_apart_sets(data):
         if not pairs:
             continue
         probs = [softmax(r, temperature) for r in logits_of(model, tok, pairs, max_length)]
-        probs_of[name] = probs
         results.setdefault("cross_encoder", {})[name] = figures(probs, pairs, rule)
         results.setdefault("stacked", {})[name] = figures(stacked(probs, pairs), pairs, rule)
         lex = [[lexical.probabilities(p.claim, p.evidence)[lab] for lab in LABELS] for p in pairs]
@@ -374,19 +373,13 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
 
     # the deployed path: each held-out claim against its page's ten retrieved sentences, one by one and together,
     # the most decisive candidate deciding (model.aggregate), as the pipelines call the verifier
-    from .result import aggregate
-
     aggregate_temperature = fit_aggregate_temperature(model, tok, max_length, temperature, data.calibration_retrieved)
-    cands, spans = [], []
-    for claim, passages, _ in data.heldout_retrieved:
-        spans.append((len(cands), len(passages) + 1, len(passages)))
-        cands.extend(Pair(claim, x, "nei", "retrieved") for x in passages + [" ".join(passages)])
+    cands, spans = retrieved_candidates(data.heldout_retrieved)
     ce_probs = [softmax(r, temperature) for r in logits_of(model, tok, cands, max_length)]
     st_probs = stacked(ce_probs, cands)
     gold_pairs = [Pair(c, "", lab, "fm2-retrieved") for c, _, lab in data.heldout_retrieved]
     for name, probs in (("cross_encoder", ce_probs), ("stacked", st_probs)):
-        agg = [aggregate([dict(zip(LABELS, pr)) for pr in probs[a:a + n]], k, aggregate_temperature)
-               for a, n, k in spans]
+        agg = aggregated(probs, spans, aggregate_temperature)
         results[name]["fm2_heldout_retrieved"] = figures([[v.probabilities[x] for x in LABELS] for v in agg],
                                                          gold_pairs, rule)
 
@@ -415,7 +408,8 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
         "uncertain_rule": {"target_accuracy": UNCERTAIN_TARGET, "calibration_accuracy_decided": round(kept_accuracy, 4),
                            "calibration_share_decided": round(kept_share, 4), "calibration_pairs": len(conf)},
         "data": {"train_pairs": len(data.train[: s.limit] if s.limit else data.train),
-                 "train_by_source": _count_by_source(data.train[: s.limit] if s.limit else data.train),
+                 "train_by_source": dict(Counter(p.source for p in (data.train[: s.limit] if s.limit else data.train))
+                                         .most_common()),
                  "calibration_pairs": len(data.calibration), "heldout_fm2_claims": len(data.heldout_fm2),
                  "cad_test_pairs": len(data.cad_test)},
         "figures": results, "binary_rule_on_calibration": rules, "ms_per_pair": ms_per_pair,
@@ -424,13 +418,6 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
     (out / "verifier.json").write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
     (out / "MODEL_CARD.md").write_text(model_card(settings), encoding="utf-8")
     return settings
-
-
-def _count_by_source(pairs: list[Pair]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for p in pairs:
-        out[p.source] = out.get(p.source, 0) + 1
-    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
 def build_commands(settings: dict, cmd: str) -> list[str]:
