@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import UserError
+from .llm.base import NO_CONFIDENCES
 from .llm.usage import UsageMeter
 from .pipeline import Context, Pipeline
 from .trace import Listener, Tracer
@@ -86,6 +87,8 @@ def run_check(claim: Claim, pipeline: Pipeline, model: "Model", config: "Config"
     verdict = pipeline.check(claim, ctx)
     seconds = time.perf_counter() - t0
     settle_uncertainty(verdict, config)
+    if verdict.confidence is None and model.gives_confidences() is False:
+        verdict.confidence_note = NO_CONFIDENCES
     tracer.emit("verdict", label=verdict.label, rationale=verdict.rationale, confidence=verdict.confidence)
     return CheckResult(claim=claim, pipeline=pipeline.name, model=model.model_id, verdict=verdict,
                        trace=tracer.to_list(), usage=meter.to_dict(), seconds=seconds)

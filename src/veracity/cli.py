@@ -68,6 +68,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"\nVerdict: {v.label}{conf}")
         if v.uncertain:
             print(terminal_text(f"Uncertain because {v.uncertain_reason}. ({uncertain_meaning(config.verifier)})"))
+        if v.confidence_note:
+            print(f"No confidence: {v.confidence_note}.")
         if v.rationale:
             print(terminal_text("Rationale: " + v.rationale.replace("\n", " ")))
         print("Usage: " + usage_line(result))

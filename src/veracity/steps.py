@@ -206,6 +206,7 @@ class ModelCall(Step):
     reused: int = 0
     seconds: float = 0.0
     cached: bool = False
+    method: str = ""  # a decision's: logprob (it carries probabilities), grammar, parse or parse-retry
 
     def fold(self, view: "Fold") -> None:
         view.model_calls.append(self.data)

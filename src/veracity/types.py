@@ -65,6 +65,8 @@ class Verdict:
     #: what the verdict rests on: "evidence" (passages from an index, a search or a page were read) or "memory"
     #: (only the model's own knowledge, or text it recited: not a source)
     basis: str = "evidence"
+    #: why the verdict has no confidence, when its model's server offers none (llm.base.NO_CONFIDENCES)
+    confidence_note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -76,4 +78,5 @@ class Verdict:
             "uncertain": self.uncertain,
             "uncertain_reason": self.uncertain_reason,
             "basis": self.basis,
+            **({"confidence_note": self.confidence_note} if self.confidence_note else {}),
         }

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..errors import UserError
+from ..llm.base import NO_CONFIDENCES
 from .metrics import accuracy, expected_calibration_error, macro_f1, per_class, reliability_bins
 from .runner import ITEMS, MANIFEST, read_done, read_manifest  # noqa: F401  (read_done keeps the file clean)
 
@@ -128,22 +129,25 @@ def confident_rows(rows: list[dict[str, Any]]) -> tuple[list[float], list[bool]]
 def reliability_lines(rows: list[dict[str, Any]]) -> list[str]:
     """Does the confidence mean what it says? Per pipeline: the expected calibration error, the accuracy of the
     verdicts not marked uncertain and their share, and accuracy per confidence bin (the reliability diagram)."""
-    table = []
+    table, silent = [], []
     for pipe in sorted({r["pipeline"] for r in rows}):
         rs = [r for r in rows if r["pipeline"] == pipe]
         conf, correct = confident_rows(rs)
         if not conf:
+            if any(r["verdict"].get("confidence_note") for r in rs):
+                silent.append(pipe)
             continue
         decided = [r for r in rs if not r["verdict"].get("uncertain")]
         dec = (f"{100 * sum(r['gold'] == r['pred'] for r in decided) / len(decided):.1f} "
                f"({100 * len(decided) / len(rs):.0f}% of verdicts)" if decided else "- (all uncertain)")
         bins = " ".join(f"{lo:.1f}-{hi:.1f}: {100 * acc:.0f}% of {n}" for lo, hi, n, _, acc in reliability_bins(conf, correct))
         table.append(f"| {pipe} | {expected_calibration_error(conf, correct):.3f} | {dec} | {bins} |")
+    said = [f"No confidences for {', '.join(silent)}: {NO_CONFIDENCES}."] if silent else []
     if not table:
-        return []
+        return ["", *said] if said else []
     return ["", "Reliability (is a verdict of confidence c right c of the time?):", "",
             "| pipeline | ECE | accuracy of decided (not uncertain) verdicts | accuracy by confidence bin |",
-            "|---|---:|---:|---|", *table]
+            "|---|---:|---:|---|", *table, *([""] + said if said else [])]
 
 
 def reliability_png(path: Path, rows: list[dict[str, Any]], title: str) -> bool:

@@ -138,6 +138,12 @@ def match_option(text: str, options: list[str]) -> str | None:
     return best[1] if best else None
 
 
+#: said once wherever verdicts are shown (CLI, page, reports, `veracity doctor`) when the model's server offers no
+#: log-probabilities
+NO_CONFIDENCES = ("this server gives no confidences: it returns no log-probabilities, so its verdicts carry no "
+                  "confidence and none can be marked uncertain for a low one")
+
+
 class Backend(ABC):
     """A model backend. Subclasses implement `_complete`; `choose` has a parse-and-retry default."""
 
@@ -178,6 +184,11 @@ class Backend(ABC):
         opt = match_option(retry.text, options)
         return Choice(option=opt, raw=first.text + "\n---retry---\n" + retry.text,
                       method="parse-retry", usage=usage)
+
+    def gives_confidences(self) -> bool | None:
+        """Whether decisions carry probabilities (the confidence beside a verdict): False where the server
+        returns no log-probabilities (decisions then come from a grammar or the text), None when not known."""
+        return None
 
     def close(self) -> None:  # pragma: no cover - optional
         pass

@@ -232,6 +232,9 @@ class EmbeddedBackend(Backend):
                           latency_s=time.perf_counter() - t0, model=self.model_id,
                           reused_prompt_tokens=min(reused, len(tokens)), finish_reason=finish)
 
+    def gives_confidences(self) -> bool:
+        return True
+
     def choose(self, request: CompletionRequest, options: list[str]) -> Choice:
         """Score each option by its log-probability as the reply; the best one wins."""
         tokens = self.prompt_tokens(request)

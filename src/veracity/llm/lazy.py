@@ -40,6 +40,9 @@ class LazyBackend(Backend):
     def choose(self, request: CompletionRequest, options: list[str]) -> Choice:
         return self.backend().choose(request, options)
 
+    def gives_confidences(self) -> bool | None:
+        return self._backend.gives_confidences() if self._backend is not None else None
+
     def close(self) -> None:
         if self._backend is not None:
             self._backend.close()

@@ -26,6 +26,9 @@ class Model:
     def accepts_images(self) -> bool:
         return self.backend.accepts_images
 
+    def gives_confidences(self) -> bool | None:
+        return self.backend.gives_confidences()
+
     def _key(self, kind: str, request: CompletionRequest, extra: dict | None = None) -> str:
         return stable_key({"model": self.backend.model_id, "kind": kind, "request": request.key_dict(),
                            **(extra or {})})
@@ -102,14 +105,15 @@ class RunModel:
                 out.append(value)
         return out
 
-    def _record(self, stage: str, c: Completion) -> None:
+    def _record(self, stage: str, c: Completion, method: str = "") -> None:
         self.meter.record(stage, prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens,
                           seconds=c.latency_s, cost=c.cost, cached=c.cached,
                           reused_prompt_tokens=c.reused_prompt_tokens)
         if self.tracer is not None:
             self.tracer.emit("model_call", for_stage=stage, prompt_tokens=c.prompt_tokens,
                              completion_tokens=c.completion_tokens, reused=c.reused_prompt_tokens,
-                             seconds=round(c.latency_s, 4), cached=c.cached)
+                             seconds=round(c.latency_s, 4), cached=c.cached,
+                             **({"method": method} if method else {}))
 
     def complete(self, request: CompletionRequest, *, stage: str) -> Completion:
         out = self.model.complete(request)
@@ -118,5 +122,5 @@ class RunModel:
 
     def choose(self, request: CompletionRequest, options: list[str], *, stage: str) -> Choice:
         out = self.model.choose(request, options)
-        self._record(stage, out.usage)
+        self._record(stage, out.usage, out.method)
         return out

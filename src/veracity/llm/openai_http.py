@@ -112,6 +112,10 @@ class OpenAIBackend(Backend):
                     self._caps = found.overridden(self.decisions, self.endpoint)
             return self._caps
 
+    def gives_confidences(self) -> bool | None:
+        caps = self.capabilities(probe_now=False)
+        return None if caps is None else caps.completions_logprobs or caps.chat_logprobs
+
     def _forget_capabilities(self) -> None:
         """The server stopped doing what it was found to do (restarted with other flags): probe again, once
         per backend (a refusal for another reason, e.g. a prompt too long, must not make every call probe)."""

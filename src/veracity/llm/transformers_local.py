@@ -89,6 +89,9 @@ class TransformersBackend(Backend):
         return Completion(texts=texts, prompt_tokens=len(ids), completion_tokens=n_out,
                           latency_s=time.perf_counter() - t0, model=self.model_id, finish_reason=finish)
 
+    def gives_confidences(self) -> bool:
+        return True
+
     def choose(self, request: CompletionRequest, options: list[str]) -> Choice:
         """Score each option by its log-probability as the reply; the best one wins."""
         torch = self.torch

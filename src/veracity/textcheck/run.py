@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..check import run_check
 from ..errors import BackendError, BackendUnavailable
 from ..claims import AMBIGUOUS, NOT_CHECKABLE, Extraction, ExtractedClaim, extract_claims
+from ..llm.base import NO_CONFIDENCES
 from ..llm.usage import UsageMeter
 from ..types import REFUTED, SUPPORTED, Claim
 from .outcomes import OUTCOMES
@@ -67,6 +68,7 @@ class TextCheck:
     usage: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
     stopped: str | None = None  # which budget ended the checks early
+    confidence_note: str = ""  # the model's server gives no confidences (llm.base.NO_CONFIDENCES)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -83,11 +85,11 @@ class TextCheck:
 
     @property
     def note(self) -> str | None:
-        return self.extraction.note
+        return "; ".join(n for n in (self.extraction.note, self.confidence_note) if n) or None
 
     def summary(self) -> dict[str, Any]:
         return {**self.counts, "checked": self.checked, "claims": len(self.results), "factuality": self.factuality,
-                "note": self.note, "stopped": self.stopped}
+                "note": self.note, "stopped": self.stopped, "confidence_note": self.confidence_note}
 
     def to_dict(self) -> dict[str, Any]:
         return {"source": {"origin": self.source.origin, "kind": self.source.kind, "title": self.source.title,
@@ -193,7 +195,8 @@ def check_text(source: "Source", pipeline: "Pipeline", model: "Model", config: "
         pool.shutdown(wait=True, cancel_futures=True)
     check = TextCheck(source=source, pipeline=pipeline.name, model=model.model_id, extraction=extraction,
                       results=[results[c.id] for c in extraction.claims], usage=meter.to_dict(),
-                      seconds=time.perf_counter() - t0, stopped=stopped[0] if stopped else None)
+                      seconds=time.perf_counter() - t0, stopped=stopped[0] if stopped else None,
+                      confidence_note=NO_CONFIDENCES if model.gives_confidences() is False else "")
     if tracer is not None:
         tracer.emit(TextSummary(**check.summary()))
     return check

@@ -133,6 +133,7 @@ class TextSummary(Step):
     factuality: float | None = None
     note: str | None = None
     stopped: str | None = None
+    confidence_note: str = ""
 
     def fold(self, view: Fold) -> None:
         data = self.data

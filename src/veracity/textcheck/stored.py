@@ -34,4 +34,5 @@ def text_check_from_steps(steps: Iterable[Mapping[str, Any]], *, pipeline: str, 
     summary = next((s for s in reversed(typed) if isinstance(s, TextSummary)), None)
     return TextCheck(source=Source(ext.text, ext.origin, ext.source_kind, ext.title, ext.source_note),
                      pipeline=pipeline, model=model, extraction=extraction, results=results, usage=usage or {},
-                     seconds=seconds, stopped=summary.stopped if summary else None)
+                     seconds=seconds, stopped=summary.stopped if summary else None,
+                     confidence_note=summary.confidence_note if summary else "")
