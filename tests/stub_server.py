@@ -76,7 +76,7 @@ class StubServer:
                     stub.active += 1
                     stub.max_active = max(stub.max_active, stub.active)
                 try:
-                    if isinstance(stub.respond, FakeModel):
+                    if hasattr(stub.respond, "answer"):  # a FakeModel, or anything serving both endpoints
                         status, payload, delay = stub.respond.answer(self.path, body)
                     elif self.path.endswith("/chat/completions"):
                         status, payload, delay = stub.respond(body)
