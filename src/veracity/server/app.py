@@ -162,8 +162,10 @@ def _validation_message(errors: list[dict[str, Any]]) -> str:
     return "; ".join(parts) or "the request is not valid"
 
 
-def create_app(config: "Config", settings: ServerSettings | None = None, *, env: Mapping[str, str] | None = None,
-               retriever: "Retriever | None" = None) -> FastAPI:
+def create_state(config: "Config", settings: ServerSettings | None = None, *, env: Mapping[str, str] | None = None,
+                 retriever: "Retriever | None" = None) -> ServerState:
+    """What the routes share: the run store, the models and pipelines, the executor, the limits. Also what the MCP
+    server and the proxy run their checks through, so that their runs are the page's runs."""
     settings = settings or ServerSettings()
     settings.validate()
     auth = Auth.for_host(settings.host, os.environ if env is None else env)
@@ -180,6 +182,13 @@ def create_app(config: "Config", settings: ServerSettings | None = None, *, env:
     state = ServerState(config=config, settings=settings, auth=auth, store=store, catalog=catalog, manager=manager,
                         limiter=RateLimiter(settings.rate_limit, settings.rate_burst), templates=_templates(),
                         uploads=uploads)
+    return state
+
+
+def create_app(config: "Config", settings: ServerSettings | None = None, *, env: Mapping[str, str] | None = None,
+               retriever: "Retriever | None" = None) -> FastAPI:
+    state = create_state(config, settings, env=env, retriever=retriever)
+    store, uploads, manager, settings = state.store, state.uploads, state.manager, state.settings
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -230,7 +239,7 @@ def create_app(config: "Config", settings: ServerSettings | None = None, *, env:
     app.include_router(api_router)
     app.include_router(pages_router)
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
-    app.add_middleware(GuardMiddleware, auth=auth, max_body_bytes=settings.max_body_bytes,
+    app.add_middleware(GuardMiddleware, auth=state.auth, max_body_bytes=settings.max_body_bytes,
                        limits=body_limits(settings))
     if settings.trusted_proxies:
         # X-Forwarded-For and X-Forwarded-Proto count only from these peers (the client address then is the
