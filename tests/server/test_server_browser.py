@@ -496,6 +496,39 @@ def test_a_failed_run_shows_a_short_message(page, failing_site):
     expect(page.locator("#run-h")).to_be_focused()
 
 
+@pytest.fixture(scope="module")
+def refusing_site(server_factory):
+    """A model server that answers HTTP 400 with an error quoting the end of the prompt (as llama-server and
+    vLLM do for a prompt they cannot take)."""
+    stub = StubServer(rules_responder({"rules": []}))
+    srv = server_factory(["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0"],
+                         name="browser-refusing")
+    yield srv, stub
+    stub.close()
+
+
+def test_a_model_server_error_is_said_plainly_with_its_details_behind_a_toggle(page, refusing_site):
+    from playwright.sync_api import expect
+
+    srv, stub = refusing_site
+    page.goto(srv.url + "/")
+    page.get_by_label("Claim", exact=True).fill(ONSAGER)
+    page.get_by_role("button", name="Check claim").click()
+    failure = page.locator("#run .failure")
+    expect(failure).to_contain_text("Failed: The model server answered with an error (HTTP 400). Try again")
+    details = failure.locator("details")
+    expect(details.locator("code")).to_be_hidden()
+    shown = page.locator("#run").inner_text()
+    assert stub.url.split("//")[1] not in shown and "no rule matches" not in shown and "Question =" not in shown
+    details.locator("summary").click()
+    code = details.locator("code")
+    expect(code).to_contain_text("the model server answered HTTP 400: no rule matches '[text removed]'")
+    assert "Question =" not in code.inner_text() and "127.0.0.1" not in code.inner_text()
+    # the server's log keeps the whole reply, the quoted prompt included
+    assert any("no rule matches" in line and "Question =" in line for line in srv.log)
+    expect(page.get_by_role("button", name="Check claim")).to_be_enabled()
+
+
 def test_a_reopened_defame_run_shows_its_images_and_checks_them_again(page, defame_site):
     import base64
 

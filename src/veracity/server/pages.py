@@ -23,7 +23,7 @@ from . import store as st
 from .answers import NAME as ANSWER_CHECK
 from .auth import COOKIE
 from .checks import MAX_OFFSET, CheckIn, images_of, start_check, stored_images
-from .errors import ApiError, short_error
+from .errors import ApiError, failure_view
 from .state import state
 from .texts import NAME as TEXT_CHECK
 from .texts import TextFileIn, TextIn, start_text
@@ -288,4 +288,4 @@ def safe_next(target: str) -> str:
 
 def template_globals() -> dict[str, Any]:
     return {"human_time": human_time, "iso": iso, "label_class": label_class, "source_of": source_of,
-            "link_parts": link_parts, "short_error": short_error}
+            "link_parts": link_parts, "failure_view": failure_view}

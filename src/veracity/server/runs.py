@@ -25,7 +25,7 @@ from ..check import run_check
 from ..errors import BackendError, UserError
 from ..types import Claim
 from . import store as st
-from .errors import INTERNAL_ERROR, ApiError, short_error
+from .errors import INTERNAL_ERROR, ApiError, backend_error, short_error
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -199,12 +199,12 @@ class RunManager:
             return
         except RunStopped:
             return
+        except BackendError as e:  # unreachable included: the page says it plainly (errors.failure_view)
+            log.warning("run %s failed: model backend error: %s", job.run_id, e)
+            error = backend_error(str(e))
         except UserError as e:
             log.warning("run %s failed: %s", job.run_id, e)
             error = short_error(str(e))
-        except BackendError as e:
-            log.warning("run %s failed: model backend error: %s", job.run_id, e)
-            error = short_error(f"model backend error: {e}")
         except Exception:  # noqa: BLE001 - a failed run is stored and shown, never lost
             # the exception's text may quote a prompt: it stays in this log, the user gets a short line
             log.exception("run %s failed", job.run_id)

@@ -633,7 +633,8 @@
         setStatus("failed", "This run was deleted.");
         return;
       }
-      setStatus(d.status === "done" ? "done" : d.status, d.status === "done" ? "Finished" : `${d.status}: ${d.error || ""}`);
+      // what went wrong is said by the finished panel, in plain words (its details behind a toggle)
+      setStatus(d.status, { done: "Finished", failed: "Failed" }[d.status] || "Interrupted");
       const fresh = await swapPanel(panel, id);
       if (fresh) {  // the verdict (or what went wrong) in view, with the focus, unless the user is elsewhere
         const target = $("#verdict-h", fresh) || $("#run-h", fresh);
