@@ -284,14 +284,14 @@ class Fold:
 
     `add(step)` folds one more step and returns the indexes of the items it added or changed (in order);
     `items` are the view items so far, `model_calls` the model calls (their data), `status` a line saying
-    what the check is doing now (the live page shows it). Step types fold themselves through `append`,
+    what the check is doing now (the live page shows it; None until a step says). Step types fold themselves through `append`,
     `changed` and the state they keep here (`question_card`, and `state` for a system's own bookkeeping).
     """
 
     def __init__(self) -> None:
         self.items: list[ViewItem] = []
         self.model_calls: list[dict[str, Any]] = []
-        self.status = "Running…"
+        self.status: str | None = None
         self.question_card: ViewItem | None = None  # the card an answer and the validator's decision attach to
         self.state: dict[str, Any] = {}
         self._where: dict[int, int] = {}  # id(item) -> its index

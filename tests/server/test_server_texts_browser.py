@@ -138,3 +138,54 @@ def test_upload_a_file_and_check_its_text(page, text_site):  # noqa: F811
     expect(page.locator("#text-meta")).to_contain_text("read from HTML")
     expect(page.locator("#text-view a.mark.o-refuted")).to_have_text(DANUBE)
     assert not page.failures, page.failures
+
+
+# every change of the live status line, recorded in the page as it happens
+RECORD_STATUS = """() => {
+  window.statuses = [];
+  new MutationObserver(() => {
+    const s = document.querySelector("#run-status");
+    if (s && s.textContent !== window.statuses[window.statuses.length - 1]) window.statuses.push(s.textContent);
+  }).observe(document.body, { subtree: true, childList: true, characterData: true });
+}"""
+
+
+def test_the_live_status_says_which_claim_is_checked_n_of_m_and_the_time_so_far(page, text_site):  # noqa: F811
+    from playwright.sync_api import expect
+
+    page.goto(text_site + "/")
+    page.get_by_role("radio", name="Check a text").check()
+    page.get_by_label("Text", exact=True).fill(ARTICLE)
+    page.get_by_label("Pipeline").select_option("direct")
+    page.get_by_label("Claims found by").select_option("rules")
+    page.evaluate(RECORD_STATUS)
+    page.get_by_role("button", name="Check text").click()
+    status = page.locator("#run-status")
+    expect(status).to_contain_text(f"Checking claim 2 of 3: {NOBEL}")
+    expect(page.locator("#run-elapsed")).to_have_text(re.compile(r"^\d+ s so far$"))
+    expect(page.locator(".verdict")).to_be_visible()
+    seen = [s for s in page.evaluate("window.statuses") if s.startswith("Checking claim")]
+    # the claims in the order they are checked, each while it is in progress; none of the claims not sent to
+    # the pipeline (3 is a question, 5 ambiguous) reads as the one being checked
+    assert [s.split(":")[0] for s in dict.fromkeys(s.split(" (")[0] for s in seen)] == [
+        "Checking claim 1 of 3", "Checking claim 2 of 3", "Checking claim 3 of 3"], seen
+    assert seen[0].startswith(f"Checking claim 1 of 3: {BORN}") and any(DANUBE in s for s in seen), seen
+    assert not any("Ambiguous" in s or "Not checkable" in s for s in page.evaluate("window.statuses"))
+    expect(page.locator("#run-elapsed")).to_have_count(0)  # the finished run says its time instead
+    expect(status).to_contain_text(re.compile(r"Finished in \d+\.\d s"))
+    assert not page.failures, page.failures
+
+
+def test_a_claim_says_it_waits_for_the_model_and_for_how_long(page, text_site):  # noqa: F811
+    from playwright.sync_api import expect
+
+    page.goto(text_site + "/")
+    page.get_by_label("Claim", exact=True).fill(BORN)
+    page.get_by_label("Pipeline").select_option("direct")
+    page.evaluate(RECORD_STATUS)
+    page.get_by_role("button", name="Check claim").click()
+    expect(page.locator("#run-elapsed")).to_have_text(re.compile(r"^\d+ s so far$"))
+    expect(page.locator(".verdict")).to_be_visible()
+    statuses = page.evaluate("window.statuses")
+    assert "Checking the claim: waiting for the model’s first step…" in statuses, statuses
+    assert "Running…" not in statuses

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from typing import TYPE_CHECKING, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
@@ -385,12 +386,19 @@ def resume_after(last_event_id: str | None) -> int:
     return value if value <= MAX_STEP_ID else -1
 
 
+def elapsed(s: "ServerState", run_id: str, status: str) -> dict[str, float]:
+    """A running run's seconds so far (`elapsed` of its `status` event: the page counts on from it)."""
+    run = s.store.get(run_id) if status == st.RUNNING else None
+    started = run.get("started") if run else None
+    return {"elapsed": round(max(0.0, time.time() - started), 1)} if isinstance(started, (int, float)) else {}
+
+
 @router.get("/checks/{run_id}/events", responses=ERRORS, response_class=EventSourceResponse,
             summary="Follow a run: Server-Sent Events")
 async def events(run_id: str, request: Request,
                  last_event_id: str | None = Header(None, description="resume after this step (set by "
                                                                       "EventSource on reconnect)")):
-    """Events: `status` ({"status", "queue_position"}), one `step` per trace step in the order the run emitted
+    """Events: `status` ({"status", "queue_position", and "elapsed": seconds since it started, while running}), one `step` per trace step in the order the run emitted
     it (data: the step; id: its sequence number), each right after a `view` event with what that step changed
     in the run's view, already folded ({"items": [{"index", "item"}], "status": what the run is doing, "calls":
     model calls so far}; the page draws these), and a final `done` ({"status", "verdict", "usage", "seconds"}
@@ -435,7 +443,8 @@ async def events(run_id: str, request: Request,
             return
         snapshot, status, sub, final = live
         try:
-            yield event("status", {"status": status, "queue_position": s.manager.queue_position(run_id)})
+            yield event("status", {"status": status, "queue_position": s.manager.queue_position(run_id),
+                                   **await run_in_threadpool(elapsed, s, run_id, status)})
             for seq, d in enumerate(snapshot):
                 for e in step_events(seq, d):
                     yield e
@@ -448,7 +457,7 @@ async def events(run_id: str, request: Request,
                     for e in step_events(seq, data):
                         yield e
                 elif kind == "status":
-                    yield event("status", {**data, "queue_position": None})
+                    yield event("status", {**data, "queue_position": None, "elapsed": 0.0})
                 else:
                     yield event("done", data)
                     return

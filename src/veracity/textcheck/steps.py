@@ -71,7 +71,8 @@ class TextExtraction(Step):
                 state["marks"].setdefault(cid, []).append(item)
         for c in claims:
             state["claims"][c.get("id")] = view.append(_claim_item(c))
-        view.status = f"{len(claims)} claims found, {checkable} to check"
+        state["to_check"] = [c.get("id") for c in claims if c.get("status") == "checkable"]
+        view.status = f"{len(claims)} claims found. {_progress(state)}"
 
 
 @step_type
@@ -112,7 +113,23 @@ class TextClaim(Step):
             if outcome != mark["outcome"]:
                 mark.update(outcome=outcome, label=LABELS.get(outcome, outcome))
                 view.changed(mark)
-        view.status = f"Claim {self.id}: {fresh['outcome_label']}"
+        view.status = _progress(state)
+
+
+#: the outcomes of a claim that was not checked (the extractor's flags, a budget): not counted as "to check"
+_NOT_SENT = ("ambiguous", "not_checkable", "not_checked")
+
+
+def _progress(state: dict[str, Any]) -> str:
+    """What a text check is doing now: the claim being checked, as "n of m" of the claims it checks (the claims
+    are told in text order, so the first one still pending is the one in progress)."""
+    outcomes, sent = state["outcomes"], [c for c in state.get("to_check", []) if state["outcomes"].get(c) not in
+                                         _NOT_SENT]
+    pending = [c for c in sent if outcomes.get(c) == PENDING]
+    if not pending:
+        return "Summing up"
+    text = state["claims"][pending[0]]["text"]
+    return f"Checking claim {len(sent) - len(pending) + 1} of {len(sent)}: {text}"
 
 
 @step_type

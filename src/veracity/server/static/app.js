@@ -359,12 +359,15 @@
     const meta = [textRun ? "text-check" : null, textRun ? `claims checked by ${body.pipeline}` : body.pipeline,
                   qaName ? `QA: ${qaName}` : null, body.model].filter(Boolean).join(" · ");
     const title = textRun ? accepted.title : body.pipeline === "answer-check" ? body.question : body.claim;
+    const kind = textRun ? "text" : body.pipeline === "answer-check" ? "answer" : "claim";
     return el("section", { class: "card run", id: "run", "data-run-id": id, "data-status": "queued",
-                           "data-live": "1", "aria-labelledby": "run-h" },
+                           "data-kind": kind, "data-live": "1", "aria-labelledby": "run-h" },
       el("h2", { id: "run-h", class: "run-claim", tabindex: "-1" }, title.trim().split(/\s+/).join(" ")),
       el("p", { class: "run-meta" }, meta),
       claimExtra(accepted || {}),
-      el("p", { id: "run-status", class: "status status-queued", role: "status", "aria-live": "polite" }, "Starting…"),
+      el("div", { class: "status-row" },
+        el("p", { id: "run-status", class: "status status-queued", role: "status", "aria-live": "polite" }, "Starting…"),
+        el("p", { class: "hint elapsed", id: "run-elapsed" })),
       textRun ? el("section", { class: "text-panel", "aria-labelledby": "text-h" },
         el("h3", { class: "steps-h", id: "text-h" }, "The text (select a highlighted passage for its claims)"),
         el("p", { class: "hint text-meta", id: "text-meta" }),
@@ -594,15 +597,42 @@
     }
   }
 
+  // What a run does before its first step says more (the live view's `status`), by what it checks.
+  const FIRST_STEP = { text: "Finding the claims in the text…", answer: "Checking the answer, sentence by sentence…",
+                       claim: "Checking the claim: waiting for the model’s first step…" };
+
+  // The seconds a run has been running, counted on the page from the `elapsed` of its status event (not in the
+  // status line, which a screen reader announces on every change).
+  function elapsedClock(node) {
+    let timer = null, t0 = 0;
+    const show = () => {
+      const s = Math.floor((performance.now() - t0) / 1000);
+      node.textContent = `${s < 60 ? `${s} s` : `${Math.floor(s / 60)} min ${s % 60} s`} so far`;
+    };
+    return {
+      start(seconds) {
+        if (!node) return;
+        t0 = performance.now() - 1000 * (seconds || 0);
+        show();
+        clearInterval(timer);
+        timer = setInterval(show, 1000);
+      },
+      stop() { clearInterval(timer); },
+    };
+  }
+
   function attach(panel) {
     const id = panel.dataset.runId;
     const list = $("#steps", panel), status = $("#run-status", panel);
     const nodes = [];  // the drawn items, by their index in the run's view
     const text = textDrawer(panel);
+    const clock = elapsedClock($("#run-elapsed", panel));
+    let doing = FIRST_STEP[panel.dataset.kind] || FIRST_STEP.claim;
     bindDelete(panel);
     setBusy(true);
     const source = new EventSource(`/api/checks/${id}/events`);
     source.veracityPanel = panel;
+    source.veracityClock = clock;
     live.source = source;
     const setStatus = (cls, text) => {
       status.className = `status status-${cls}`;
@@ -615,17 +645,20 @@
         setStatus("queued", d.queue_position ? `Waiting in the queue (position ${d.queue_position})…`
                                              : "Waiting in the queue…");
       } else if (d.status === "running") {
-        setStatus("running", "Running…");
+        setStatus("running", doing);
+        clock.start(d.elapsed);
       }
     });
     source.addEventListener("view", (e) => {
       const view = JSON.parse(e.data);
       drawView(list, view, nodes, text);
       const calls = view.calls ? ` (${view.calls} model call${view.calls === 1 ? "" : "s"})` : "";
-      setStatus("running", `${view.status}${calls}`);
+      if (view.status) doing = view.status;
+      setStatus("running", `${doing}${calls}`);
     });
     source.addEventListener("done", async (e) => {
       source.close();
+      clock.stop();
       live.source = null;
       setBusy(false);
       const d = JSON.parse(e.data);
@@ -644,6 +677,7 @@
     });
     source.onerror = () => {
       if (source.readyState === EventSource.CLOSED) {
+        clock.stop();
         live.source = null;
         setBusy(false);
         setStatus("failed", "Lost the connection: reload the page.");
@@ -708,6 +742,7 @@
       if (resp && (resp.status === 204 || resp.status === 404)) {
         if (live.source && live.source.veracityPanel === panel) {  // a run deleted while it streams
           live.source.close();
+          live.source.veracityClock.stop();
           live.source = null;
           setBusy(false);
         }
