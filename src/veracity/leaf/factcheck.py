@@ -135,8 +135,12 @@ class AnswerChecker:
     """Checks answers sentence by sentence. Holds the settings and prompts; no per-run state."""
 
     def __init__(self, settings: "LeafConfig", prompts_dir: str | None = None,
-                 verifier: "VerifierConfig | None" = None, concurrency: int = 1) -> None:
+                 verifier: "VerifierConfig | None" = None, concurrency: int = 1, *,
+                 write_queries: bool = True) -> None:
         self.settings = settings
+        # False: each sentence is its own search query (no model call; the evidence-only checks of `veracity proxy
+        # --pipeline verifier`, where the trained verifier rates and no model is called at all)
+        self.write_queries = write_queries
         self.concurrency = concurrency  # sentences checked at once where the backend runs calls in parallel
         self.verifier = verifier  # the trained evidence verifier's settings; None: the rater model always rates
         self.p_query = QUERY.load(prompts_dir)  # specs: prompts.py
@@ -144,8 +148,8 @@ class AnswerChecker:
         self.p_rating = RATING.load(prompts_dir)
 
     @classmethod
-    def from_config(cls, config: "Config") -> "AnswerChecker":
-        return cls(config.leaf, config.prompts_dir, config.verifier, config.concurrency)
+    def from_config(cls, config: "Config", *, write_queries: bool = True) -> "AnswerChecker":
+        return cls(config.leaf, config.prompts_dir, config.verifier, config.concurrency, write_queries=write_queries)
 
     def check(self, context: str, answer: str, *, model: "RunModel", retriever: "Retriever | None",
               tracer: "Tracer", allow_empty: bool = False, label: dict[str, Any] | None = None) -> LeafResult:
@@ -184,7 +188,7 @@ class AnswerChecker:
                        retriever: "Retriever", tracer: "Tracer", result: LeafResult,
                        label: dict[str, Any]) -> SentenceCheck:
         t0 = time.perf_counter()
-        query = self.generate_query(sentence, context, model, tracer, result)
+        query = self.generate_query(sentence, context, model, tracer, result) if self.write_queries else sentence
         evidence = retriever.search(query, k=self.settings.top_k)
         check = SentenceCheck(index=index, sentence=sentence, query=query, evidence=evidence)
         self.rate(check, context, model, tracer, result)

@@ -38,8 +38,8 @@ class AnswerCheckPipeline(Pipeline):
     input_kind = "answer"
     labels = ()
 
-    def __init__(self, config: "Config", rater: Rater) -> None:
-        self.checker = AnswerChecker.from_config(config)
+    def __init__(self, config: "Config", rater: Rater, checker: AnswerChecker | None = None) -> None:
+        self.checker = checker or AnswerChecker.from_config(config)
         self.rater = rater
 
     def needs_retriever(self, config: "Config") -> bool:
