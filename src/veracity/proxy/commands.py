@@ -1,0 +1,143 @@
+"""The `veracity proxy` command: an OpenAI-compatible server in front of a model server, checking every answer.
+
+    veracity proxy --upstream http://127.0.0.1:8080/v1 --index DIR --pipeline verifier
+    VERACITY_UPSTREAM_KEY=sk-... veracity proxy --upstream https://api.openai.com/v1 --index DIR --policy fc-rag
+    VERACITY_API_TOKEN=... veracity proxy --upstream URL --host 0.0.0.0   (any non-loopback host needs the token)
+
+The model, evidence and pipeline flags are those of `veracity check` and `veracity serve` (model_options,
+pipeline_options); the run store, the limits and the token rule are the web server's (`--db` is the same
+database, so every check shows in the page's history).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ..cli_options import config_from, model_options, non_negative_int, pipeline_options, positive_int
+from ..errors import UserError
+from ..inputs import DEFAULT_MAX_ANSWER_CHARS
+
+UPSTREAM_KEY_ENV = "VERACITY_UPSTREAM_KEY"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `proxy` to the main CLI's subparsers."""
+    from .checking import PIPELINES
+    from .policies import POLICIES
+
+    p = subparsers.add_parser("proxy", parents=[model_options(), pipeline_options()],
+                              help="an OpenAI-compatible proxy that fact-checks every answer",
+                              description="Serve /v1/chat/completions and /v1/models, forwarded to --upstream; every "
+                                          "answer is checked (LEAF) against --index or --search and the reply carries "
+                                          "a `veracity` object. The upstream's key is read from "
+                                          f"${UPSTREAM_KEY_ENV} (or --upstream-key-env) and never sent to clients.")
+    g = p.add_argument_group("proxy")
+    g.add_argument("--upstream", required=True, metavar="URL",
+                   help="the OpenAI-compatible server answers come from, with its /v1 (e.g. http://127.0.0.1:8080/v1)")
+    g.add_argument("--upstream-key-env", default=UPSTREAM_KEY_ENV, metavar="NAME",
+                   help=f"environment variable holding the upstream's API key (default {UPSTREAM_KEY_ENV})")
+    g.add_argument("--upstream-timeout", type=float, default=120.0, metavar="S",
+                   help="seconds the upstream may take for one reply (default 120); then 504")
+    g.add_argument("--pipeline", choices=PIPELINES, default="leaf",
+                   help="leaf: LEAF's rater model writes a query per sentence and rates it (default); verifier: each "
+                        "sentence is its own query and the trained verifier rates it (no model call)")
+    g.add_argument("--policy", choices=POLICIES, default="annotate",
+                   help="annotate (default), flag (mark unsupported sentences in the text) or fc-rag (regenerate once "
+                        "with the evidence below --threshold); a request's X-Veracity-Policy header overrides it")
+    g.add_argument("--threshold", type=float, default=1.0,
+                   help="fc-rag: regenerate when the LEAF score is below this (default 1.0; header "
+                        "X-Veracity-Threshold)")
+    g.add_argument("--check-timeout", type=float, default=60.0, metavar="S",
+                   help="deliver the answer unchecked (saying so) when its check takes longer (default 60)")
+    g.add_argument("--rater-model", metavar="SPEC", help="the model that rates each sentence (default: "
+                                                         "leaf.rater_model of the config, else --model)")
+    g.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1; any other needs VERACITY_API_TOKEN)")
+    g.add_argument("--port", type=int, default=8001, help="port (default 8001)")
+    g.add_argument("--db", help="SQLite file of runs, shared with `veracity serve` (default "
+                                "$XDG_DATA_HOME/veracity/runs.sqlite)")
+    g.add_argument("--max-concurrent", type=positive_int, default=2, metavar="N", help="checks run at once (default 2)")
+    g.add_argument("--max-queue", type=non_negative_int, default=100, metavar="N",
+                   help="checks that may wait beyond those (default 100); beyond, answers are delivered unchecked")
+    g.add_argument("--rate-limit", type=non_negative_int, default=30, metavar="N",
+                   help="requests a client may make per minute (default 30; 0 = no limit)")
+    g.add_argument("--max-answer-chars", type=positive_int, default=DEFAULT_MAX_ANSWER_CHARS, metavar="N",
+                   help=f"longest answer checked (default {DEFAULT_MAX_ANSWER_CHARS}); longer ones are delivered "
+                        "unchecked, saying so")
+    g.add_argument("--max-body-mb", type=float, default=8.0, metavar="MB",
+                   help="the largest request body accepted, in megabytes (default 8)")
+    g.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
+                   help="server log level (default info)")
+    p.set_defaults(func=cmd_proxy)
+
+
+def cmd_proxy(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    import uvicorn
+
+    from ..server.auth import Auth
+    from ..server.limits import RateLimiter
+    from ..server.runs import RunManager
+    from ..server.settings import ServerSettings
+    from ..server.store import RunStore
+    from .app import ProxyState, create_proxy_app
+    from .checking import AnswerChecks, LazyCatalog
+    from .evidence import evidence_source
+    from .policies import Policy, PolicyError, parse_threshold
+    from .upstream import Upstream
+
+    if not args.upstream.startswith(("http://", "https://")):
+        raise UserError(f"--upstream must be an http(s) URL ending in /v1, not {args.upstream!r}")
+    try:
+        threshold = parse_threshold(str(args.threshold), "--threshold")
+    except PolicyError as e:
+        raise UserError(str(e)) from None
+    for flag, value in (("--upstream-timeout", args.upstream_timeout), ("--check-timeout", args.check_timeout)):
+        if not value > 0:
+            raise UserError(f"{flag} must be a positive number of seconds, not {value:g}")
+    config = config_from(args)
+    if args.rater_model:
+        config.leaf = replace(config.leaf, rater_model=args.rater_model)
+    settings = ServerSettings(host=args.host, port=args.port, max_concurrent=args.max_concurrent,
+                              max_queue=args.max_queue, rate_limit=args.rate_limit,
+                              max_answer_chars=args.max_answer_chars,
+                              max_body_bytes=int(args.max_body_mb * 1_000_000))
+    if args.db:
+        settings.db_path = args.db
+    settings.validate()
+    auth = Auth.for_host(settings.host, os.environ)
+    evidence = evidence_source(config)
+    store = RunStore(settings.db_path)
+    catalog = LazyCatalog(config)
+    manager = RunManager(store, catalog, max_concurrent=settings.max_concurrent, max_queue=settings.max_queue,
+                         retriever=evidence.retriever)
+    checks = AnswerChecks(config, manager, evidence, pipeline=args.pipeline, max_answer_chars=args.max_answer_chars,
+                          timeout=args.check_timeout)
+    if evidence.retriever is not None:
+        _warm(checks, catalog)
+    key = (os.environ.get(args.upstream_key_env) or "").strip() or None
+    state = ProxyState(upstream=Upstream(args.upstream, key, args.upstream_timeout), checks=checks, auth=auth,
+                       limiter=RateLimiter(settings.rate_limit, settings.rate_burst),
+                       policy=Policy(args.policy, threshold), max_knowledge=config.leaf.max_knowledge,
+                       max_question_chars=config.max_claim_chars)
+    app = create_proxy_app(state, settings)
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"veracity: proxy on http://{shown}:{args.port}/v1 -> {args.upstream} (policy {args.policy}, checks: "
+          f"{checks.checker}, evidence: {evidence.description}; runs in {settings.db_path})",
+          file=sys.stderr, flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=5,
+                proxy_headers=False)
+    return 0
+
+
+def _warm(checks, catalog) -> None:
+    """Load what the first check would otherwise wait for: the trained verifier, or the rater's model."""
+    if checks.pipeline_name == "verifier":
+        from ..verify import get_verifier
+
+        get_verifier(checks.config.verifier, "verifier")
+    else:
+        catalog.preload()

@@ -1,0 +1,55 @@
+"""What the proxy checks answers against: the configured index (`--index`), a web search backend (`--search serper`
+or `--search searxng --searxng-url URL`), or nothing, in which case every answer says it was not checked.
+
+A search backend is read as a `Retriever` (`SearchRetriever`): each hit becomes a passage of its own text or
+snippet, as DEFAME's web search tool turns hits into evidence (without fetching the pages).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..check import open_retriever
+from ..leaf.factcheck import ensure_searchable
+from ..tools.web_search import _evidence
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..retrieval.base import Retriever
+    from ..types import Evidence
+
+NO_EVIDENCE = ("no evidence source is configured (start the proxy with --index DIR, or --search serper|searxng): "
+               "the answer was not checked")
+
+
+class SearchRetriever:
+    """A web search provider (`veracity.web.search`) as a Retriever: the hits' texts or snippets as passages."""
+
+    def __init__(self, provider) -> None:
+        self.provider = provider
+
+    def search(self, query: str, k: int = 5) -> list["Evidence"]:
+        return [_evidence(hit, None) for hit in self.provider.web(query, k)]
+
+
+@dataclass
+class EvidenceSource:
+    retriever: "Retriever | None"
+    description: str  # "index DIR", "search serper", or "none"
+
+
+def evidence_source(config: "Config") -> EvidenceSource:
+    """The index when one is configured, else the configured web search, else none (UserError for an empty index
+    or a search backend missing its key or URL)."""
+    if config.index:
+        retriever = open_retriever(config)
+        ensure_searchable(retriever)
+        return EvidenceSource(retriever, f"index {config.index}")
+    name = config.defame.search
+    if name in ("serper", "searxng"):
+        from ..web.search import make_provider
+
+        provider = make_provider(name, url=config.defame.searxng_url, timeout=config.defame.timeout)
+        return EvidenceSource(SearchRetriever(provider), f"search {name}")
+    return EvidenceSource(None, "none")
