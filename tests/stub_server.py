@@ -3,7 +3,8 @@
 `StubServer(respond)` answers chat requests (POST .../chat/completions) with `respond(body)`; other paths get
 404, as from a chat-only server. `StubServer(FakeModel(...))` plays a server with a toy model behind both
 endpoints and chosen capabilities (log-probabilities, grammar, guided choice, JSON schema, strictness about
-unknown fields). `.requests` holds every request body, `.paths` their paths.
+unknown fields). `.requests` holds every request body, `.paths` their paths, `.headers` their headers;
+GET .../models lists one model, "stub".
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class StubServer:
         self.respond = respond
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
+        self.headers: list[dict[str, str]] = []
         self.active = 0
         self.max_active = 0
         self.lock = threading.Lock()
@@ -73,6 +75,7 @@ class StubServer:
                 with stub.lock:
                     stub.requests.append(body)
                     stub.paths.append(self.path)
+                    stub.headers.append({k.lower(): v for k, v in self.headers.items()})
                     stub.active += 1
                     stub.max_active = max(stub.max_active, stub.active)
                 try:
@@ -98,6 +101,17 @@ class StubServer:
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
+
+            def do_GET(self):
+                found = self.path.endswith("/models")
+                data = json.dumps({"object": "list", "data": [{"id": "stub", "object": "model", "created": 0,
+                                                               "owned_by": "stub"}]} if found else
+                                  {"error": {"message": f"no route {self.path}"}}).encode()
+                self.send_response(200 if found else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def log_message(self, *a):
                 pass
