@@ -27,7 +27,10 @@ def test_check_prints_each_step_verdict_and_usage(scripted, cli_env):
     assert r.returncode == 0, r.stderr.decode()
     assert "[1] Q: Where is the Orrin Bridge?" in out
     assert "A: Tallinn" in out
-    assert "evidence: The Orrin Bridge is a stone bridge in Tallinn, Estonia. — *recited by the model*" in out
+    # what the model recited is labelled its memory, not evidence from a source
+    assert ("the model's memory (recited, not a source): The Orrin Bridge is a stone bridge in Tallinn, Estonia. "
+            "— *recited by the model*") in out
+    assert "evidence:" not in out
     assert "Verdict: Supported" in out
     # the answer was recited from the model's memory: the verdict is uncertain, and the output says why and
     # what "uncertain" means
@@ -52,6 +55,16 @@ def test_check_json_and_markdown_report(scripted, cli_env, tmp_path):
     assert "### Step 1: Where is the Orrin Bridge?" in md and "**Supported**" in md
     assert doc["verdict"]["uncertain"] and doc["verdict"]["basis"] == "memory"
     assert "**Uncertain because** it rests on the model's memory only" in md
+    assert "**The model's memory (recited, not a source):**" in md and "**Evidence:**" not in md
+
+
+def test_the_html_report_labels_a_recitation_as_the_models_memory(scripted, cli_env, tmp_path):
+    report = tmp_path / "r.html"
+    r = veracity("check", "--model", scripted, "--report", str(report), "The Orrin Bridge stands in Tallinn.",
+                 env=cli_env)
+    assert r.returncode == 0, r.stderr.decode()
+    page = report.read_text()
+    assert "<strong>The model's memory (recited, not a source):</strong>" in page and "Evidence:" not in page
 
 
 def test_second_run_is_served_from_the_cache(scripted, cli_env):

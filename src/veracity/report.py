@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 from urllib.parse import quote, unquote, urlsplit
 
 from .check import CheckResult
-from .steps import Fold, Step, ViewItem, as_step
+from .steps import MEMORY_SOURCE, Fold, Step, ViewItem, as_step
 
 if TYPE_CHECKING:
     from .defame.record import Record
@@ -94,6 +94,12 @@ def evidence_lines(evidence: list[dict[str, Any]], width: int | None = None, mar
             src = f"{src} ({e['doc_id']})"
         out.append(f"{text} — *{src}*")
     return out
+
+
+def evidence_word(evidence: list[dict[str, Any]] | None) -> str:
+    """What a question's evidence is called: the model's memory (MEMORY_SOURCE) when the model recited it all (it
+    is not a source), else "evidence"."""
+    return MEMORY_SOURCE if evidence and all(e.get("memory") for e in evidence) else "evidence"
 
 
 def usage_line(result: CheckResult) -> str:
@@ -282,7 +288,7 @@ def to_markdown(result: CheckResult, image_url: ImageLink | None = None) -> str:
                       f"**Answer:** {md_text(it['answer'])}", ""]
             ev = evidence_lines(it["evidence"] or [], markdown=True)
             if ev:
-                lines += ["**Evidence:**", ""] + [f"> {e}" for e in ev] + [""]
+                lines += [f"**{md_text(evidence_word(it['evidence']).capitalize())}:**", ""] + [f"> {e}" for e in ev] + [""]
     lines += ["## Prediction with rationale", "", _md_strong(v.label), ""]
     if v.rationale and record is None:  # DEFAME's rationale is the justification, shown above
         lines += [md_text(v.rationale), ""]
@@ -337,8 +343,9 @@ def item_lines(item: ViewItem) -> list[str]:
         dup = " (already asked; skipped)" if item.get("duplicate") else ""
         out = [f"\n[{item['depth']}] Q: {item['question']}{dup}"]
         if item.get("answer") is not None:
+            evidence = item.get("evidence") or []
             out.append("\n".join([f"    A: {item['answer']}"] + [
-                f"    evidence: {e}" for e in evidence_lines(item.get("evidence") or [], width=200)]))
+                f"    {evidence_word(evidence)}: {e}" for e in evidence_lines(evidence, width=200)]))
         if item.get("useful") is not None:
             out.append("    validator: " + ("useful, kept" if item["useful"] else "not useful, discarded"))
         return out

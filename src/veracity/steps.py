@@ -37,6 +37,8 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, ClassVar, Iterable, Mapping, TypeVar
 
+from .types import RECITED
+
 TRACE_FORMAT = 1  # the JSON shape of a stored step: {"stage", "t", **fields}
 
 ViewItem = dict[str, Any]
@@ -353,6 +355,17 @@ def link_parts(text: str) -> list[dict[str, Any]]:
     if pos < len(text):
         parts.append({"text": text[pos:], "href": None})
     return parts
+
+
+#: what every front end calls a passage the model recited (the CLI, the reports, the page)
+MEMORY_SOURCE = "the model's memory (recited, not a source)"
+
+
+def memory_marked(evidence: Iterable[Any]) -> list[Any]:
+    """Evidence as view items hold it: a passage the model recited is marked `"memory": True`, so that front ends
+    show it as the model's memory (MEMORY_SOURCE) rather than as a source that was read."""
+    return [{**e, "memory": True} if isinstance(e, Mapping) and e.get("source") == RECITED else e
+            for e in evidence]
 
 
 def source_link(text: str) -> dict[str, Any]:

@@ -20,6 +20,10 @@ class Claim:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+#: the source of a passage the model recited (QACheck's reciter-reader): its memory, not a source it read
+RECITED = "recited by the model"
+
+
 @dataclass
 class Evidence:
     text: str

@@ -73,7 +73,8 @@ def test_submit_watch_steps_verdict_history_and_download(page, site, tmp_path):
     expect(page.locator("#run-status")).to_contain_text(re.compile(r"Step 1|Running|answered|Weighing"))
     expect(first.locator(".q")).to_contain_text("Where is the Orrin Bridge?")
     expect(first.locator(".ev")).to_contain_text("stone bridge in Tallinn")
-    expect(first.locator(".src")).to_contain_text("recited by the model")
+    # the recited passage is shown as the model's memory, not as a source
+    expect(first.locator(".ev.memory .src")).to_have_text("the model's memory (recited, not a source)")
 
     # then the verdict with its rationale and usage
     verdict = page.locator(".verdict")
@@ -98,6 +99,8 @@ def test_submit_watch_steps_verdict_history_and_download(page, site, tmp_path):
     expect(page.locator("#run")).not_to_have_attribute("data-live", "1")  # rendered by the server
     expect(page.locator(".verdict .verdict-label")).to_contain_text("Supported")
     expect(page.locator("#steps .ev")).to_contain_text("stone bridge in Tallinn")
+    expect(page.locator("#steps .ev.memory .src")).to_have_text("the model's memory (recited, not a source)")
+    expect(page.locator(".verdict .uncertain-why")).to_contain_text("rests on the model's memory only")
 
     # download the Markdown report
     with page.expect_download() as dl:
@@ -107,6 +110,7 @@ def test_submit_watch_steps_verdict_history_and_download(page, site, tmp_path):
     assert md.startswith(f"# Fact-check: {ONSAGER}")
     assert "### Step 1: Where is the Orrin Bridge?" in md and "**Supported**" in md
     assert "> The Orrin Bridge is a stone bridge in Tallinn, Estonia. — *recited by the model*" in md
+    assert "**The model's memory (recited, not a source):**" in md
     assert not page.failures, page.failures
 
 

@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 
 from ..errors import UserError
 from ..pipeline import Context
-from ..types import Evidence
+from ..types import RECITED, Evidence
 from .prompts import CLOSED_BOOK, READER, RECITE, UNKNOWN
 
 
@@ -73,7 +73,7 @@ class ReciterReader(QAModule):
         passage = self.p_recite.ask(ctx.model, failures=failures, QUESTION=question).value
         if passage is None:
             return UNKNOWN, []
-        evidence = [Evidence(text=passage, source="recited by the model")]
+        evidence = [Evidence(text=passage, source=RECITED)]
         return self.read(question, evidence, ctx, failures), evidence
 
 

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterable, Mapping
 
 from ..registry import load_step_types
-from ..steps import Fold, ViewItem, http_url, link_parts
+from ..steps import MEMORY_SOURCE, Fold, ViewItem, http_url, link_parts
 
 __all__ = ["EXAMPLES", "LiveView", "http_url", "human_time", "iso", "label_class", "link_parts", "run_view",
            "source_of"]
@@ -75,6 +75,8 @@ def label_class(label: str | None) -> str:
 
 
 def source_of(e: dict[str, Any]) -> str:
+    if e.get("memory"):
+        return MEMORY_SOURCE
     src = e.get("source") or "evidence"
     if e.get("doc_id") and not e.get("url"):
         src = f"{src} ({e['doc_id']})"

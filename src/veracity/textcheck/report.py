@@ -11,8 +11,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from ..report import html_page, md_link, md_text, write_report_as
-from ..steps import http_url
+from ..report import evidence_word, html_page, md_link, md_text, write_report_as
+from ..steps import http_url, memory_marked
 from .outcomes import LABELS, marks, summary_rows
 from .run import ClaimResult, TextCheck
 
@@ -60,8 +60,8 @@ def to_markdown(check: TextCheck) -> str:
         lines.append(f"   - source: “{md_text(quote)}” (characters {md_text(r.claim.spans)})")
         if r.note:
             lines.append(f"   - {md_text(r.note)}")
-        for ev in r.evidence:
-            lines.append(f"   - evidence: {md_link(ev.get('source') or 'passage', ev.get('url'))}: "
+        for ev in memory_marked(r.evidence):
+            lines.append(f"   - {md_text(evidence_word([ev]))}: {md_link(ev.get('source') or 'passage', ev.get('url'))}: "
                          f"{md_text(ev.get('text', ''))}")
     return "\n".join(lines) + "\n"
 
@@ -74,8 +74,9 @@ def _claim_html(r: ClaimResult) -> str:
         parts.append(f"<br><i>{_e(r.note)}</i>")
     if r.evidence:
         items = []
-        for ev in r.evidence:
+        for ev in memory_marked(r.evidence):
             name = _e(ev.get("source") or "passage")
+            name = name if not ev.get("memory") else f"{_e(evidence_word([ev]))}: {name}"
             url = http_url(ev.get("url"))
             name = f"<a href=\"{_e(url)}\" rel=\"noopener noreferrer nofollow\">{name}</a>" if url else name
             items.append(f"<li>{name}: {_e(ev.get('text', ''))}</li>")

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..steps import Fold, Step, step_type
+from ..steps import Fold, Step, memory_marked, step_type
 from .outcomes import LABELS, PENDING, marks, strongest, summary_rows
 
 _STATE = "text"  # the fold's bookkeeping for a text: Fold.state[_STATE]
@@ -30,7 +30,7 @@ def _claim_item(c: dict[str, Any], **result: Any) -> dict[str, Any]:
             "status": c.get("status", ""), "reason": c.get("reason", ""), "outcome": outcome,
             "outcome_label": LABELS.get(outcome, outcome), "label": result.get("label"),
             "confidence": result.get("confidence"), "rationale": result.get("rationale") or "",
-            "evidence": result.get("evidence") or [], "note": result.get("note") or ""}
+            "evidence": memory_marked(result.get("evidence") or []), "note": result.get("note") or ""}
 
 
 def _mark_item(m: dict[str, Any]) -> dict[str, Any]:

@@ -381,11 +381,12 @@
            "Delete this run")));
   }
 
+  // as views.source_of names it: a passage the model recited is its memory, not a source
   function evidenceBlock(e) {
-    let src = e.source || "evidence";
+    let src = e.memory ? "the model's memory (recited, not a source)" : e.source || "evidence";
     if (e.doc_id && !e.url) src = `${src} (${e.doc_id})`;
     const safeUrl = e.url && /^https?:\/\//i.test(e.url);
-    return el("blockquote", { class: "ev" }, el("p", null, e.text || ""),
+    return el("blockquote", { class: `ev${e.memory ? " memory" : ""}` }, el("p", null, e.text || ""),
       el("footer", { class: "src" },
          safeUrl ? el("a", { href: e.url, rel: "noopener noreferrer nofollow" }, src) : src));
   }
