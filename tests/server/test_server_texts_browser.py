@@ -189,3 +189,28 @@ def test_a_claim_says_it_waits_for_the_model_and_for_how_long(page, text_site): 
     statuses = page.evaluate("window.statuses")
     assert "Checking the claim: waiting for the model’s first step…" in statuses, statuses
     assert "Running…" not in statuses
+
+
+def test_a_finished_text_stays_in_view_on_a_phone_and_the_focus_moves_without_a_jump(browser, text_site):  # noqa: F811
+    from playwright.sync_api import expect
+
+    ctx = browser.new_context(viewport={"width": 375, "height": 700}, is_mobile=True, reduced_motion="reduce")
+    ctx.set_default_timeout(15_000)
+    page = ctx.new_page()
+    try:
+        page.goto(text_site + "/")
+        page.get_by_role("radio", name="Check a text").check()
+        page.get_by_label("Text", exact=True).fill(ARTICLE)
+        page.get_by_label("Pipeline").select_option("direct")
+        page.get_by_label("Claims found by").select_option("rules")
+        page.get_by_role("button", name="Check text").click()
+        expect(page.locator("#run[data-live='1'] #text-view a.mark.o-supported")).to_have_count(1)
+        top = page.locator("#text-view").evaluate("e => e.getBoundingClientRect().top")
+        expect(page.locator(".verdict")).to_be_visible()
+        expect(page.locator("#verdict-h")).to_be_focused()
+        box = page.locator("#text-view").evaluate("e => { const r = e.getBoundingClientRect(); "
+                                                  "return [r.top, r.bottom, window.innerHeight]; }")
+        assert box[0] < box[2] and box[1] > 0, box  # the coloured text is on the screen
+        assert abs(box[0] - top) < 2, (top, box)  # where it was: no jump to the summary
+    finally:
+        ctx.close()

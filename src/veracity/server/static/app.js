@@ -39,8 +39,9 @@
   }
   const isBusy = () => { const submit = $("#submit"); return !!(submit && submit.disabled); };
 
-  // Move focus into the results (their heading has tabindex=-1) and scroll them into view, unless the user
-  // has since put the focus somewhere else on the page (typing the next claim, say).
+  // Move focus into the results (their heading has tabindex=-1) and scroll them into view (not when
+  // `scrollTarget` is null), unless the user has since put the focus somewhere else on the page (typing the next
+  // claim, say).
   function focusResults(target, scrollTarget) {
     if (!target) return;
     const active = document.activeElement;
@@ -49,6 +50,7 @@
     if (!free) return;
     const still = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
     target.focus({ preventScroll: true });
+    if (scrollTarget === null) return;
     (scrollTarget || target).scrollIntoView({ block: "start", behavior: still ? "auto" : "smooth" });
   }
 
@@ -669,10 +671,16 @@
       }
       // what went wrong is said by the finished panel, in plain words (its details behind a toggle)
       setStatus(d.status, { done: "Finished", failed: "Failed" }[d.status] || "Interrupted");
+      const text = $("#text-view", panel), textTop = text && text.getBoundingClientRect().top;
       const fresh = await swapPanel(panel, id);
       if (fresh) {  // the verdict (or what went wrong) in view, with the focus, unless the user is elsewhere
-        const target = $("#verdict-h", fresh) || $("#run-h", fresh);
-        focusResults(target, $(".verdict", fresh) || $(".failure", fresh) || fresh);
+        const target = $("#verdict-h", fresh) || $("#run-h", fresh), freshText = $("#text-view", fresh);
+        if (text && freshText) {  // a checked text stays where it was on the screen: its colours are the result
+          window.scrollBy(0, freshText.getBoundingClientRect().top - textTop);
+          focusResults(target, null);
+        } else {
+          focusResults(target, $(".verdict", fresh) || $(".failure", fresh) || fresh);
+        }
       }
       refreshHistory(id);
     });
