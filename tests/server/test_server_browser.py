@@ -533,6 +533,27 @@ def test_a_model_server_error_is_said_plainly_with_its_details_behind_a_toggle(p
     expect(page.get_by_role("button", name="Check claim")).to_be_enabled()
 
 
+def test_a_failed_text_check_reopened_from_the_history_keeps_its_text(page, refusing_site):
+    from playwright.sync_api import expect
+
+    srv, _ = refusing_site
+    text = "The Orrin Bridge is in Tallinn.\n\nIt was built in 1901."
+    page.goto(srv.url + "/")
+    page.get_by_role("radio", name="Check a text").check()
+    page.get_by_label("Text", exact=True).fill(text)
+    page.get_by_label("Claims found by").select_option("model")  # the model server refuses: no claim is found
+    page.get_by_role("button", name="Check text").click()
+    expect(page.locator("#run .failure")).to_contain_text("The model server answered with an error")
+    run_url = page.url
+    page.goto(srv.url + "/")
+    page.locator("#history a", has_text="The Orrin Bridge is in Tallinn.").first.click()
+    expect(page).to_have_url(run_url)
+    expect(page.locator("#run .failure")).to_be_visible()
+    expect(page.locator("#text-view")).to_have_text(text)
+    expect(page.get_by_role("radio", name="Check a text")).to_be_checked()
+    expect(page.get_by_label("Text", exact=True)).to_have_value(text)
+
+
 def test_a_reopened_defame_run_shows_its_images_and_checks_them_again(page, defame_site):
     import base64
 

@@ -25,6 +25,7 @@ from ..pipeline import Context, Pipeline
 from ..reading import human_size
 from ..textcheck.report import to_html, to_markdown
 from ..textcheck.run import TextCheck, check_text
+from ..textcheck.steps import TextExtraction
 from ..textcheck.stored import text_check_from_steps
 from ..types import Claim, Verdict
 from .errors import ApiError
@@ -91,11 +92,24 @@ class TextCheckPipeline(Pipeline):
 
     def check(self, claim: Claim, ctx: Context) -> Verdict:
         # over a server with parallel slots up to `concurrency` claims are checked at once (told in text order)
-        check = check_text(self.source, self.inner, ctx.model.model, ctx.config, retriever=ctx.retriever,
-                           extract=self.extract, max_claims=self.max_claims, max_tokens=self.max_tokens,
-                           workers=ctx.config.concurrency if ctx.model.parallel else 1,
-                           tracer=ctx.tracer, meter=ctx.meter)
+        try:
+            check = check_text(self.source, self.inner, ctx.model.model, ctx.config, retriever=ctx.retriever,
+                               extract=self.extract, max_claims=self.max_claims, max_tokens=self.max_tokens,
+                               workers=ctx.config.concurrency if ctx.model.parallel else 1,
+                               tracer=ctx.tracer, meter=ctx.meter)
+        except Exception:
+            self.keep_text(ctx)
+            raise
         return text_verdict(check)
+
+    def keep_text(self, ctx: Context) -> None:
+        """A check that failed before its claims were found still keeps its text (the run's steps are where the
+        text is stored): reopened, the failed run shows it and the form holds it, ready to check again."""
+        if not any(step.stage == TextExtraction.kind for step in ctx.tracer.steps):
+            src = self.source
+            ctx.tracer.emit(TextExtraction(text=src.text, title=src.title, origin=src.origin, source_kind=src.kind,
+                                           source_note=src.note, method=self.extract,
+                                           note="the check stopped before its claims were found"))
 
 
 def text_verdict(check: TextCheck) -> Verdict:
