@@ -243,6 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .doctor import register as register_doctor
     from .images.commands import register as register_images
     from .leaf.commands import register as register_leaf
+    from .mcp_server.commands import register as register_mcp
     from .proxy.commands import register as register_proxy
     from .retrieval.commands import register as register_index
     from .server.commands import register as register_serve
@@ -254,6 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_doctor(sub)
     register_images(sub)
     register_leaf(sub)
+    register_mcp(sub)
     register_serve(sub)
     register_proxy(sub)
     register_selftrain(sub)

@@ -68,7 +68,7 @@ class LiveRun:
     steps: list[dict[str, Any]] = field(default_factory=list)
     subscribers: list[Subscriber] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
-    stopped: str | None = None  # "deleted" | "shutdown"
+    stopped: str | None = None  # "deleted" | "shutdown" | "cancelled"
     final: dict[str, Any] | None = None  # the `done` event, once finished
     future: Future | None = None
 
@@ -278,12 +278,26 @@ class RunManager:
             self._closed = True
             lives = list(self._live.values())
             self._waiting.clear()
-        reason = "the server stopped before this run finished"
         for live in lives:
-            with live.lock:
-                if live.final is not None:
-                    continue
-                live.stopped = "shutdown"
-                self.store.fail(live.run_id, reason, status=st.INTERRUPTED)
-                self._finish(live, {"status": st.INTERRUPTED, "error": reason})
+            self._interrupt(live, "shutdown", "the server stopped before this run finished")
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def cancel(self, run_id: str, reason: str) -> None:
+        """Stop a live run and keep it as interrupted, with `reason` (e.g. the client that waited for it went
+        away): a queued one never starts, a running one stops at its next step. A finished run stays as it is."""
+        with self._lock:
+            live = self._live.get(run_id)
+            if run_id in self._waiting:
+                self._waiting.remove(run_id)
+        if live is not None:
+            self._interrupt(live, "cancelled", reason)
+
+    def _interrupt(self, live: LiveRun, why: str, reason: str) -> None:
+        with live.lock:
+            if live.final is not None:
+                return
+            live.stopped = why
+            if live.future is not None:
+                live.future.cancel()
+            self.store.fail(live.run_id, reason, status=st.INTERRUPTED)
+            self._finish(live, {"status": st.INTERRUPTED, "error": reason})

@@ -1,0 +1,71 @@
+"""The `veracity mcp` command: veracity's checks as MCP tools for agents.
+
+    veracity mcp                                    stdio (what desktop agents start), the embedded model
+    veracity mcp --index DIR                        also check_answer and search_evidence, over the index
+    veracity mcp --http --port 8765                 streamable HTTP at http://127.0.0.1:8765/mcp
+    VERACITY_API_TOKEN=... veracity mcp --http --host 0.0.0.0   (any non-loopback host needs the token)
+
+Every check is a stored run in the same SQLite file as `veracity serve` (--db; default the same), so the web
+page's history shows it; the limits are the server's (--max-concurrent, --rate-limit, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..cli_options import config_from, model_options, pipeline_options
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("mcp", parents=[model_options(), pipeline_options()],
+                              help="serve veracity's checks as MCP tools (stdio, or streamable HTTP)",
+                              description="An MCP server (Model Context Protocol) with the tools check_claim, "
+                                          "check_text, check_answer, search_evidence and get_run. Over stdio by "
+                                          "default (an agent starts it); --http serves streamable HTTP at /mcp.")
+    g = p.add_argument_group("MCP server")
+    g.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    g.add_argument("--host", default="127.0.0.1",
+                   help="with --http: address to listen on (default 127.0.0.1; any other needs VERACITY_API_TOKEN)")
+    g.add_argument("--port", type=int, default=8765, help="with --http: port (default 8765)")
+    g.add_argument("--db", help="SQLite file for runs (default: the web server's, $XDG_DATA_HOME/veracity/runs.sqlite)")
+    g.add_argument("--max-concurrent", type=int, default=2, metavar="N", help="checks run at once (default 2)")
+    g.add_argument("--rate-limit", type=int, default=0, metavar="N",
+                   help="checks a client may start per minute (default 0: no limit)")
+    g.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"],
+                   help="log level, on stderr (default warning)")
+    p.set_defaults(func=cmd_mcp)
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    import logging
+
+    from ..server.app import create_state
+    from ..server.settings import ServerSettings
+    from .server import build_server, http_app
+
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
+    config = config_from(args)
+    settings = ServerSettings(host=args.host if args.http else "127.0.0.1", port=args.port,
+                              max_concurrent=args.max_concurrent, rate_limit=args.rate_limit)
+    if args.db:
+        settings.db_path = args.db
+    state = create_state(config, settings)
+    state.catalog.preload()  # a bad model spec fails here, as one line, not on the first call
+    mcp = build_server(state, local_files=not args.http)
+    try:
+        if not args.http:
+            print(f"veracity mcp: stdio; runs in {settings.db_path}; models: {', '.join(state.catalog.models)}",
+                  file=sys.stderr, flush=True)
+            mcp.run("stdio")
+            return 0
+        import uvicorn
+
+        shown = f"[{args.host}]" if ":" in args.host else args.host
+        print(f"veracity mcp: http://{shown}:{args.port}/mcp  (runs in {settings.db_path}; models: "
+              f"{', '.join(state.catalog.models)})", file=sys.stderr, flush=True)
+        uvicorn.run(http_app(mcp, state.auth), host=args.host, port=args.port, log_level=args.log_level,
+                    timeout_graceful_shutdown=5, proxy_headers=False)
+        return 0
+    finally:
+        state.manager.shutdown()

@@ -1,0 +1,102 @@
+"""What the MCP tools return: typed results (their JSON schemas are the tools' output schemas), built from a
+stored run the way the HTTP API reads it (server/api.py `detail`), so a tool's answer and the page's run agree."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class Passage(BaseModel):
+    text: str
+    source: str | None = Field(None, description="the document or page it comes from; 'recited by the model' "
+                                                 "marks the model's own memory, not a source")
+    url: str | None = None
+    score: float | None = None
+
+
+class ClaimResult(BaseModel):
+    run_id: str = Field(description="the stored run (get_run; the web page's history shows it)")
+    claim: str
+    pipeline: str
+    model: str
+    label: str = Field(description="Supported, Refuted, Not Enough Information, ... (the pipeline's labels)")
+    confidence: float | None = Field(description="the probability of the label, when the model gives one")
+    uncertain: bool = Field(description="true when the verdict should not be relied on: see uncertain_reason")
+    uncertain_reason: str = ""
+    basis: str = Field(description="evidence: passages were read; memory: only the model's own knowledge")
+    rationale: str = ""
+    evidence: list[Passage] = Field(default_factory=list, description="what the check read, with sources")
+    confidence_note: str = ""
+    seconds: float | None = None
+
+
+class TextClaim(BaseModel):
+    id: int
+    text: str
+    spans: list[list[int]] = Field(description="[start, end) character offsets of the claim in the text")
+    outcome: str = Field(description="supported, refuted, uncertain, ambiguous, not_checkable, not_checked, failed")
+    label: str | None = None
+    confidence: float | None = None
+    rationale: str = ""
+    note: str = ""
+    evidence: list[Passage] = Field(default_factory=list)
+
+
+class TextResult(BaseModel):
+    run_id: str
+    pipeline: str
+    model: str
+    factuality: float | None = Field(description="supported / checked claims")
+    counts: dict[str, int] = Field(description="claims per outcome")
+    note: str | None = None
+    claims: list[TextClaim]
+
+
+class SentenceResult(BaseModel):
+    index: int | None = None
+    sentence: str
+    supported: bool
+    rating: str | None = None
+    confidence: float | None = None
+    query: str = ""
+    reasoning: str = ""
+    evidence: list[Passage] = Field(default_factory=list)
+
+
+class AnswerResult(BaseModel):
+    run_id: str
+    question: str
+    score: float | None = Field(description="LEAF score: supported / checked sentences")
+    supported: int = 0
+    checked: int = 0
+    note: str | None = None
+    sentences: list[SentenceResult]
+
+
+class SearchResult(BaseModel):
+    query: str
+    passages: list[Passage]
+
+
+class RunResult(BaseModel):
+    id: str
+    status: str
+    kind: str = Field(description="claim, text or answer")
+    claim: str = Field(description="the claim, the text's title, or the answer's question")
+    pipeline: str
+    model: str
+    label: str | None = None
+    confidence: float | None = None
+    error: str | None = None
+    created_at: str | None = None
+    verdict: dict[str, Any] | None = None
+    text: dict[str, Any] | None = None
+    leaf: dict[str, Any] | None = None
+
+
+def passages(items: list[dict[str, Any]] | None) -> list[Passage]:
+    return [Passage(text=str(e.get("text", "")), source=e.get("source"), url=e.get("url"),
+                    score=e.get("score") if isinstance(e.get("score"), (int, float)) else None)
+            for e in items or [] if isinstance(e, dict)]

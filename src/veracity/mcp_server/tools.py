@@ -1,0 +1,249 @@
+"""The MCP tools: each check is started as the web server starts it (server/checks.py `start_check`,
+server/texts.py `start_text`), so it is a stored run under the same limits, visible in the page's history; the
+tool follows the run's steps (a progress notification per step, with what the run is doing) and answers with
+the result read back from the store, as structured content plus a short text.
+
+A client that cancels the call (or goes away) stops the run at its next step; it is kept as interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+import anyio
+from mcp.server.mcpserver.exceptions import ToolError
+
+from ..errors import UserError
+from ..server import store as st
+from ..server.api import detail
+from ..server.answers import NAME as ANSWER_CHECK
+from ..server.checks import CheckIn, start_check
+from ..server.errors import ApiError, short_error
+from ..server.runs import DONE_MARK
+from ..server.texts import NAME as TEXT_CHECK
+from ..server.texts import TextIn, start_text
+from ..server.uploads import Upload, upload_from_base64
+from ..server.views import LiveView
+from ..textcheck.run import evidence_of
+from . import schemas as sc
+
+if TYPE_CHECKING:
+    from ..server.state import ServerState
+
+#: progress(done steps, message) -> None: one MCP progress notification
+Progress = Callable[[int, str], Awaitable[None]]
+CANCELLED = "cancelled: the MCP client stopped waiting for it"
+CLIENT = "mcp"  # the rate limiter's name for the MCP client
+
+
+def tool_error(e: Exception) -> ToolError:
+    """A tool error with the reason, in the words the HTTP API uses."""
+    return ToolError(e.detail if isinstance(e, ApiError) else str(e))
+
+
+class Tools:
+    """The tools over one ServerState. `local_files`: image paths are read from this machine's disk (stdio: the
+    client runs here); over HTTP they are refused."""
+
+    def __init__(self, state: "ServerState", *, local_files: bool) -> None:
+        self.s = state
+        self.local_files = local_files
+
+    # -- following a run --------------------------------------------------------------------------------------
+
+    async def _started(self, start: Callable[[], Any]) -> Any:
+        try:
+            return await anyio.to_thread.run_sync(start)
+        except (ApiError, UserError) as e:
+            raise tool_error(e) from None
+
+    async def follow(self, run_id: str, progress: Progress) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Wait for the run, reporting each step; (the stored run, its steps without model calls). A ToolError
+        when it failed; cancelled (the client's cancellation) -> the run is stopped."""
+        done = False
+        view = LiveView()
+        count = 0
+
+        async def step(data: dict[str, Any]) -> None:
+            nonlocal count
+            count += 1
+            status = view.add(data)["status"]
+            await progress(count, status or str(data.get("stage", "")).replace("_", " "))
+
+        live = self.s.manager.subscribe(run_id, asyncio.get_running_loop())
+        try:
+            if live is not None:
+                snapshot, _, sub, _ = live
+                for data in snapshot:
+                    await step(data)
+                if sub is not None:
+                    try:
+                        while True:
+                            kind, _, data = await sub.queue.get()
+                            if kind == "step":
+                                await step(data)
+                            elif kind == DONE_MARK:
+                                break
+                    finally:
+                        self.s.manager.unsubscribe(run_id, sub)
+            done = True
+        finally:
+            if not done:  # cancelled, or the client went away: nobody waits for the run any more
+                self.s.manager.cancel(run_id, CANCELLED)
+        run = await anyio.to_thread.run_sync(self.s.store.get, run_id)
+        if run is None:
+            raise ToolError(f"run {run_id} was deleted while it ran")
+        if run["status"] != st.DONE:
+            raise ToolError(f"the check failed ({run['status']}): {short_error(run['error']) or 'no reason recorded'}"
+                            f" (run {run_id})")
+        steps = [d for _, d in await anyio.to_thread.run_sync(self.s.store.steps, run_id)
+                 if d.get("stage") != "model_call"]
+        return run, steps
+
+    # -- the tools ----------------------------------------------------------------------------------------------
+
+    async def check_claim(self, progress: Progress, claim: str, pipeline: str | None = None, date: str | None = None,
+                          image_path: str | None = None, image_base64: str | None = None) -> sc.ClaimResult:
+        uploads = None
+        if image_path is not None or image_base64 is not None:
+            uploads = [self._image(image_path, image_base64)]
+        body = CheckIn(claim=claim, pipeline=pipeline, date=date)
+        run_id, _ = await self._started(lambda: start_check(self.s, body, CLIENT, uploads))
+        run, steps = await self.follow(run_id, progress)
+        r = run.get("result") or {}
+        v = r.get("verdict") or {}
+        return sc.ClaimResult(run_id=run_id, claim=run["claim"], pipeline=run["pipeline"], model=run["model"],
+                              label=str(v.get("label", "")), confidence=v.get("confidence"),
+                              uncertain=bool(v.get("uncertain")), uncertain_reason=v.get("uncertain_reason") or "",
+                              basis=v.get("basis") or "evidence", rationale=v.get("rationale") or "",
+                              evidence=sc.passages(evidence_of(r.get("trace") or steps)),
+                              confidence_note=v.get("confidence_note") or "", seconds=r.get("seconds"))
+
+    def _image(self, path: str | None, data: str | None) -> Upload:
+        if path is not None and data is not None:
+            raise ToolError("give image_path or image_base64, not both")
+        if data is not None:
+            try:
+                return upload_from_base64(data, None, None, 1, self.s.uploads.max_bytes)
+            except ApiError as e:
+                raise tool_error(e) from None
+        if not self.local_files:
+            raise ToolError("image_path names a file on the server's disk, which an MCP client over HTTP may not "
+                            "read: send the image as image_base64")
+        p = Path(str(path)).expanduser()
+        if not p.is_file():
+            raise ToolError(f"no image file at {p}")
+        if p.stat().st_size > self.s.uploads.max_bytes:
+            raise ToolError(f"{p.name} has {p.stat().st_size:,} bytes; the limit is {self.s.uploads.max_bytes:,}")
+        return Upload(data=p.read_bytes(), filename=p.name)
+
+    async def check_text(self, progress: Progress, text: str, pipeline: str | None = None,
+                         max_claims: int | None = None) -> sc.TextResult:
+        if max_claims is not None and max_claims < 1:
+            raise ToolError(f"max_claims must be at least 1, not {max_claims}")
+        body = TextIn(text=text, pipeline=pipeline, max_claims=max_claims)
+        run_id, _, _ = await self._started(lambda: start_text(self.s, body, CLIENT))
+        run, steps = await self.follow(run_id, progress)
+        d = detail(self.s, run, steps)["text"] or {}
+        summary = d.get("summary") or {}
+        claims = [sc.TextClaim(id=int(c.get("id", 0)), text=str(c.get("text", "")),
+                               spans=[list(x) for x in c.get("spans") or []], outcome=str(c.get("outcome", "")),
+                               label=c.get("label"), confidence=c.get("confidence"),
+                               rationale=c.get("rationale") or "", note=c.get("note") or "",
+                               evidence=sc.passages(c.get("evidence")))
+                  for c in d.get("claims") or []]
+        counts = {k: v for k, v in summary.items() if isinstance(v, int) and not isinstance(v, bool)}
+        return sc.TextResult(run_id=run_id, pipeline=str((run.get("options") or {}).get("pipeline") or run["pipeline"]),
+                             model=run["model"], factuality=summary.get("factuality"), counts=counts,
+                             note=summary.get("note"), claims=claims)
+
+    async def check_answer(self, progress: Progress, question: str, answer: str) -> sc.AnswerResult:
+        body = CheckIn(question=question, answer=answer, pipeline=ANSWER_CHECK)
+        run_id, _ = await self._started(lambda: start_check(self.s, body, CLIENT))
+        run, steps = await self.follow(run_id, progress)
+        leaf = detail(self.s, run, steps)["leaf"] or {}
+        sentences = [sc.SentenceResult(index=x.get("index"), sentence=str(x.get("sentence", "")),
+                                       supported=bool(x.get("supported")), rating=x.get("rating"),
+                                       confidence=x.get("confidence"), query=x.get("query") or "",
+                                       reasoning=x.get("reasoning") or "", evidence=sc.passages(x.get("evidence")))
+                     for x in leaf.get("sentences") or []]
+        return sc.AnswerResult(run_id=run_id, question=run["claim"], score=leaf.get("score"),
+                               supported=int(leaf.get("supported") or 0), checked=int(leaf.get("checked") or 0),
+                               note=leaf.get("note"), sentences=sentences)
+
+    async def search_evidence(self, query: str, k: int = 5) -> sc.SearchResult:
+        retriever = self.s.manager.retriever
+        if retriever is None:
+            raise ToolError("no evidence index: start `veracity mcp` with --index DIR (build one with "
+                            "`veracity index build`)")
+        query = query.strip()
+        if not query:
+            raise ToolError("the query is empty")
+        if not 1 <= k <= 50:
+            raise ToolError(f"k must be between 1 and 50, not {k}")
+        found = await anyio.to_thread.run_sync(lambda: retriever.search(query, k))
+        return sc.SearchResult(query=query, passages=[sc.Passage(text=e.text, source=e.source or None,
+                                                                 url=getattr(e, "url", None), score=e.score)
+                                                      for e in found])
+
+    async def get_run(self, run_id: str) -> sc.RunResult:
+        run = await anyio.to_thread.run_sync(self.s.store.get, run_id.strip())
+        if run is None:
+            raise ToolError(f"no run {run_id!r}: it never existed or was deleted")
+        steps = [d for _, d in await anyio.to_thread.run_sync(self.s.store.steps, run["id"])
+                 if d.get("stage") != "model_call"]
+        d = detail(self.s, run, steps)
+        kind = "text" if run["pipeline"] == TEXT_CHECK else "answer" if d.get("answer") is not None else "claim"
+        verdict = {k: v for k, v in (d.get("verdict") or {}).items() if k != "steps"} or None
+        return sc.RunResult(id=d["id"], status=d["status"], kind=kind, claim=d["claim"], pipeline=d["pipeline"],
+                            model=d["model"], label=d["label"], confidence=d["confidence"], error=d["error"],
+                            created_at=d["created_at"], verdict=verdict, text=d.get("text"), leaf=d.get("leaf"))
+
+
+# -- the short text beside the structured content ------------------------------------------------------------------
+
+def claim_text(r: sc.ClaimResult) -> str:
+    conf = f" (confidence {r.confidence:.2f})" if r.confidence is not None else ""
+    lines = [f"{r.label}{conf}: {r.claim}"]
+    if r.uncertain:
+        lines.append(f"Uncertain because {r.uncertain_reason or 'the pipeline said so'}.")
+    if r.confidence_note:
+        lines.append(f"No confidence: {r.confidence_note}.")
+    if r.rationale:
+        lines.append(r.rationale)
+    for e in r.evidence[:3]:
+        lines.append(f"- {e.text[:200]} ({e.source or 'unknown source'}{', ' + e.url if e.url else ''})")
+    lines.append(f"Run {r.run_id} ({r.pipeline}, {r.model}).")
+    return "\n".join(lines)
+
+
+def text_text(r: sc.TextResult) -> str:
+    fact = "no checkable claim" if r.factuality is None else f"factuality {100 * r.factuality:.0f}%"
+    lines = [f"{len(r.claims)} claims, {fact}. Run {r.run_id}."]
+    lines += [f"[{c.id}] {c.outcome.replace('_', ' ')}{f' {c.confidence:.2f}' if c.confidence is not None else ''}: "
+              f"{c.text}" for c in r.claims]
+    if r.note:
+        lines.append(r.note)
+    return "\n".join(lines)
+
+
+def answer_text(r: sc.AnswerResult) -> str:
+    score = "no sentence checked" if r.score is None else f"LEAF score {r.score:.2f} ({r.supported} of {r.checked})"
+    lines = [f"{score}. Run {r.run_id}."]
+    lines += [f"- {'Supported' if x.supported else 'Not supported'}: {x.sentence}" for x in r.sentences]
+    return "\n".join(lines)
+
+
+def search_text(r: sc.SearchResult) -> str:
+    if not r.passages:
+        return f"No passage found for {r.query!r}."
+    return "\n".join(f"{i}. {p.text[:300]} ({p.source or 'unknown source'})" for i, p in enumerate(r.passages, 1))
+
+
+def run_text(r: sc.RunResult) -> str:
+    head = f"Run {r.id} ({r.kind}, {r.pipeline}, {r.model}): {r.status}"
+    if r.label:
+        head += f", {r.label}" + (f" ({r.confidence:.2f})" if r.confidence is not None else "")
+    return head + (f". Error: {r.error}" if r.error else "") + f"\n{r.claim}"
