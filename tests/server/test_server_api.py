@@ -8,6 +8,7 @@ stub of tests/stub_server.py, answering with the same rules after a delay.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import sqlite3
 import time
@@ -556,7 +557,8 @@ def test_answer_check_streams_each_sentence_then_the_leaf_score(leafsrv):
     assert page.status_code == 200
     assert page.text.count('class="step leaf unsupported"') == 2 and "<details>" in page.text
     assert "It is a disorder of the tendons rather than of a nerve." in page.text
-    assert "LEAF score" in page.text and 'value="answer" id="mode-answer" checked' in page.text
+    assert "LEAF score" in page.text and 'value="answer" id="mode-answer" data-hint=' in page.text
+    assert re.search(r'value="answer" id="mode-answer" data-hint="[^"]*" checked', page.text)
 
     # the downloads carry the answer and every sentence with its evidence
     md = leafsrv.get(f"/api/checks/{run_id}/report.md").text
@@ -599,7 +601,8 @@ def test_answer_check_needs_an_index(fast):
     assert r.status_code == 400 and r.json()["error"] == "index_required"
     assert "restart the server with --index DIR" in r.json()["detail"]
     page = fast.get("/").text
-    assert 'value="answer" id="mode-answer" disabled' in page and "needs an index" in page
+    assert re.search(r'value="answer" id="mode-answer" data-hint="[^"]*" disabled', page)
+    assert "Answer check is off: this server has no documents to check answers against" in page
 
 
 def test_the_page_form_checks_an_answer_without_javascript(leafsrv):

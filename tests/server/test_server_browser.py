@@ -135,6 +135,32 @@ def test_form_follows_the_pipeline_and_reports_errors(page, site):
     assert page.failures == [f"400 {site}/api/checks"]
 
 
+def test_pipelines_are_grouped_and_each_mode_says_what_it_does(page, site):
+    from playwright.sync_api import expect
+
+    page.goto(site + "/")
+    groups = page.locator("#pipeline optgroup")
+    expect(groups.first).to_have_attribute("label", "Recommended")
+    first = groups.first.locator("option")
+    expect(first).to_have_text(["qacheck", "defame", "verifier (needs documents on the server)"])
+    research = page.locator("#pipeline optgroup[label^='Research']")
+    expect(research.locator("option[value='qacheck-no-evidence-verifier']")).to_have_count(1)
+    expect(research.locator("option[value='qacheck']")).to_have_count(0)
+    assert groups.last.get_attribute("label").startswith("Research: ablations")
+    expect(page.get_by_label("Pipeline")).to_have_value("qacheck")
+    # the hint under the mode buttons describes the chosen mode
+    hint = page.locator("#mode-hint")
+    expect(hint).to_contain_text("One statement, checked step by step")
+    page.get_by_role("radio", name="Check a text").check()
+    expect(hint).to_contain_text("its claims are found and each is checked")
+    expect(hint).not_to_contain_text("One statement")
+    # the answer check is off here, said for someone using the page, not the one who started the server
+    expect(page.get_by_role("radio", name="Answer check")).to_be_disabled()
+    expect(page.locator("#answer-off")).to_have_text("Answer check is off: this server has no documents to check "
+                                                     "answers against (whoever runs it can add them).")
+    assert "--index" not in page.locator("#check-form").inner_text()
+
+
 def test_keyboard_and_phone(page, site, browser):
     from playwright.sync_api import expect
 
@@ -310,8 +336,9 @@ def test_defame_with_an_image_and_a_date(page, defame_site):
     thumb = run.locator(".thumbs img")
     expect(thumb).to_have_attribute("alt", "Claim image 1: bridge.png")
     live = page.locator("#run[data-live='1']")
-    expect(live.locator(".step.plan").first).to_contain_text("image_metadata(<image:1>)")
-    expect(live.locator(".step.tool").first).to_contain_text("EXIF metadata of <image:1>")
+    # the claim's images in words, not as the model's tokens
+    expect(live.locator(".step.plan").first).to_contain_text("image_metadata(image 1)")
+    expect(live.locator(".step.tool").first).to_contain_text("EXIF metadata of image 1")
     expect(live.locator(".step.tool .r-sum").first).to_contain_text("A PNG image with no EXIF metadata")
     assert page.locator(".verdict").count() == 0
 
@@ -325,6 +352,9 @@ def test_defame_with_an_image_and_a_date(page, defame_site):
     expect(thumb).to_be_visible()
     assert thumb.evaluate("img => img.complete && img.naturalWidth") == 120  # the stored image, loaded
     expect(page.locator("#run .claim-date")).to_contain_text("2024-05-15")
+    shown = page.locator("#run").inner_text()
+    assert "<image:" not in shown and "Unavailable:" not in shown and "--search" not in shown
+    expect(page.locator("#run .thumbs .hint")).to_contain_text("image 1: bridge.png")
     page.screenshot(path=str(DEFAME_SCREENSHOT), full_page=True)
 
     # reopened: the form is ready to check again with the same pipeline and date

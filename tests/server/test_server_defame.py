@@ -98,7 +98,7 @@ def test_defame_check_with_an_image_and_a_date(api, dsrv):
     page = api.get(f"/checks/{run_id}").text
     assert f'<img src="/api/checks/{run_id}/images/1" alt="Claim image 1: bridge.png"' in page
     assert "Claim date</span> 2024-05-15" in page
-    assert "Round 1 · Plan" in page and "<code>image_metadata(&lt;image:1&gt;)</code>" in page
+    assert "Round 1 · Plan" in page and "<code>image_metadata(image 1)</code>" in page
     assert "A PNG image with no EXIF metadata" in page and "Judgement · round 1" in page
     assert '<a href="https://example.org/orrin" rel="noopener noreferrer nofollow">Orrin Bridge facts</a>' in page
     assert 'value="2024-05-15"' in page  # the form, ready to check again with the same date

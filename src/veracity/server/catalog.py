@@ -36,6 +36,25 @@ QA_DESCRIPTIONS = {
 }
 
 
+#: the groups the page lists pipelines in, in this order, each with what it means
+PIPELINE_GROUPS = {
+    "recommended": "Recommended",
+    "variants": "QACheck with a fixed way of answering",
+    "baselines": "Baselines: simpler, for comparison",
+    "research": "Research: ablations (one part left out, to measure what it adds)",
+}
+RECOMMENDED = ("qacheck", "defame", "verifier")
+
+
+def pipeline_group(name: str, description: str) -> str:
+    """Which of PIPELINE_GROUPS a pipeline is listed in (an ablation says so in its registered description)."""
+    if name in RECOMMENDED:
+        return "recommended"
+    if "ablation" in description.lower():
+        return "research"
+    return "variants" if name.startswith("qacheck") else "baselines"
+
+
 @dataclass
 class PipelineInfo:
     name: str
@@ -46,18 +65,16 @@ class PipelineInfo:
     input_kind: str         # "claim", or "answer" (a question and an answer: the server's answer-check)
     available: bool
     unavailable_reason: str | None = None
+    group: str = "baselines"  # one of PIPELINE_GROUPS
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
-def _order(name: str) -> tuple[int, str]:
-    """QACheck first, its variants, the baselines, then the rest (each group by name)."""
-    if name == "qacheck":
-        return (0, name)
-    if name.startswith("qacheck"):
-        return (1, name)
-    return (2 if name in ("direct", "cot") else 3, name)
+def _order(name: str, description: str) -> tuple[int, int, str]:
+    """By group (PIPELINE_GROUPS' order), the recommended ones in RECOMMENDED's order, the others by name."""
+    group = pipeline_group(name, description)
+    return (list(PIPELINE_GROUPS).index(group), RECOMMENDED.index(name) if name in RECOMMENDED else 0, name)
 
 
 def run_config(config: "Config", *, model: str | None = None, qa: str | None = None) -> "Config":
@@ -87,12 +104,13 @@ class Catalog:
         """From what each pipeline declares at registration (`pipeline.PipelineSpec`): nothing is built here."""
         out = {}
         has_index = bool(self.config.index)
-        for name, spec in sorted(pipeline_specs().items(), key=lambda kv: _order(kv[0])):
+        for name, spec in sorted(pipeline_specs().items(), key=lambda kv: _order(kv[0], kv[1].description)):
             available = has_index or not spec.always_needs_index(self.config)
             out[name] = PipelineInfo(
                 name=name, description=spec.description, qa=spec.qa, needs_index=spec.needs_index(self.config),
                 accepts_images=spec.accepts_images, input_kind=spec.input_kind, available=available,
-                unavailable_reason=None if available else "needs an index: start the server with --index DIR")
+                unavailable_reason=None if available else "needs an index: start the server with --index DIR",
+                group=pipeline_group(name, spec.description))
         # the server's own answer check (LEAF): a question and an answer, checked against the index
         out[ANSWER_CHECK] = PipelineInfo(
             name=ANSWER_CHECK, description=ANSWER_CHECK_DESCRIPTION, qa=None, needs_index=True, accepts_images=False,
@@ -113,7 +131,7 @@ class Catalog:
         return "verifier" if verifier is not None and verifier.available else "qacheck"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"pipelines": [p.to_dict() for p in self.pipelines.values()],
+        return {"pipelines": [p.to_dict() for p in self.pipelines.values()], "pipeline_groups": PIPELINE_GROUPS,
                 "qa_modules": self.qa_modules(),
                 "models": [{"name": m, "default": i == 0} for i, m in enumerate(self.models)],
                 "defaults": {"pipeline": "qacheck", "qa": self.config.qacheck.qa, "model": self.models[0],

@@ -28,7 +28,7 @@ from .state import state
 from .texts import NAME as TEXT_CHECK
 from .texts import TextFileIn, TextIn, start_text
 from .uploads import Upload, clean_filename
-from .views import EXAMPLES, human_time, iso, label_class, link_parts, run_view, source_of
+from .views import EXAMPLES, human_time, iso, label_class, link_parts, plain_refs, run_view, source_of
 
 if TYPE_CHECKING:
     from .state import ServerState
@@ -288,4 +288,5 @@ def safe_next(target: str) -> str:
 
 def template_globals() -> dict[str, Any]:
     return {"human_time": human_time, "iso": iso, "label_class": label_class, "source_of": source_of,
-            "link_parts": link_parts, "failure_view": failure_view}
+            "link_parts": link_parts, "failure_view": failure_view,
+            "plain_refs": plain_refs}

@@ -10,14 +10,15 @@ generic items (their stage and data), so nothing is hidden.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 from typing import Any, Iterable, Mapping
 
 from ..registry import load_step_types
 from ..steps import MEMORY_SOURCE, Fold, ViewItem, http_url, link_parts
 
-__all__ = ["EXAMPLES", "LiveView", "http_url", "human_time", "iso", "label_class", "link_parts", "run_view",
-           "source_of"]
+__all__ = ["EXAMPLES", "LiveView", "http_url", "human_time", "iso", "label_class", "link_parts", "plain_refs",
+           "run_view", "source_of"]
 
 EXAMPLES = [
     "Lars Onsager won the Nobel prize when he was 30 years old.",  # the QACheck paper's demo claim
@@ -72,6 +73,11 @@ def human_time(ts: float | None) -> str:
 
 def label_class(label: str | None) -> str:
     return {"Supported": "supported", "Refuted": "refuted"}.get(label or "", "other")
+
+
+def plain_refs(text: Any) -> str:
+    """A claim image as the model's tools name it (`<image:1>`), in words: "image 1" (static/app.js: plainRefs)."""
+    return re.sub(r"<image:(\d+)>", r"image \1", str(text or ""))
 
 
 def source_of(e: dict[str, Any]) -> str:

@@ -91,6 +91,8 @@
       text.disabled = !textMode || !!(textFile.files && textFile.files.length);
       pipeline.disabled = answerMode;
       $("#form-h").textContent = (HEADS[m] || HEADS.claim)[0];
+      const picked = form.querySelector("input[name=mode]:checked");
+      if (picked && picked.dataset.hint) $("#mode-hint").textContent = picked.dataset.hint;  // the chosen mode's
       submit.textContent = (HEADS[m] || HEADS.claim)[1];
       if (answerMode) {
         qaField.hidden = true;
@@ -352,7 +354,7 @@
           el("a", { href: im.url, target: "_blank", rel: "noopener" },
              el("img", { src: im.url, alt: `Claim image ${im.index}${im.filename ? `: ${im.filename}` : ""}`,
                          width: im.width, height: im.height })),
-          el("span", { class: "hint" }, `<image:${im.index}>${im.filename ? ` ${im.filename}` : ""} · ` +
+          el("span", { class: "hint" }, `image ${im.index}${im.filename ? `: ${im.filename}` : ""} · ` +
                                         `${im.width}×${im.height}`)))) : null);
   }
 
@@ -397,6 +399,8 @@
     return el("li", { class: `step note ${cls}` }, key(label), " ", ...rest);
   }
 
+  // a claim image as the model's tools name it (<image:1>), in words (as views.plain_refs)
+  const plainRefs = (text) => String(text).replace(/<image:(\d+)>/g, "image $1");
   const link = (title, href) => (href ? el("a", { href, rel: "noopener noreferrer nofollow" }, title) : title);
   const labelClass = (l) => ({ Supported: "supported", Refuted: "refuted" })[l] || "other";
   const notRelevant = () => el("span", { class: "badge b-muted" }, "not relevant");
@@ -473,7 +477,7 @@
       case "reasoning":
         return note("reasoning", REASONING[it.stage] || it.stage, it.label, conf(it.confidence));
       case "images":
-        return note("images", "Claim images", (it.refs || []).join(", "), !it.model_sees_images
+        return note("images", "Claim images", (it.refs || []).map(plainRefs).join(", "), !it.model_sees_images
           ? el("span", { class: "hint" },
                " (the model reads text only: it knows the images through the tools’ findings)")
           : null);
@@ -485,15 +489,15 @@
         if (it.static) head.append(" ", el("span", { class: "badge b-muted" }, "static: every tool once"));
         const actions = it.actions || [], unavailable = Object.entries(it.unavailable || {});
         return el("li", { class: "step plan", "data-round": it.round }, head,
-          actions.length ? el("ul", { class: "acts" }, ...actions.map((a) => el("li", null, el("code", null, a))))
+          actions.length ? el("ul", { class: "acts" }, ...actions.map((a) => el("li", null, el("code", null, plainRefs(a)))))
                          : el("p", { class: "hint" }, `No new action${it.note ? `: ${it.note}` : ""}`),
           (it.rejected || []).length ? el("p", { class: "hint" }, `Not run: ${it.rejected.join("; ")}`) : null,
-          unavailable.length ? el("p", { class: "hint" },
-            `Unavailable: ${unavailable.map(([n, why]) => `${n} (${why})`).join("; ")}`) : null);
+          unavailable.length ? el("p", { class: "hint", title: unavailable.map(([n, why]) => `${n}: ${why}`).join("; ") },
+            `Not set up on this server: ${unavailable.map(([n]) => n.replace(/_/g, " ")).join(", ")}.`) : null);
       }
       case "action": {
         const head = el("div", { class: "step-head" }, el("span", { class: "depth" }, `Round ${it.round}`), " ",
-                        el("code", { class: "act" }, it.action || ""));
+                        el("code", { class: "act" }, plainRefs(it.action || "")));
         if (it.error) head.append(" ", el("span", { class: "badge b-dropped" }, "failed"));
         const results = it.results || [];
         return el("li", { class: `step tool${it.error ? " failed" : ""}`, "data-round": it.round }, head,
@@ -526,7 +530,7 @@
   // One result of a DEFAME tool call, with its summary once the summarizer has read it.
   function resultRow(r) {
     const irrelevant = r.summarized && !r.summary;
-    const title = el("p", { class: "r-title" }, link(r.title, r.href),
+    const title = el("p", { class: "r-title" }, link(plainRefs(r.title), r.href),
                      r.date ? " " : null, r.date ? el("span", { class: "hint" }, `(${r.date})`) : null,
                      irrelevant ? " " : null, irrelevant ? notRelevant() : null);
     return el("li", { class: `result${irrelevant ? " irrelevant" : ""}` }, title,
