@@ -7,6 +7,7 @@ from the OpenAI-compatible stub answering with the same rules after a delay (to 
 from __future__ import annotations
 
 import base64
+import re
 import time
 
 import httpx
@@ -108,7 +109,7 @@ def test_a_text_is_checked_claim_by_claim_streamed_and_stored(texts):
     # the checked claims' model calls streamed with them: one decision each
     assert [s["for_stage"] for s in steps if s["stage"] == "model_call"] == ["direct"] * 3
     done = events[-1][2]
-    assert done["status"] == "done" and done["verdict"]["label"] == "Factuality 0.67"
+    assert done["status"] == "done" and done["verdict"]["label"] == "Factuality 67%"
     assert "2 of 3 checked claims supported, 1 refuted" in done["verdict"]["rationale"]
     assert done["usage"]["total"]["calls"] == 3
 
@@ -126,11 +127,11 @@ def test_a_text_is_checked_claim_by_claim_streamed_and_stored(texts):
     # stored: it reopens with the same steps, and the text check read back from them
     run = texts.get(f"/api/checks/{run_id}").json()
     assert run["status"] == "done" and run["pipeline"] == "text-check" and run["claim"] == accepted["title"]
-    assert run["steps"] == steps and run["label"] == "Factuality 0.67"
+    assert run["steps"] == steps and run["label"] == "Factuality 67%"
     assert run["text"]["text"] == ARTICLE and run["text"]["summary"]["factuality"] == pytest.approx(2 / 3)
     assert {c["text"]: c["outcome"] for c in run["text"]["claims"]} == OUTCOMES
     listed = texts.get("/api/checks", params={"limit": 100}).json()["items"]
-    assert next(r for r in listed if r["id"] == run_id)["label"] == "Factuality 0.67"
+    assert next(r for r in listed if r["id"] == run_id)["label"] == "Factuality 67%"
 
 
 def test_claims_arrive_one_by_one_while_the_text_is_checked(slow, stub):
@@ -143,7 +144,7 @@ def test_claims_arrive_one_by_one_while_the_text_is_checked(slow, stub):
     assert len(checked) == 3
     # the text and its claims came first, then each verdict as its model call returned (0.2 s each)
     assert checked[0] - extraction >= 0.15 and checked[1] - checked[0] >= 0.15 and checked[2] - checked[1] >= 0.15
-    assert seen[-1][1] == "done" and seen[-1][2]["verdict"]["label"] == "Factuality 0.67"
+    assert seen[-1][1] == "done" and seen[-1][2]["verdict"]["label"] == "Factuality 67%"
 
 
 def test_over_a_server_with_parallel_slots_claims_are_checked_together_and_told_in_text_order(server_factory,
@@ -163,7 +164,7 @@ def test_over_a_server_with_parallel_slots_claims_are_checked_together_and_told_
         assert [text for _, text in decided] == [BORN, NOBEL, DANUBE]  # in the text's order
         assert stub.max_active == 3  # the three checkable claims were at the server at once
         assert decided[-1][0] - extraction < 0.4 * 3 - 0.2  # sooner than one after the other
-        assert seen[-1][1] == "done" and seen[-1][2]["verdict"]["label"] == "Factuality 0.67"
+        assert seen[-1][1] == "done" and seen[-1][2]["verdict"]["label"] == "Factuality 67%"
     finally:
         stub.close()
 
@@ -228,7 +229,7 @@ def test_uploaded_files_are_read_like_check_text_reads_them(texts):
     md = "# Notes\n\n- " + NOBEL + "\n"
     accepted = start_text(texts, file={"data": b64(md.encode()), "filename": "notes.md"})
     run = wait_for(texts, accepted["id"], finished)
-    assert NOBEL in [c["text"] for c in run["text"]["claims"]] and run["label"] == "Factuality 1.00"
+    assert NOBEL in [c["text"] for c in run["text"]["claims"]] and run["label"] == "Factuality 100%"
 
 
 # -- what clients get wrong ------------------------------------------------------------------------------------
@@ -292,7 +293,7 @@ def test_the_claim_budget_leaves_the_rest_listed_but_not_checked(texts):
     outcomes = {c["text"]: (c["outcome"], c["note"]) for c in run["text"]["claims"]}
     assert outcomes[BORN] == ("supported", "")
     assert outcomes[NOBEL] == outcomes[DANUBE] == ("not_checked", "over the budget of 1 claim")
-    assert run["label"] == "Factuality 1.00" and run["usage"]["total"]["calls"] == 1
+    assert run["label"] == "Factuality 100%" and run["usage"]["total"]["calls"] == 1
 
 
 # -- the token and the rate limit ------------------------------------------------------------------------------
@@ -325,7 +326,7 @@ def test_the_page_form_checks_a_text_and_reopens_it_with_the_passages_coloured(t
     assert f'<a class="mark o-refuted" href="#claim-4" data-claims="4" title="Refuted">{DANUBE}</a>' in page
     assert f'<a class="mark o-supported" href="#claim-1" data-claims="1" title="Supported">{BORN}</a>' in page
     assert 'id="claim-4"' in page and "second-longest river in Europe" in page  # the claim, with its evidence
-    assert 'value="text" id="mode-text" checked' in page and "Factuality 0.67" in page
+    assert re.search(r'value="text" id="mode-text" data-hint="[^"]*" checked', page) and "Factuality 67%" in page
     assert f">{ARTICLE}</textarea>" in page  # the form, ready to check the text again
     r = texts.post("/checks", data={"mode": "text", "text": " ", "pipeline": "direct"})
     assert r.status_code == 400 and "the text is empty" in r.text and "<form" in r.text
@@ -333,5 +334,5 @@ def test_the_page_form_checks_a_text_and_reopens_it_with_the_passages_coloured(t
                     files={"text_file": ("born.txt", BORN.encode(), "text/plain")})
     assert up.status_code == 303
     run = wait_for(texts, up.headers["location"].rsplit("/", 1)[1], finished)
-    assert run["text"]["origin"] == "born.txt" and run["label"] == "Factuality 1.00"
+    assert run["text"]["origin"] == "born.txt" and run["label"] == "Factuality 100%"
     assert run["text"]["claims"][0]["outcome"] == "supported"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import rules_responder
+from conftest import rules_responder, write_rules
 from stub_server import StubServer
 from test_server_browser import browser, page  # noqa: F401  (the browser and page fixtures)
 from worlds import ARTICLE, BORN, DANUBE, NOBEL, TEXT_DOCS, TEXT_RULES
@@ -71,7 +71,7 @@ def test_paste_a_text_watch_its_claims_coloured_then_evidence_history_and_report
     # then the score, and the finished run as the server renders it
     verdict = page.locator(".verdict")
     expect(verdict).to_be_visible()
-    expect(verdict.locator(".verdict-label")).to_contain_text("Factuality 0.67")
+    expect(verdict.locator(".verdict-label")).to_contain_text("Factuality 67%")
     expect(verdict.locator(".rationale")).to_contain_text("2 of 3 checked claims supported, 1 refuted")
     refuted = page.locator("#text-view a.mark.o-refuted")
     expect(refuted).to_have_text(DANUBE)
@@ -91,6 +91,11 @@ def test_paste_a_text_watch_its_claims_coloured_then_evidence_history_and_report
     expect(claim.locator(".ev").first).to_contain_text("second-longest river in Europe")
     expect(claim.locator(".badge")).to_have_text("Refuted")
     expect(claim.locator("summary")).to_be_focused()
+    # another passage: its claim opens, the one opened before closes
+    page.locator("#text-view a.mark.o-supported").first.click()
+    expect(page.locator("#claim-1 details")).to_have_attribute("open", "")
+    expect(claim.locator("details")).not_to_have_attribute("open", "")
+    refuted.click()
     # the pronoun was resolved: the claim says who
     expect(page.locator("#claim-2 .sent")).to_have_text(NOBEL)
     page.screenshot(path=str(SCREENSHOT), full_page=True)
@@ -107,7 +112,7 @@ def test_paste_a_text_watch_its_claims_coloured_then_evidence_history_and_report
     assert re.search(r"/checks/[0-9a-f]{16}$", run_url)
     page.goto(text_site + "/")
     link = page.locator("#history a", has_text="Marie Curie was born in Warsaw.").first
-    expect(link.locator(".badge")).to_have_text("Factuality 0.67")
+    expect(link.locator(".badge")).to_have_text("Factuality 67%")
     link.click()
     expect(page).to_have_url(run_url)
     expect(page.locator("#run")).not_to_have_attribute("data-live", "1")
@@ -133,7 +138,7 @@ def test_upload_a_file_and_check_its_text(page, text_site):  # noqa: F811
     expect(page.get_by_label("Text", exact=True)).to_be_disabled()  # the file is checked, not the box
     page.get_by_role("button", name="Check text").click()
     expect(page.locator("#run-h")).to_have_text("Rivers")
-    expect(page.locator(".verdict .verdict-label")).to_contain_text("Factuality 0.00")
+    expect(page.locator(".verdict .verdict-label")).to_contain_text("Factuality 0%")
     expect(page.locator("#text-view")).to_have_text(DANUBE)
     expect(page.locator("#text-meta")).to_contain_text("read from HTML")
     expect(page.locator("#text-view a.mark.o-refuted")).to_have_text(DANUBE)
@@ -214,3 +219,22 @@ def test_a_finished_text_stays_in_view_on_a_phone_and_the_focus_moves_without_a_
         assert abs(box[0] - top) < 2, (top, box)  # where it was: no jump to the summary
     finally:
         ctx.close()
+
+
+def test_the_text_counter_warns_over_the_limit_before_submitting(page, server_factory):  # noqa: F811
+    from playwright.sync_api import expect
+
+    model = write_rules(server_factory.base / "rules-none.json", {"rules": []})
+    srv = server_factory(["--model", model, "--max-text-mb", "0.05", "--rate-limit", "0"],
+                         name="browser-small-texts")
+    page.goto(srv.url + "/")
+    page.get_by_role("radio", name="Check a text").check()
+    expect(page.locator("#text-hint")).to_contain_text("At most 50.0 kB.")
+    count = page.locator("#text-count")
+    page.get_by_label("Text", exact=True).fill("é" * 20_000)  # 40 kB: under
+    expect(count).to_have_text("20000 characters")
+    page.get_by_label("Text", exact=True).fill("é" * 30_000)  # 60 kB: said while typing, before any submit
+    expect(count).to_have_text("30000 characters: 60.0 kB, 10.0 kB over the limit of 50.0 kB")
+    expect(count).to_have_class(re.compile(r"\bover\b"))
+    assert count.evaluate("e => getComputedStyle(e).color") != page.locator("#text-hint").evaluate(
+        "e => getComputedStyle(e).color")

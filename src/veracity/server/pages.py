@@ -19,6 +19,7 @@ from fastapi import APIRouter, File, Form, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.datastructures import UploadFile as StarletteUploadFile  # what the form parser makes
 
+from ..reading import human_size
 from . import store as st
 from .answers import NAME as ANSWER_CHECK
 from .auth import COOKIE
@@ -289,4 +290,4 @@ def safe_next(target: str) -> str:
 def template_globals() -> dict[str, Any]:
     return {"human_time": human_time, "iso": iso, "label_class": label_class, "source_of": source_of,
             "link_parts": link_parts, "failure_view": failure_view,
-            "plain_refs": plain_refs}
+            "plain_refs": plain_refs, "human_size": human_size}

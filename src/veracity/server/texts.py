@@ -24,6 +24,7 @@ from ..inputs import InputError, clean_text_input
 from ..pipeline import Context, Pipeline
 from ..reading import human_size
 from ..textcheck.report import to_html, to_markdown
+from ..textcheck.outcomes import percent
 from ..textcheck.run import TextCheck, check_text
 from ..textcheck.steps import TextExtraction
 from ..textcheck.stored import text_check_from_steps
@@ -116,7 +117,7 @@ def text_verdict(check: TextCheck) -> Verdict:
     """A checked text as a run's verdict: its factuality score, and what the counts were."""
     s = check.summary()
     if check.checked:
-        label = f"Factuality {check.factuality:.2f}"
+        label = f"Factuality {percent(check.factuality)}"  # as the summary's table says it
         rationale = (f"{s['supported']} of {s['checked']} checked claims supported, {s['refuted']} refuted, "
                      f"{s['uncertain']} uncertain.")
     else:

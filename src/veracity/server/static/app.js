@@ -142,7 +142,12 @@
     }
     function updateCount() {
       countText(claim, max, count);
-      if (textCount) textCount.textContent = `${text.value.length} characters`;
+      if (textCount) {  // the limit counts UTF-8 bytes, as the server does
+        const n = new TextEncoder().encode(text.value).length, over = n > texts.max_bytes;
+        textCount.textContent = `${text.value.length} characters` +
+          (over ? `: ${size(n)}, ${size(n - texts.max_bytes)} over the limit of ${size(texts.max_bytes)}` : "");
+        textCount.classList.toggle("over", over);
+      }
       if (questionCount) countText(question, max, questionCount);
       if (answerCount) countText(answer, maxAnswer, answerCount);
       if (errorBox.dataset.length && !lengthProblem()) {  // the text that was too long is short enough now
@@ -794,7 +799,11 @@
     const items = mark.dataset.claims.split(" ").map((id) => document.getElementById(`claim-${id}`)).filter(Boolean);
     if (!items.length) return;
     ev.preventDefault();
-    for (const li of document.querySelectorAll(".tclaim.picked")) li.classList.remove("picked");
+    for (const li of document.querySelectorAll(".tclaim.picked")) {  // the passage opened before closes
+      li.classList.remove("picked");
+      const d = $("details", li);
+      if (d) d.open = false;
+    }
     for (const li of items) {
       li.classList.add("picked");
       const d = $("details", li);
