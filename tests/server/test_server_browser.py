@@ -161,6 +161,39 @@ def test_pipelines_are_grouped_and_each_mode_says_what_it_does(page, site):
     assert "--index" not in page.locator("#check-form").inner_text()
 
 
+def luminance(rgb: str) -> float:
+    r, g, b = (int(x) for x in re.findall(r"\d+", rgb)[:3])
+    return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255
+
+
+def test_dark_mode_follows_the_preference_and_the_mode_buttons_are_easy_to_tap(browser, site):
+    from playwright.sync_api import expect
+
+    for scheme in ("dark", "light"):
+        ctx = browser.new_context(viewport={"width": 375, "height": 740}, is_mobile=True, has_touch=True,
+                                  color_scheme=scheme)
+        page = ctx.new_page()
+        try:
+            page.goto(site + "/")
+            style = lambda sel, prop: page.locator(sel).first.evaluate(f"e => getComputedStyle(e).{prop}")  # noqa: E731
+            body_bg, ink = style("body", "backgroundColor"), style("body", "color")
+            box = style("#claim", "backgroundColor")
+            if scheme == "dark":  # light text on dark ground, the text box too
+                assert luminance(body_bg) < 0.2 and luminance(ink) > 0.7 and luminance(box) < 0.2, (body_bg, ink, box)
+            else:
+                assert luminance(body_bg) > 0.8 and luminance(ink) < 0.3, (body_bg, ink)
+            for name in ("Claim check", "Check a text"):
+                radio = page.get_by_role("radio", name=name)
+                expect(radio).to_be_visible()
+                assert radio.bounding_box()["height"] >= 20
+                label = page.locator("label.mode-opt", has=radio)
+                assert label.bounding_box()["height"] >= 44  # the tap area: the whole label
+            page.locator("label.mode-opt", has_text="Check a text").tap()
+            expect(page.get_by_role("radio", name="Check a text")).to_be_checked()
+        finally:
+            ctx.close()
+
+
 def test_keyboard_and_phone(page, site, browser):
     from playwright.sync_api import expect
 
