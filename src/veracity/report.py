@@ -288,7 +288,8 @@ def to_markdown(result: CheckResult, image_url: ImageLink | None = None) -> str:
                       f"**Answer:** {md_text(it['answer'])}", ""]
             ev = evidence_lines(it["evidence"] or [], markdown=True)
             if ev:
-                lines += [f"**{md_text(evidence_word(it['evidence']).capitalize())}:**", ""] + [f"> {e}" for e in ev] + [""]
+                head = md_text(evidence_word(it["evidence"]).capitalize())
+                lines += [f"**{head}:**", ""] + [f"> {e}" for e in ev] + [""]
     lines += ["## Prediction with rationale", "", _md_strong(v.label), ""]
     if v.rationale and record is None:  # DEFAME's rationale is the justification, shown above
         lines += [md_text(v.rationale), ""]

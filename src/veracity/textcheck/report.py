@@ -61,7 +61,8 @@ def to_markdown(check: TextCheck) -> str:
         if r.note:
             lines.append(f"   - {md_text(r.note)}")
         for ev in memory_marked(r.evidence):
-            lines.append(f"   - {md_text(evidence_word([ev]))}: {md_link(ev.get('source') or 'passage', ev.get('url'))}: "
+            source = md_link(ev.get('source') or 'passage', ev.get('url'))
+            lines.append(f"   - {md_text(evidence_word([ev]))}: {source}: "
                          f"{md_text(ev.get('text', ''))}")
     return "\n".join(lines) + "\n"
 
