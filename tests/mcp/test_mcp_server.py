@@ -242,3 +242,18 @@ def test_a_non_loopback_host_without_token_does_not_start(tmp_path, env):
     r = subprocess.run([sys.executable, "-m", "veracity.cli", "mcp", "--http", "--host", "0.0.0.0"],
                        capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
     assert r.returncode != 0 and "VERACITY_API_TOKEN" in r.stderr
+
+
+def test_the_default_pipeline_is_the_servers_and_an_unknown_one_stops_it_at_once(tmp_path, env):
+    model = write_rules(tmp_path / "rules.json")
+    r = subprocess.run([sys.executable, "-m", "veracity.cli", "mcp", "--model", model, "--pipeline", "nope"],
+                       capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path, stdin=subprocess.DEVNULL)
+    assert r.returncode != 0 and "nope" in r.stderr and "qacheck" in r.stderr
+
+    async def main():
+        async with stdio(["--model", model, "--pipeline", "qacheck-closed-book"], env, tmp_path) as c:
+            return await c.call_tool("check_claim", {"claim": CLAIM})
+
+    out = anyio.run(main)
+    assert not out.is_error, out.content
+    assert out.structured_content["pipeline"] == "qacheck-closed-book"

@@ -25,6 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                           "default (an agent starts it); --http serves streamable HTTP at /mcp.")
     g = p.add_argument_group("MCP server")
     g.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    g.add_argument("--pipeline",
+                   help="the claim pipeline check_claim and check_text use when the call names none (default: "
+                        "qacheck for a claim; for a text, verifier with --index, else qacheck)")
     g.add_argument("--host", default="127.0.0.1",
                    help="with --http: address to listen on (default 127.0.0.1; any other needs VERACITY_API_TOKEN)")
     g.add_argument("--port", type=int, default=8765, help="with --http: port (default 8765)")
@@ -40,7 +43,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def cmd_mcp(args: argparse.Namespace) -> int:
     import logging
 
+    from ..errors import UserError
     from ..server.app import create_state
+    from ..server.errors import ApiError
     from ..server.settings import ServerSettings
     from .server import build_server, http_app
 
@@ -52,7 +57,12 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         settings.db_path = args.db
     state = create_state(config, settings)
     state.catalog.preload()  # a bad model spec fails here, as one line, not on the first call
-    mcp = build_server(state, local_files=not args.http)
+    if args.pipeline:
+        try:  # an unknown pipeline fails here, with the names known, not on the first call
+            state.catalog.resolve(args.pipeline, None, None)
+        except ApiError as e:
+            raise UserError(e.detail) from None
+    mcp = build_server(state, local_files=not args.http, pipeline=args.pipeline)
     try:
         if not args.http:
             print(f"veracity mcp: stdio; runs in {settings.db_path}; models: {', '.join(state.catalog.models)}",

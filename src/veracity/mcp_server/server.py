@@ -44,10 +44,11 @@ def _progress(ctx: Context):
     return report
 
 
-def build_server(state: "ServerState", *, local_files: bool) -> MCPServer:
+def build_server(state: "ServerState", *, local_files: bool, pipeline: str | None = None) -> MCPServer:
     """The MCP server over `state` (server.app.create_state). `local_files`: check_claim may read an image from
-    a path on this machine (stdio, where the client runs here too)."""
-    tools = Tools(state, local_files=local_files)
+    a path on this machine (stdio, where the client runs here too). `pipeline`: the claim pipeline of a call
+    that names none."""
+    tools = Tools(state, local_files=local_files, pipeline=pipeline)
     mcp = MCPServer(name="veracity", version=__version__, instructions=INSTRUCTIONS)
 
     @mcp.tool(title="Check a claim", annotations=CHECK,
@@ -57,8 +58,9 @@ def build_server(state: "ServerState", *, local_files: bool) -> MCPServer:
     async def check_claim(
             ctx: Context,
             claim: Annotated[str, Field(description="the statement to check")],
-            pipeline: Annotated[str | None, Field(description="qacheck (default), defame, verifier, direct, ... "
-                                                              "(the pipelines of `veracity pipelines`)")] = None,
+            pipeline: Annotated[str | None, Field(description="the pipeline (default: the server's --pipeline, else "
+                                                              "qacheck): qacheck, defame, verifier, direct, ... "
+                                                              "(`veracity pipelines`)")] = None,
             date: Annotated[str | None, Field(description="when the claim was made, YYYY-MM-DD: later sources "
                                                           "are not used")] = None,
             image_path: Annotated[str | None, Field(description="an image the claim is about, as a path on this "

@@ -47,9 +47,10 @@ class Tools:
     """The tools over one ServerState. `local_files`: image paths are read from this machine's disk (stdio: the
     client runs here); over HTTP they are refused."""
 
-    def __init__(self, state: "ServerState", *, local_files: bool) -> None:
+    def __init__(self, state: "ServerState", *, local_files: bool, pipeline: str | None = None) -> None:
         self.s = state
         self.local_files = local_files
+        self.pipeline = pipeline  # of a claim or text check that names none
 
     # -- following a run --------------------------------------------------------------------------------------
 
@@ -109,7 +110,7 @@ class Tools:
         uploads = None
         if image_path is not None or image_base64 is not None:
             uploads = [self._image(image_path, image_base64)]
-        body = CheckIn(claim=claim, pipeline=pipeline, date=date)
+        body = CheckIn(claim=claim, pipeline=pipeline or self.pipeline, date=date)
         run_id, _ = await self._started(lambda: start_check(self.s, body, CLIENT, uploads))
         run, steps = await self.follow(run_id, progress)
         r = run.get("result") or {}
@@ -143,7 +144,7 @@ class Tools:
                          max_claims: int | None = None) -> sc.TextResult:
         if max_claims is not None and max_claims < 1:
             raise ToolError(f"max_claims must be at least 1, not {max_claims}")
-        body = TextIn(text=text, pipeline=pipeline, max_claims=max_claims)
+        body = TextIn(text=text, pipeline=pipeline or self.pipeline, max_claims=max_claims)
         run_id, _, _ = await self._started(lambda: start_text(self.s, body, CLIENT))
         run, steps = await self.follow(run_id, progress)
         d = detail(self.s, run, steps)["text"] or {}
