@@ -169,7 +169,8 @@ def throughput(args, claims: list[Claim], work: Path) -> None:
             proc.terminate()
             proc.wait(timeout=30)
         print(f"{slots} slot(s): {rates[slots]:.1f} claims/min", file=sys.stderr, flush=True)
-    print(f"\nThroughput, QACheck on {len(claims)} HoVer claims, {server_line(args.server, args.threads, args.server_arg, args.slots)}:")
+    line = server_line(args.server, args.threads, args.server_arg, args.slots)
+    print(f"\nThroughput, QACheck on {len(claims)} HoVer claims, {line}:")
     print("| slots | workers | claims/min | vs 1 slot |")
     print("|---:|---:|---:|---:|")
     for slots, rate in rates.items():
@@ -227,15 +228,20 @@ def main() -> int:
           f"embedded: the same GGUF, {args.threads} threads")
     print("| pipeline | backend | items | s/item median (min-max) | calls/item | prompt tok sent/item | "
           "prompt tok evaluated/item | decisions | verdicts given | with a confidence | uncertain | "
-          "uncertain as embedded |")
-    print("|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|")
+          "uncertain as embedded | label as embedded | mean abs. confidence difference |")
+    print("|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")
     embedded = {name: r for name, backend, r in rows if backend == "embedded"}
     for name, backend, r in rows:
         s = r["secs"]
         vs = r["verdicts"]
-        same = "" if backend == "embedded" or name not in embedded else \
-            f"{sum(a[2] == b[2] for a, b in zip(vs, embedded[name]['verdicts']))}/{r['n']}"
-        print(f"| {name} | {backend} | {r['n']} | {statistics.median(s):.1f} ({min(s):.1f}-{max(s):.1f}) | "
+        same = " | | "
+        if backend != "embedded" and name in embedded:
+            pairs = list(zip(vs, embedded[name]["verdicts"]))
+            diffs = [abs(a[1] - b[1]) for a, b in pairs if a[1] is not None and b[1] is not None]
+            same = (f"{sum(a[2] == b[2] for a, b in pairs)}/{r['n']} | "
+                    f"{sum(a[0] == b[0] for a, b in pairs)}/{r['n']} | "
+                    f"{statistics.mean(diffs) if diffs else float('nan'):.3f}")
+        print(f"| {name} | {backend} | {r['n']} | {statistics.median(s):.2f} ({min(s):.1f}-{max(s):.1f}) | "
               f"{r['calls']:.1f} | {r['sent']:.0f} | {r['evaluated']:.0f} | "
               f"{', '.join(f'{k} {v}' for k, v in sorted(r['methods'].items()))} | {r['given']}/{r['n']} | "
               f"{sum(c is not None for _, c, _ in vs)}/{r['n']} | {sum(u for *_, u in vs)}/{r['n']} | {same} |")

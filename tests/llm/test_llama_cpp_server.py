@@ -37,7 +37,8 @@ def test_every_recorded_log_probability_format_is_read(case):
     assert len(top) >= 10 and all(v <= 0 for v in top.values())
     # the token the server chose is its likeliest one
     choice = reply_of(case)["choices"][0]
-    said = choice.get("text") if endpoint == "completions" else (choice.get("delta") or choice.get("message"))["content"]
+    message = choice.get("delta") or choice.get("message") or {}
+    said = choice.get("text") if endpoint == "completions" else message["content"]
     assert said and max(top, key=top.get) == said
 
 

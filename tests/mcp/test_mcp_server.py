@@ -21,8 +21,8 @@ from stub_server import StubServer
 
 CLAIM = "The Orrin Bridge stands in Tallinn."
 TOOLS = {"check_claim", "check_text", "check_answer", "search_evidence", "get_run"}
-INDEX_DOCS = [{"id": "orrin", "title": "Orrin Bridge", "text": "The Orrin Bridge is a stone bridge in Tallinn, Estonia. "
-               "It was built in 1871."},
+INDEX_DOCS = [{"id": "orrin", "title": "Orrin Bridge",
+               "text": "The Orrin Bridge is a stone bridge in Tallinn, Estonia. It was built in 1871."},
               {"id": "kestrel", "title": "Kestrel Bay", "text": "Kestrel Bay is a novel written by Mara Lind in 1999."}]
 
 
@@ -36,7 +36,8 @@ def index(tmp_path, env):
     docs = tmp_path / "docs.jsonl"
     docs.write_text("".join(json.dumps(d) + "\n" for d in INDEX_DOCS))
     out = tmp_path / "index"
-    r = subprocess.run([sys.executable, "-m", "veracity.cli", "index", "build", str(docs), "--out", str(out)], capture_output=True, text=True, env=env, timeout=300)
+    r = subprocess.run([sys.executable, "-m", "veracity.cli", "index", "build", str(docs), "--out", str(out)],
+                       capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     return out
 
@@ -63,7 +64,8 @@ def test_stdio_lists_the_tools_and_checks_a_claim_with_progress(tmp_path, env):
             assert set(listed) == TOOLS
             claim_tool = listed["check_claim"]
             assert claim_tool.input_schema["required"] == ["claim"]
-            assert {"label", "confidence", "uncertain", "evidence", "run_id"} <= set(claim_tool.output_schema["properties"])
+            outputs = set(claim_tool.output_schema["properties"])
+            assert {"label", "confidence", "uncertain", "evidence", "run_id"} <= outputs
 
             async def on_progress(done, total, message):
                 progress.append((done, message))
@@ -133,7 +135,8 @@ def test_stdio_text_answer_search_and_get_run_over_an_index(tmp_path, env, index
     assert not text.is_error, text.content
     t = text.structured_content
     first, second = t["claims"]
-    assert first["spans"] == [[0, 35]] and first["label"] == "Supported" and first["outcome"] in ("supported", "uncertain")
+    assert first["spans"] == [[0, 35]] and first["label"] == "Supported"
+    assert first["outcome"] in ("supported", "uncertain")
     assert "Tallinn" in first["evidence"][0]["text"]
     assert second["outcome"] == "ambiguous"  # "It" names nothing on its own
     assert not answer.is_error, answer.content

@@ -63,8 +63,9 @@ def build_server(state: "ServerState", *, local_files: bool, pipeline: str | Non
                                                               "(`veracity pipelines`)")] = None,
             date: Annotated[str | None, Field(description="when the claim was made, YYYY-MM-DD: later sources "
                                                           "are not used")] = None,
-            image_path: Annotated[str | None, Field(description="an image the claim is about, as a path on this "
-                                                                "machine (stdio only; pipelines that take images)")] = None,
+            image_path: Annotated[str | None, Field(description="an image the claim is about, as a path on "
+                                                                "this machine (stdio only; pipelines that take "
+                                                                "images)")] = None,
             image_base64: Annotated[str | None, Field(description="or the image's bytes in base64 (or a data: URL)")]
             = None) -> Annotated[CallToolResult, sc.ClaimResult]:
         r = await tools.check_claim(_progress(ctx), claim, pipeline, date, image_path, image_base64)

@@ -61,16 +61,18 @@ class Tools:
             raise tool_error(e) from None
 
     async def follow(self, run_id: str, progress: Progress) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """Wait for the run, reporting each step; (the stored run, its steps without model calls). A ToolError
-        when it failed; cancelled (the client's cancellation) -> the run is stopped."""
+        """Wait for the run, reporting each step but the model calls; (the stored run, its steps without model
+        calls). A ToolError when it failed; cancelled (the client's cancellation) -> the run is stopped."""
         done = False
         view = LiveView()
         count = 0
 
         async def step(data: dict[str, Any]) -> None:
             nonlocal count
-            count += 1
             status = view.add(data)["status"]
+            if data.get("stage") == "model_call":  # a call inside a step: the step says what is done
+                return
+            count += 1
             await progress(count, status or str(data.get("stage", "")).replace("_", " "))
 
         live = self.s.manager.subscribe(run_id, asyncio.get_running_loop())
