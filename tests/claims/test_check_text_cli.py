@@ -2,6 +2,7 @@
 verifier deciding, the JSON result, the HTML report (spans coloured, untrusted text escaped), and bad input."""
 
 import json
+import re
 import subprocess
 
 import pytest
@@ -65,10 +66,62 @@ def test_html_report_colours_spans_by_verdict_and_keeps_injected_markup_inert(tm
     page = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert "<script>" not in page and "&lt;script&gt;" in page
     assert "Content-Security-Policy" in page and "script-src" not in page.split("default-src 'none'")[0]
-    assert '<summary class="o-supported">Marie Curie was born in Warsaw.</summary>' in page
-    assert '<summary class="o-ambiguous">He lost it.</summary>' in page
-    assert page.count('class="o-not_checked"') >= 1  # over --max-claims 2: shown, not checked
-    assert "second-longest river in Europe" in page or "Warsaw" in page  # evidence inside the details
+    assert re.search(r'<mark class="o-supported" id="p-\d+"><a href="#claim-\d+" title="claim \d+: Supported '
+                     r'\([\d.]+\)">Marie Curie was born in Warsaw.</a></mark>', page)
+    assert re.search(r'<mark class="o-ambiguous"[^>]*><a [^>]*>He lost it.</a></mark>', page)
+    assert page.count('class="b o-not_checked"') >= 1  # over --max-claims 2: listed, not checked
+    assert "second-longest river in Europe" in page or "Warsaw" in page  # evidence in the claims' list
+
+
+FLOWING = ("Marie Curie was born in Warsaw. She won the Nobel Prize in Physics in 1903.\nDo you like rivers?\n\n"
+           "The Danube is the longest river in Asia. He lost it.\n")
+
+
+@pytest.fixture
+def report_page(chromium_path):
+    from playwright.sync_api import sync_playwright
+
+    from conftest import CHROMIUM_ARGS
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 375, "height": 700})
+        page.set_default_timeout(15_000)
+        yield page
+        browser.close()
+
+
+def test_reports_show_the_text_as_written_with_the_passages_marked_in_place(tmp_path, cli_env, index, scripted,
+                                                                             report_page):
+    (tmp_path / "t.md").write_text(FLOWING, encoding="utf-8")
+    run(["check-text", "t.md", "--index", index, "--report", "r.html", *scripted], cli_env, tmp_path)
+    run(["check-text", "t.md", "--index", index, "--report", "r.md", *scripted], cli_env, tmp_path)
+
+    page = report_page
+    page.goto((tmp_path / "r.html").as_uri())
+    # the text reads as written: its words, line breaks and paragraphs, nothing in between
+    assert page.locator(".text").inner_text() == FLOWING.rstrip("\n") or \
+        page.locator(".text").inner_text() == FLOWING
+    born, won = page.locator("mark", has_text="born in Warsaw"), page.locator("mark", has_text="Nobel Prize")
+    # marked inline: the second sentence follows the first on its line, with no leading space of its own
+    first_box = "e => { const r = e.getClientRects()[0]; return [r.top, r.left, r.right]; }"
+    (b_top, _, b_right), (w_top, w_left, _) = born.evaluate(first_box), won.evaluate(first_box)
+    assert abs(b_top - w_top) < 2 and w_left > b_right, (b_top, b_right, w_top, w_left)
+    assert born.evaluate("e => getComputedStyle(e).display") == "inline"
+    # a passage links to its claim's entry below (verdict and evidence), which links back
+    won.get_by_role("link").click()
+    entry = page.locator("ol.claims > li:target")
+    assert "Uncertain" in entry.inner_text() and "Marie Curie" in entry.inner_text()
+    assert entry.is_visible() and 0 <= entry.bounding_box()["y"] < 700
+    entry.get_by_role("link", name="(in the text)").click()
+    assert page.locator("mark:target").inner_text() == "She won the Nobel Prize in Physics in 1903."
+
+    md = (tmp_path / "r.md").read_text(encoding="utf-8")
+    text = md.split("## Text")[1].split("## Claims")[0]
+    assert ("**Marie Curie was born in Warsaw.**\\[1\\] **She won the Nobel Prize in Physics in 1903.**\\[2\\]\\\n"
+            "**Do you like rivers?**\\[3\\]\n\n**The Danube is the longest river in Asia.**\\[4\\]") in text
+    # where each passage is, in words
+    assert "(characters 0-31)" in md and "\\[(" not in md
 
 
 def test_text_with_no_checkable_claim_is_said_plainly(tmp_path, cli_env, index, scripted):

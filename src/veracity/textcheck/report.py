@@ -1,5 +1,7 @@
-"""The report of a checked text: Markdown, or one self-contained HTML page showing the text with each claim's
-span coloured by its outcome; clicking a span opens its claims, verdicts and evidence (HTML <details>, no script).
+"""The report of a checked text: Markdown, or one self-contained HTML page. Both show the text as it was written
+(its paragraphs and line breaks) with each claim's passage marked in place, then the claims in a numbered list: in
+the HTML each passage is a <mark> coloured by its outcome, linking to its claims' entries (verdict, evidence) and
+back; in the Markdown a passage is in bold with its claims' numbers after it. No script.
 
 Everything in the page that came from the text, a page, an index or a model is escaped (`html.escape`); links go
 only to http(s) URLs; a Content-Security-Policy meta forbids scripts, external styles and fetches, so text that
@@ -9,20 +11,22 @@ holds `<script>` stays inert. The Markdown escapes the same text with the check 
 from __future__ import annotations
 
 import html
-from typing import Any
+import re
+from typing import Any, Iterable
 
 from ..report import evidence_word, html_page, md_link, md_text, write_report_as
 from ..steps import http_url, memory_marked
-from .outcomes import LABELS, marks, summary_rows
+from .outcomes import LABELS, Span, marks, summary_rows
 from .run import ClaimResult, TextCheck
 
 _CSS = """
 body{font:16px/1.6 system-ui,sans-serif;max-width:50rem;margin:2rem auto;padding:0 1rem;color:#1d2733}
 .text{white-space:pre-wrap;border:1px solid #d5dbe3;padding:1rem;border-radius:.4rem}
-details.c{display:inline}details.c>summary{display:inline;cursor:pointer;list-style:none;border-radius:.2rem}
-details.c>summary::-webkit-details-marker{display:none}
-.pop{display:block;white-space:normal;margin:.3rem 0;padding:.5rem .75rem;background:#f7f9fb;
-border-left:4px solid #9fb3c8;font-size:.9rem}
+mark{color:inherit;border-radius:.2rem;padding:0 .1rem}mark a{color:inherit;text-decoration:none}
+mark a:hover,mark a:focus{text-decoration:underline}mark sup a{color:#0b5cad}
+ol.claims>li{margin:.6rem 0;padding:.3rem .5rem;scroll-margin-top:1rem}
+ol.claims>li:target,mark:target{outline:3px solid #0b5cad}
+ol.claims .src{color:#4a5562;font-size:.9rem}
 .o-supported{background:#d3f2d9}.o-refuted{background:#f9d0d0}.o-uncertain{background:#fdebc2}
 .o-ambiguous{background:#e5d9f6}.o-not_checkable{background:#eceff3}.o-not_checked{background:#f3f3f3}
 .o-failed{background:#fde2c8;outline:1px dashed #b45309}
@@ -43,6 +47,41 @@ def _verdict(r: ClaimResult) -> str:
 
 # -- Markdown ------------------------------------------------------------------------------------------------
 
+def _span_words(spans: Iterable[Span]) -> str:
+    """Where a claim's passage is in the text, in words: "characters 0-31", several spans joined."""
+    return "characters " + ", ".join(f"{s}-{e}" for s, e in spans)
+
+
+def _md_piece(text: str) -> str:
+    """A stretch of one line in Markdown: escaped (`md_text`), a space kept at either end where it had one."""
+    core = md_text(text)
+    if not core:
+        return " " if text else ""
+    return (" " if text[:1].isspace() else "") + core + (" " if text[-1:].isspace() else "")
+
+
+def _marked_markdown(check: TextCheck) -> str:
+    """The source text in Markdown with its line breaks (hard breaks) and paragraphs, each stretch that claims
+    cover in bold followed by its claims' numbers, e.g. **She was born in Warsaw.**\\[2\\]."""
+    lines: list[str] = [""]
+    for part, ids, _ in _segments(check):
+        for i, piece in enumerate(part.split("\n")):
+            if i:
+                lines.append("")
+            if not lines[-1]:
+                piece = piece.lstrip()
+            md = _md_piece(piece)
+            if ids and md.strip():
+                md = md.replace(md.strip(), f"**{md.strip()}**", 1)
+            lines[-1] += md
+        if ids:  # after the passage's last words (not on a line of its own when it ends with a line break)
+            at = max((i for i, line in enumerate(lines) if line.strip()), default=len(lines) - 1)
+            lines[at] = lines[at].rstrip() + "\\[" + ", ".join(map(str, ids)) + "\\]"
+    lines = [line.rstrip() for line in lines]
+    out = [line + ("\\" if line and i + 1 < len(lines) and lines[i + 1] else "") for i, line in enumerate(lines)]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip("\n")
+
+
 def to_markdown(check: TextCheck) -> str:
     src = check.source
     lines = [f"# Fact-check of {md_text(src.title or src.origin)}", "",
@@ -53,11 +92,12 @@ def to_markdown(check: TextCheck) -> str:
     if check.stopped:
         lines += [f"*Stopped early: {md_text(check.stopped)}*", ""]
     lines += ["| outcome | claims |", "|---|---|"] + [f"| {a} | {b} |" for a, b in summary_rows(check.summary())]
-    lines += ["", "## Claims", ""]
+    lines += ["", "## Text", "", "*Each claim's passage in bold, its claims' numbers after it.*", "",
+              _marked_markdown(check), "", "## Claims", ""]
     for r in check.results:
         quote = " … ".join(check.source.text[s:e] for s, e in r.claim.spans)
         lines.append(f"{r.claim.id}\\. **{_verdict(r)}** {md_text(r.claim.text)}")
-        lines.append(f"   - source: “{md_text(quote)}” (characters {md_text(r.claim.spans)})")
+        lines.append(f"   - source: “{md_text(quote)}” ({md_text(_span_words(r.claim.spans))})")
         if r.note:
             lines.append(f"   - {md_text(r.note)}")
         for ev in memory_marked(r.evidence):
@@ -69,8 +109,11 @@ def to_markdown(check: TextCheck) -> str:
 
 # -- HTML ----------------------------------------------------------------------------------------------------
 
-def _claim_html(r: ClaimResult) -> str:
-    parts = [f"<b class=\"b o-{r.outcome}\">{_e(_verdict(r))}</b> #{r.claim.id} {_e(r.claim.text)}"]
+def _claim_html(r: ClaimResult, passage: str | None) -> str:
+    """A claim's entry in the list under the text: its verdict, its words, a link back to its passage (`passage`,
+    the id of its first mark in the text), why it was not checked, and its evidence."""
+    back = (f" <a class=\"src\" href=\"#{passage}\">(in the text)</a>" if passage else "")
+    parts = [f"<b class=\"b o-{r.outcome}\">{_e(_verdict(r))}</b> {_e(r.claim.text)}{back}"]
     if r.note:
         parts.append(f"<br><i>{_e(r.note)}</i>")
     if r.evidence:
@@ -85,19 +128,37 @@ def _claim_html(r: ClaimResult) -> str:
     return "".join(parts)
 
 
-def _marked_text(check: TextCheck) -> str:
-    """The source text, each stretch that claims cover (`outcomes.marks`) in a <details> coloured by its outcome."""
-    text = check.source.text
-    by_id = {r.claim.id: r for r in check.results}
-    out, pos = [], 0
+def _segments(check: TextCheck) -> list[tuple[str, list[int], str]]:
+    """The text in order as (text, claim ids, outcome): the stretches that claims cover (`outcomes.marks`) with
+    their claims, the rest with none."""
+    text, out, pos = check.source.text, [], 0
     for m in marks((r.claim.id, r.claim.spans, r.outcome) for r in check.results):
-        out.append(_e(text[pos:m["start"]]))
-        pop = "".join(f"<span class=\"pop\">{_claim_html(by_id[c])}</span>" for c in m["claims"])
-        out.append(f"<details class=\"c\"><summary class=\"o-{m['outcome']}\">{_e(text[m['start']:m['end']])}"
-                   f"</summary>{pop}</details>")
+        if m["start"] > pos:
+            out.append((text[pos:m["start"]], [], ""))
+        out.append((text[m["start"]:m["end"]], m["claims"], m["outcome"]))
         pos = m["end"]
-    out.append(_e(text[pos:]))
-    return "".join(out)
+    if pos < len(text):
+        out.append((text[pos:], [], ""))
+    return out
+
+
+def _marked_text(check: TextCheck) -> tuple[str, dict[int, str]]:
+    """The source text as written (shown pre-wrapped), each stretch that claims cover an inline <mark> coloured by
+    its outcome and linking to its first claim's entry below (the others' numbers after it); and the id of each
+    claim's first mark, for the entries' links back."""
+    by_id = {r.claim.id: r for r in check.results}
+    out, first_mark = [], {}
+    for n, (part, ids, outcome) in enumerate(_segments(check)):
+        if not ids:
+            out.append(_e(part))
+            continue
+        for c in ids:
+            first_mark.setdefault(c, f"p-{n}")
+        title = "; ".join(f"claim {c}: {_verdict(by_id[c])}" for c in ids)
+        more = "".join(f" <a href=\"#claim-{c}\">{c}</a>" for c in ids[1:])
+        out.append(f"<mark class=\"o-{outcome}\" id=\"p-{n}\"><a href=\"#claim-{ids[0]}\" title=\"{_e(title)}\">"
+                   f"{_e(part)}</a>{f'<sup>{more}</sup>' if more else ''}</mark>")
+    return "".join(out), first_mark
 
 
 def to_html(check: TextCheck) -> str:
@@ -106,11 +167,12 @@ def to_html(check: TextCheck) -> str:
     rows = "".join(f"<tr><th>{_e(a)}</th><td>{_e(b)}</td></tr>" for a, b in summary_rows(check.summary()))
     notes = "".join(f"<p><i>{_e(n)}</i></p>" for n in (check.note, check.stopped and f"Stopped early: "
                                                        f"{check.stopped}", src.note) if n)
-    claims = "".join(f"<li><details><summary><b class=\"b o-{r.outcome}\">{_e(_verdict(r))}</b> {_e(r.claim.text)}"
-                     f"</summary>{_claim_html(r)}</details></li>" for r in check.results)
+    text, first_mark = _marked_text(check)
+    claims = "".join(f"<li id=\"claim-{r.claim.id}\" value=\"{r.claim.id}\">"
+                     f"{_claim_html(r, first_mark.get(r.claim.id))}</li>" for r in check.results)
     body = (f"<h1>{_e(title)}</h1>\n<p>Pipeline {_e(check.pipeline)} · model {_e(check.model)} · claims extracted "
             f"by {_e(check.extraction.method)} · click a highlighted passage for its verdict and evidence</p>\n"
-            f"{notes}<table>{rows}</table>\n<h2>Text</h2>\n<div class=\"text\">{_marked_text(check)}</div>\n"
+            f"{notes}<table>{rows}</table>\n<h2>Text</h2>\n<div class=\"text\">{text}</div>\n"
             f"<h2>Claims</h2>\n<ol class=\"claims\">{claims}</ol>\n")
     return html_page(title, _CSS, body)
 
