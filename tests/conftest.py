@@ -210,3 +210,16 @@ def chromium_path():
     except ImportError:
         pytest.skip("the playwright package is not installed (pip install playwright; never `playwright install`)")
     return CHROMIUM
+
+
+@pytest.fixture
+def report_page(chromium_path):
+    """A page of Debian's chromium at a phone's width (375 x 700), for opening a written report (file://)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 375, "height": 700})
+        page.set_default_timeout(15_000)
+        yield page
+        browser.close()

@@ -42,6 +42,31 @@ def md_text(text: Any) -> str:
     return _MD_BLOCK_START.sub(lambda m: "\\" + m.group(1) if m.group(1) else f"{m.group(2)}\\{m.group(3)}", text)
 
 
+def md_piece(text: str) -> str:
+    """A stretch of one line placed in Markdown (`md_text`), a space kept at either end where it had one: for text
+    put together from pieces (a link between two, a passage marked in a line)."""
+    core = md_text(text)
+    if not core:
+        return " " if text else ""
+    return (" " if text[:1].isspace() else "") + core + (" " if text[-1:].isspace() else "")
+
+
+# a model's Markdown link to an http(s) URL, [label](https://...), its URL allowed one level of parentheses
+_MD_HTTP_LINK = re.compile(r"\[([^\[\]]{1,300})\]\(\s*<?(https?://[^\s<>()]*(?:\([^\s<>()]*\)[^\s<>()]*)*)>?\s*\)", re.I)
+
+
+def md_text_links(text: Any) -> str:
+    """Untrusted text with the model's Markdown links in it (a justification citing its sources): as `md_text`,
+    each link to an http(s) URL kept a link (`md_link`); any other link stays as its escaped text."""
+    text = " ".join(str(text).split())
+    out, pos = [], 0
+    for m in _MD_HTTP_LINK.finditer(text):
+        out += [md_piece(text[pos:m.start()]), md_link(m[1], m[2])]
+        pos = m.end()
+    out.append(md_piece(text[pos:]))
+    return "".join(out).strip()
+
+
 def _md_strong(text: Any) -> str:
     """Untrusted text in bold (a label); an empty one as *(none)* (`****` would be a horizontal rule)."""
     text = md_text(text)
@@ -242,12 +267,12 @@ def _record_sections(record: "Record", result: CheckResult, image_url: ImageLink
                         lines.append(f"- {where}{when}: *not relevant (summarizer said NONE)*")
                 lines += [""]
             elif isinstance(s, Develop):
-                lines += ["### Reasoning", "", md_text(s.text) or "*(empty)*", ""]
+                lines += ["### Reasoning", "", md_text_links(s.text) or "*(empty)*", ""]
             elif isinstance(s, Judge):
                 conf = f" (confidence {s.confidence:.2f})" if s.confidence is not None else ""
                 lines += ["### Judgement", "", f"{_md_strong(s.label)}{conf}"]
                 if s.findings:
-                    lines += ["", f"Key findings: {md_text(s.findings)}"]
+                    lines += ["", f"Key findings: {md_text_links(s.findings)}"]
                 if s.verifier:
                     lines += ["", "Trained verifier, per finding (supported / refuted / not enough information):", ""]
                     lines += [f"- {md_text(str(v.get('source', '')))}: {v.get('supported', 0):.2f} / "
@@ -257,9 +282,10 @@ def _record_sections(record: "Record", result: CheckResult, image_url: ImageLink
                 lines += [""]
     if record.justification is not None:
         j = record.justification
-        lines += ["## Justification", "", md_text(j.text) or "*(empty)*", ""]
+        lines += ["## Justification", "", md_text_links(j.text) or "*(empty)*", ""]
         if j.sources:
-            lines += ["Sources: " + ", ".join(md_link(x, x) for x in dict.fromkeys(map(str, j.sources))), ""]
+            lines += ["Sources: " + ", ".join(md_text_links(x) if _MD_HTTP_LINK.search(x) else md_link(x, x)
+                                              for x in dict.fromkeys(map(str, j.sources))), ""]
     return lines
 
 
@@ -292,7 +318,7 @@ def to_markdown(result: CheckResult, image_url: ImageLink | None = None) -> str:
                 lines += [f"**{head}:**", ""] + [f"> {e}" for e in ev] + [""]
     lines += ["## Prediction with rationale", "", _md_strong(v.label), ""]
     if v.rationale and record is None:  # DEFAME's rationale is the justification, shown above
-        lines += [md_text(v.rationale), ""]
+        lines += [md_text_links(v.rationale), ""]
     if v.parse_failures:
         lines += ["## What the model got wrong", ""] + [f"- {md_text(p)}" for p in v.parse_failures] + [""]
     by_stage = result.usage.get("by_stage", {})
@@ -452,7 +478,10 @@ h1{font-size:1.5rem;line-height:1.3}h2{font-size:1.2rem;margin-top:2rem;border-b
 h3{font-size:1.05rem}blockquote{margin:.5rem 0;padding:.4rem .8rem;border-left:4px solid #9fb3c8;
 background:#f4f7fa}ul,ol{padding-left:1.25rem}a,code{overflow-wrap:anywhere;word-break:break-word}
 pre{max-width:100%;overflow-x:auto;white-space:pre}pre code{overflow-wrap:normal;word-break:normal}
-table{display:block;max-width:100%;overflow-x:auto;border-collapse:collapse}
+.wide{max-width:100%;overflow-x:auto;margin:.75rem 0;background:linear-gradient(to right,#fff 30%,#fff0) left/2rem 100%
+no-repeat local,linear-gradient(to left,#fff 30%,#fff0) right/2rem 100% no-repeat local,radial-gradient(farthest-side at
+0 50%,#0004,#0000) left/.8rem 100% no-repeat scroll,radial-gradient(farthest-side at 100% 50%,#0004,#0000) right/.8rem
+100% no-repeat scroll}.wide:focus-visible{outline:3px solid #1f6feb}table{border-collapse:collapse}
 td,th{border:1px solid #d5dbe3;padding:.25rem .5rem;overflow-wrap:normal;word-break:normal}
 td{text-align:right}td:first-child{text-align:left}a{color:#0b5cad}
 img{max-width:100%;height:auto;max-height:24rem;object-fit:contain}
@@ -514,6 +543,21 @@ def _safe_targets(allowed: set[str], embed: Callable[[str], "str | None"]) -> Ca
     return rule
 
 
+def _scrolling_tables(md: Any) -> None:
+    """Each table in a container that scrolls sideways when the table is wider than the page (a phone), with a
+    shadow at the edge that hides more columns (`.wide` in _CSS): the cue that it scrolls. Focusable, so that the
+    keyboard scrolls it too."""
+    def table_open(renderer: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+        return ('<div class="wide" role="region" aria-label="Table" tabindex="0">'
+                + renderer.renderToken(tokens, idx, options, env))
+
+    def table_close(renderer: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+        return renderer.renderToken(tokens, idx, options, env) + "</div>\n"
+
+    md.add_render_rule("table_open", table_open)
+    md.add_render_rule("table_close", table_close)
+
+
 def report_csp(img_src: str) -> str:
     """A report's Content-Security-Policy: no script, fetch, external style or form; images only from `img_src`."""
     return f"default-src 'none'; style-src 'unsafe-inline'; img-src {img_src}; base-uri 'none'; form-action 'none'"
@@ -549,6 +593,7 @@ def markdown_to_html(markdown: str, title: str, images: Iterable[str] = (),
 
     md.validateLink = validate  # type: ignore[method-assign]
     md.core.ruler.push("veracity_safe_targets", _safe_targets(allowed, embed or embed_local))
+    _scrolling_tables(md)
     # remote images stay linked; an own image too large to embed stays a file path
     return html_page(title, _CSS, md.render(markdown), img_src="data: https: http: file: 'self'")
 

@@ -77,20 +77,6 @@ FLOWING = ("Marie Curie was born in Warsaw. She won the Nobel Prize in Physics i
            "The Danube is the longest river in Asia. He lost it.\n")
 
 
-@pytest.fixture
-def report_page(chromium_path):
-    from playwright.sync_api import sync_playwright
-
-    from conftest import CHROMIUM_ARGS
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium_path, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 375, "height": 700})
-        page.set_default_timeout(15_000)
-        yield page
-        browser.close()
-
-
 def test_reports_show_the_text_as_written_with_the_passages_marked_in_place(tmp_path, cli_env, index, scripted,
                                                                              report_page):
     (tmp_path / "t.md").write_text(FLOWING, encoding="utf-8")

@@ -283,17 +283,23 @@ def web():
     stub.close()
 
 
-def test_cli_with_searxng_and_page_scraping(web, tmp_path, cli_env):
+def cli_check(web, tmp_path, cli_env, report):
+    """`veracity check --pipeline defame` over the SearXNG stub, writing `report`; its completed process."""
     rules_file = tmp_path / "rules.json"
     rules_file.write_text(json.dumps({"rules": [{"match": m, "reply": r} for m, r in rules(
         'web_search("Eiffel Tower 2023")') if isinstance(r, (str, list))] + [
         {"match": r"Summary:$", "reply": "The Eiffel Tower opened its summer season in Paris on 30 May 2023."}]}))
-    report = tmp_path / "r.html"
     r = subprocess.run([sys.executable, "-m", "veracity.cli", "check", "--pipeline", "defame", "--model",
                         f"scripted:{rules_file}", "--search", "searxng", "--searxng-url", web.url(),
                         "--allow-private-addresses", "--date", "2023-06-02", "--report", str(report), CLAIM],
                        capture_output=True, text=True, env=cli_env, timeout=120)
     assert r.returncode == 0, r.stderr
+    return r
+
+
+def test_cli_with_searxng_and_page_scraping(web, tmp_path, cli_env):
+    report = tmp_path / "r.html"
+    r = cli_check(web, tmp_path, cli_env, report)
     assert "[round 1] plan: web_search(\"Eiffel Tower 2023\")" in r.stdout
     assert "Verdict: Refuted" in r.stdout
     assert "politifact" in r.stdout and "claim date" in r.stdout  # the notes on what was dropped
@@ -303,6 +309,42 @@ def test_cli_with_searxng_and_page_scraping(web, tmp_path, cli_env):
     assert "<script" not in page
     query = [q for q in web.requests if q.path == "/search"][0].query
     assert query["q"] == "Eiffel Tower 2023" and query["format"] == "json"
+
+
+def test_html_report_on_a_phone_links_the_justifications_sources_and_scrolls_its_wide_table(web, tmp_path, cli_env,
+                                                                                            report_page):
+    from io import BytesIO
+
+    from PIL import Image
+
+    report = tmp_path / "r.html"
+    cli_check(web, tmp_path, cli_env, report)
+    page = report_page
+    page.goto(report.as_uri())
+    # the model's Markdown link in the justification is a link, not its raw text
+    link = page.get_by_role("link", name="Eiffel Tower summer season 2023")
+    assert link.get_attribute("href") == "https://example.org/eiffel-2023"
+    assert "](http" not in page.locator("body").inner_text()
+
+    # the usage table is wider than a phone: it scrolls in its own box, a shadow at the edge hiding more columns
+    box = page.get_by_role("region", name="Table").filter(has_text="completion tokens")
+    width = box.evaluate("e => [e.scrollWidth, e.clientWidth]")
+    assert width[0] > width[1] + 20, width
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375  # the page itself does not scroll
+
+    def edge_brightness(side: str) -> float:
+        shot = Image.open(BytesIO(box.screenshot())).convert("L")
+        x = shot.width - 4 if side == "right" else 1
+        column = [shot.getpixel((x + dx, y)) for dx in range(3) for y in range(shot.height)]
+        return sum(column) / len(column)
+
+    box.evaluate("e => { e.querySelector('table').style.visibility = 'hidden'; }")  # the box's own edges only
+    shaded_right, plain_left = edge_brightness("right"), edge_brightness("left")
+    box.evaluate("e => { e.scrollLeft = e.scrollWidth; }")
+    plain_right, shaded_left = edge_brightness("right"), edge_brightness("left")
+    # more to the right: that edge is shaded; scrolled to the end, the shade moves to the left edge
+    assert shaded_right < plain_right - 8 and shaded_left < plain_left - 8, (shaded_right, plain_right,
+                                                                          shaded_left, plain_left)
 
 
 def test_cli_without_the_private_address_opt_in_refuses_local_pages(web, tmp_path, cli_env):

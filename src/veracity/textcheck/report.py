@@ -14,7 +14,7 @@ import html
 import re
 from typing import Any, Iterable
 
-from ..report import evidence_word, html_page, md_link, md_text, write_report_as
+from ..report import evidence_word, html_page, md_link, md_piece, md_text, write_report_as
 from ..steps import http_url, memory_marked
 from .outcomes import LABELS, Span, marks, summary_rows
 from .run import ClaimResult, TextCheck
@@ -52,14 +52,6 @@ def _span_words(spans: Iterable[Span]) -> str:
     return "characters " + ", ".join(f"{s}-{e}" for s, e in spans)
 
 
-def _md_piece(text: str) -> str:
-    """A stretch of one line in Markdown: escaped (`md_text`), a space kept at either end where it had one."""
-    core = md_text(text)
-    if not core:
-        return " " if text else ""
-    return (" " if text[:1].isspace() else "") + core + (" " if text[-1:].isspace() else "")
-
-
 def _marked_markdown(check: TextCheck) -> str:
     """The source text in Markdown with its line breaks (hard breaks) and paragraphs, each stretch that claims
     cover in bold followed by its claims' numbers, e.g. **She was born in Warsaw.**\\[2\\]."""
@@ -70,7 +62,7 @@ def _marked_markdown(check: TextCheck) -> str:
                 lines.append("")
             if not lines[-1]:
                 piece = piece.lstrip()
-            md = _md_piece(piece)
+            md = md_piece(piece)
             if ids and md.strip():
                 md = md.replace(md.strip(), f"**{md.strip()}**", 1)
             lines[-1] += md
