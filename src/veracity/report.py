@@ -52,7 +52,8 @@ def md_piece(text: str) -> str:
 
 
 # a model's Markdown link to an http(s) URL, [label](https://...), its URL allowed one level of parentheses
-_MD_HTTP_LINK = re.compile(r"\[([^\[\]]{1,300})\]\(\s*<?(https?://[^\s<>()]*(?:\([^\s<>()]*\)[^\s<>()]*)*)>?\s*\)", re.I)
+_MD_HTTP_LINK = re.compile(r"\[([^\[\]]{1,300})\]\(\s*<?(https?://[^\s<>()]*(?:\([^\s<>()]*\)[^\s<>()]*)*)>?\s*\)",
+                           re.I)
 
 
 def md_text_links(text: Any) -> str:
