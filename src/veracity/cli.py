@@ -114,9 +114,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from .eval.report import build_report
 
     config = config_from(args)
+    if args.averitec_out and args.dataset.strip().lower() != "averitec":
+        raise UserError("--averitec-out needs --dataset averitec")
     dataset = load_dataset(args.dataset, args.path, setting=args.setting)
     summary = _run_items(args, config, dataset, "Evaluating", limit=args.limit, seed=args.seed,
                          retrieval_mode=args.retrieval)
+    if dataset.name == "averitec":
+        from .eval.averitec import write_outputs
+        from .eval.report import load_rows
+
+        written = write_outputs(args.out, load_rows(args.out), dataset, args.averitec_out).get("written", [])
+        for path in written:
+            print(f"AVeriTeC submission: {path}")
     print()
     print(build_report(args.out, plots=not args.no_plots))
     return 1 if summary.errors else 0
@@ -219,6 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retrieval", choices=["bm25", "hybrid"], default="bm25",
                    help="how a pooled knowledge base is searched")
     p.add_argument("--no-plots", action="store_true", help="no confusion-matrix images")
+    p.add_argument("--averitec-out", metavar="FILE",
+                   help="averitec: also write the shared task's submission (label, justification, question-answer "
+                        "pairs with URLs) to FILE; several pipelines: FILE.<pipeline>.json each")
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("check-batch", parents=[model_options(), pipeline_options(), batch_options()],

@@ -207,3 +207,37 @@ def test_dev_gold_pairs_score_themselves_near_one(tmp_path):
     assert json.loads((tmp_path / "sub.json").read_text())[0]["claim"] == item.claim.text
     assert "| oracle | 1 | 100.00 |" in "\n".join(averitec.report_lines(tmp_path, "averitec"))
     assert out["pipelines"]["oracle"]["qa"] == s["qa"]
+
+
+def test_cli_writes_the_submission_and_the_report_shows_the_scores(tmp_path, cli_env):
+    """`veracity eval --dataset averitec --averitec-out FILE` on a two-claim file in AVeriTeC's format."""
+    import subprocess
+
+    from conftest import veracity_cmd
+
+    records = [{"claim": c, "label": l, "claim_date": "1-1-2020", "justification": "j",
+                "questions": [{"question": "Was it so?", "answers": [{"answer": "No", "answer_type": "Abstractive",
+                                                                      "source_url": "https://e.org"}]}]}
+               for c, l in [("The moon is made of cheese.", "Refuted"), ("Water is wet.", "Supported")]]
+    data = tmp_path / "dev.json"
+    data.write_text(json.dumps(records))
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"rules": [{"match": ".*", "reply": "Refuted"}]}))
+    out, sub = tmp_path / "out", tmp_path / "submission.json"
+    r = subprocess.run(veracity_cmd() + ["eval", "--dataset", "averitec", "--path", str(data), "--setting",
+                                         "closed-book", "--pipeline", "direct", "--model", f"scripted:{rules}",
+                                         "--out", str(out), "--no-plots", "--no-progress",
+                                         "--averitec-out", str(sub)],
+                       capture_output=True, text=True, env=cli_env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    entries = json.loads(sub.read_text())
+    assert [(e["claim_id"], e["pred_label"], e["evidence"]) for e in entries] == [(0, "Refuted", []),
+                                                                                 (1, "Refuted", [])]
+    scores = json.loads((out / averitec.SCORES).read_text())["pipelines"]["direct"]
+    assert scores == {"n": 2, "accuracy": 0.5, "q_only": 0.0, "qa": 0.0, "averitec": 0.0}
+    assert "| direct | 2 | 50.00 | 0.0000 | 0.0000 | 0.00 |" in r.stdout
+    assert "| direct | 2 | 50.00 |" in (out / "report.md").read_text()
+    bad = subprocess.run(veracity_cmd() + ["eval", "--dataset", "jsonl", "--path", str(data), "--out", str(out),
+                                           "--averitec-out", str(sub)],
+                         capture_output=True, text=True, env=cli_env, timeout=120)
+    assert bad.returncode == 2 and "--averitec-out needs --dataset averitec" in bad.stderr

@@ -11,6 +11,7 @@ from typing import Any, Callable, Sequence
 
 from ..errors import UserError
 from ..llm.base import NO_CONFIDENCES
+from .averitec import report_lines as averitec_lines
 from .metrics import accuracy, expected_calibration_error, macro_f1, per_class, reliability_bins
 from .runner import ITEMS, MANIFEST, read_done, read_manifest  # noqa: F401  (read_done keeps the file clean)
 
@@ -225,6 +226,7 @@ def build_report(out: str | Path, *, plots: bool = True) -> str:
             pc = per_class([r["gold"] for r in rs], [r["pred"] for r in rs], labels)
             lines.append(f"- {pipe}: " + "; ".join(f"{k} P {100 * v['precision']:.0f} R {100 * v['recall']:.0f} "
                                                     f"(n={v['support']})" for k, v in pc.items()))
+        lines += averitec_lines(out, ds)
         lines += coverage_lines([r for r in rows if r["dataset"] == ds])
         lines += reliability_lines([r for r in rows if r["dataset"] == ds])
         if plots:
