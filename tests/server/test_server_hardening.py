@@ -16,7 +16,7 @@ import pytest
 from conftest import VeracityServer, server_env, veracity_cmd, write_rules
 from stub_server import StubServer
 from test_server_api import CLAIM, finished, read_sse, start_check, wait_for
-from veracity.server.errors import INTERNAL_ERROR
+from veracity.failures import INTERNAL_ERROR
 
 SURROGATE = "It is \\ud800 here."  # JSON text: a lone high surrogate escape
 
@@ -297,7 +297,7 @@ def test_settings_take_addresses_and_networks():
 
 def test_unit_helpers():
     from veracity.server.api import resume_after
-    from veracity.server.errors import short_error
+    from veracity.failures import short_error
     from veracity.server.safe import mend, strict_json
 
     assert resume_after("3") == 3 and resume_after("99999999999999999999999") == -1 and resume_after(None) == -1

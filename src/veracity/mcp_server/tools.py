@@ -8,7 +8,6 @@ A client that cancels the call (or goes away) stops the run at its next step; it
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
@@ -20,8 +19,8 @@ from ..server import store as st
 from ..server.api import detail
 from ..server.answers import NAME as ANSWER_CHECK
 from ..server.checks import CheckIn, start_check
-from ..server.errors import ApiError, short_error
-from ..server.runs import DONE_MARK
+from ..failures import short_error
+from ..server.errors import ApiError
 from ..server.texts import NAME as TEXT_CHECK
 from ..server.texts import TextIn, start_text
 from ..server.uploads import Upload, upload_from_base64
@@ -75,22 +74,8 @@ class Tools:
             count += 1
             await progress(count, status or str(data.get("stage", "")).replace("_", " "))
 
-        live = self.s.manager.subscribe(run_id, asyncio.get_running_loop())
         try:
-            if live is not None:
-                snapshot, _, sub, _ = live
-                for data in snapshot:
-                    await step(data)
-                if sub is not None:
-                    try:
-                        while True:
-                            kind, _, data = await sub.queue.get()
-                            if kind == "step":
-                                await step(data)
-                            elif kind == DONE_MARK:
-                                break
-                    finally:
-                        self.s.manager.unsubscribe(run_id, sub)
+            await self.s.manager.follow(run_id, step)
             done = True
         finally:
             if not done:  # cancelled, or the client went away: nobody waits for the run any more

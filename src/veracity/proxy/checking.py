@@ -29,7 +29,8 @@ from ..leaf.rater import Rater
 from ..server import store as st
 from ..server.answers import AnswerCheckPipeline
 from ..server.catalog import Catalog, run_config
-from ..server.errors import ApiError, short_error
+from ..failures import short_error
+from ..server.errors import ApiError
 from ..types import Evidence
 from .evidence import NO_EVIDENCE, EvidenceSource
 
@@ -134,22 +135,15 @@ class AnswerChecks:
 
     async def _wait(self, run_id: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """The run's steps and its final event, once it has ended."""
-        live = self.manager.subscribe(run_id, asyncio.get_running_loop())
-        if live is None:  # it ended before we looked: the store has it
+        steps: list[dict[str, Any]] = []
+
+        async def add(data: dict[str, Any]) -> None:
+            steps.append(data)
+
+        final = await self.manager.follow(run_id, add)
+        if final is None:  # it ended before we looked: the store has it
             return await run_in_threadpool(self._stored, run_id)
-        snapshot, _, sub, final = live
-        steps = list(snapshot)
-        if sub is None:
-            return steps, final or {}
-        try:
-            while True:
-                kind, _, data = await sub.queue.get()
-                if kind == "step":
-                    steps.append(data)
-                elif kind != "status":
-                    return steps, data
-        finally:
-            self.manager.unsubscribe(run_id, sub)
+        return steps, final
 
     def _stored(self, run_id: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         run = self.manager.store.get(run_id) or {}

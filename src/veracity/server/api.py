@@ -19,7 +19,8 @@ from ..report import report_csp
 from . import store as st
 from .answers import leaf_summary
 from .checks import MAX_OFFSET, CheckIn, image_url, images_of, start_check, stored_images
-from .errors import ApiError, short_error
+from ..failures import short_error
+from .errors import ApiError
 from .reports import StoredImage, result_of, to_html, to_json, to_markdown
 from .safe import mend, strict_json
 from .state import state

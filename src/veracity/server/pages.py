@@ -24,7 +24,8 @@ from . import store as st
 from .answers import NAME as ANSWER_CHECK
 from .auth import COOKIE
 from .checks import MAX_OFFSET, CheckIn, images_of, start_check, stored_images
-from .errors import ApiError, failure_view
+from ..failures import failure_view
+from .errors import ApiError
 from .state import state
 from .texts import NAME as TEXT_CHECK
 from .texts import TextFileIn, TextIn, start_text

@@ -19,13 +19,14 @@ import threading
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from ..check import run_check
 from ..errors import BackendError, UserError
+from ..failures import INTERNAL_ERROR, backend_error, short_error
 from ..types import Claim
 from . import store as st
-from .errors import INTERNAL_ERROR, ApiError, backend_error, short_error
+from .errors import ApiError
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -244,6 +245,28 @@ class RunManager:
             sub = Subscriber(loop)
             live.subscribers.append(sub)
             return snapshot, live.status, sub, None
+
+    async def follow(self, run_id: str, on_step: Callable[[dict[str, Any]], Awaitable[None]]) -> dict[str, Any] | None:
+        """Wait for a live run to end: each of its steps (those so far, then each as it is emitted) goes to
+        `on_step`; returns its final event. None when the run is not live (it ended before, or never was): the
+        store has it."""
+        live = self.subscribe(run_id, asyncio.get_running_loop())
+        if live is None:
+            return None
+        snapshot, _, sub, final = live
+        for data in snapshot:
+            await on_step(data)
+        if sub is None:
+            return final or {}
+        try:
+            while True:
+                kind, _, data = await sub.queue.get()
+                if kind == "step":
+                    await on_step(data)
+                elif kind == DONE_MARK:
+                    return data
+        finally:
+            self.unsubscribe(run_id, sub)
 
     def unsubscribe(self, run_id: str, sub: Subscriber) -> None:
         with self._lock:
