@@ -76,3 +76,31 @@ def test_check_text_cli_shows_the_failed_claim_and_exits_1(server, tmp_path, cli
     assert "failed: The Rhine flows through Basel.  (" in p.stdout and "moderation filter" in p.stdout
     assert "Check failed: 1" in p.stdout and "Traceback" not in p.stderr
     assert "| Check failed | 1 |" in (tmp_path / "out.md").read_text(encoding="utf-8")
+
+
+def test_a_failed_claims_note_keeps_no_quoted_prompt_and_reads_plainly(tmp_path):
+    from veracity.textcheck.steps import TextClaim
+
+    quoted = "Is this claim true or false? The Rhine flows through Basel and more"
+
+    def respond(body):
+        if "Basel" in message_text(body):
+            return 400, {"error": {"message": f"refused the prompt '{quoted}'"}}, 0
+        return 200, chat_response("True"), 0
+
+    stub = StubServer(respond)
+    try:
+        config = config_for(stub.url, tmp_path)
+        check = check_text(Source(text=TEXT, origin="t.txt", kind="text"), get_pipeline("direct", config),
+                           make_model(config, use_cache=False), config, extract="rules")
+    finally:
+        stub.close()
+    failed = next(r for r in check.results if r.outcome == "failed")
+    assert quoted not in failed.note and "refused the prompt '[text removed]'" in failed.note
+    assert failed.note.startswith("model backend error: ") and "HTTP 400" in failed.note
+    from veracity.server.views import run_view
+
+    items, _ = run_view([TextClaim(**failed.to_dict()).to_dict()])  # as the page gets it
+    view = next(it for it in items if it["kind"] == "text_claim")["failure"]
+    assert view["message"] == "The model server answered with an error (HTTP 400)."
+    assert stub.url not in view["details"] and "[text removed]" in view["details"]

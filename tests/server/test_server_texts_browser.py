@@ -238,3 +238,41 @@ def test_the_text_counter_warns_over_the_limit_before_submitting(page, server_fa
     expect(count).to_have_class(re.compile(r"\bover\b"))
     assert count.evaluate("e => getComputedStyle(e).color") != page.locator("#text-hint").evaluate(
         "e => getComputedStyle(e).color")
+
+
+def test_a_failed_claim_of_a_text_is_said_plainly_with_its_details_behind_a_toggle(page, server_factory):  # noqa: F811
+    from playwright.sync_api import expect
+
+    from stub_server import chat_response, message_text
+
+    prompt_quote = "Is this claim true or false? The Rhine flows through Basel and more words follow here"
+
+    def respond(body):
+        if "Basel" in message_text(body):  # the server refuses, quoting the prompt, as some do
+            return 400, {"error": {"message": f"moderation filter refused the prompt '{prompt_quote}'"}}, 0
+        return 200, chat_response("True"), 0
+
+    stub = StubServer(respond)
+    try:
+        srv = server_factory(["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0",
+                              "--decisions", "parse", "--endpoint", "chat"], name="browser-text-failure")
+        page.goto(srv.url + "/")
+        page.get_by_role("radio", name="Check a text").check()
+        page.get_by_label("Text", exact=True).fill("The Danube flows through Vienna. The Rhine flows through Basel.")
+        page.get_by_label("Pipeline").select_option("direct")
+        page.get_by_label("Claims found by").select_option("rules")
+        page.get_by_role("button", name="Check text").click()
+        expect(page.locator(".verdict")).to_be_visible()
+        claim = page.locator("li.tclaim.o-failed")
+        claim.locator("summary").first.click()
+        failure = claim.locator(".failure")
+        expect(failure).to_contain_text("Failed The model server answered with an error (HTTP 400).")
+        expect(failure).to_contain_text("Try again")
+        details = failure.locator("details.failure-details")
+        expect(details.locator("code")).not_to_be_visible()
+        details.locator("summary").click()
+        expect(details.locator("code")).to_contain_text("moderation filter refused the prompt '[text removed]'")
+        assert prompt_quote not in page.content() and stub.url not in page.content()
+        assert not page.failures, page.failures
+    finally:
+        stub.close()

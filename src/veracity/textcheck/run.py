@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..check import run_check
 from ..errors import BackendError, BackendUnavailable
+from ..failures import backend_error
 from ..claims import AMBIGUOUS, NOT_CHECKABLE, Extraction, ExtractedClaim, extract_claims
 from ..llm.base import NO_CONFIDENCES
 from ..llm.usage import UsageMeter
@@ -171,7 +172,7 @@ def check_text(source: "Source", pipeline: "Pipeline", model: "Model", config: "
         except BackendUnavailable:
             raise  # nothing answers: every later claim would fail the same way
         except BackendError as e:  # this claim's check only (a timeout, a malformed reply): the others go on
-            return ClaimResult(claim, "failed", note=str(e))
+            return ClaimResult(claim, "failed", note=backend_error(str(e)))
         meter.add(res.usage)
         v = res.verdict
         return ClaimResult(claim, outcome_of(v.label, v.uncertain), v.label, v.confidence, v.rationale,

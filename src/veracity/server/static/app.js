@@ -400,6 +400,14 @@
          safeUrl ? el("a", { href: e.url, rel: "noopener noreferrer nofollow" }, src) : src));
   }
 
+  // a failed check in plain words, its technical line behind a toggle (as templates/run.html's failure)
+  function failureBlock(f) {
+    return el("div", { class: "failure" },
+              el("p", null, key("Failed"), " ", f.message || "", f.advice ? ` ${f.advice}` : ""),
+              f.details ? el("details", { class: "failure-details" }, el("summary", null, "Details"),
+                             el("code", null, f.details)) : null);
+  }
+
   function note(cls, label, ...rest) {
     return el("li", { class: `step note ${cls}` }, key(label), " ", ...rest);
   }
@@ -419,7 +427,8 @@
         const ev = (it.evidence || []).map(evidenceBlock);
         const body = el("div", { class: "leaf-body" },
           it.outcome === "pending" ? el("p", { class: "hint" }, "Not decided yet.")
-            : it.note ? el("p", null, key("Not checked"), " ", it.note) : null,
+            : it.failure ? failureBlock(it.failure)
+            : it.note ? el("p", null, key(checked ? "Note" : "Not checked"), " ", it.note) : null,
           it.rationale ? el("p", null, key("Rationale"), " ", it.rationale) : null, ...ev,
           !ev.length && checked ? el("p", { class: "hint" }, "No evidence: the pipeline decided without passages.")
                                 : null);
