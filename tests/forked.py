@@ -77,7 +77,11 @@ def run_forked(item, nextitem) -> list[TestReport]:
                 time.sleep(0.05)
         if status == 0 and os.path.exists(result_path):
             with open(result_path, encoding="utf-8") as f:
-                return [config.hook.pytest_report_from_serializable(config=config, data=d) for d in json.load(f)]
+                reports = [config.hook.pytest_report_from_serializable(config=config, data=d) for d in json.load(f)]
+            for r in reports:  # JSON made a skip's (path, line, reason) a list; the -rs summary wants the tuple
+                if r.skipped and isinstance(r.longrepr, list):
+                    r.longrepr = tuple(r.longrepr)
+            return reports
         try:
             with open(out_path, encoding="utf-8", errors="replace") as f:
                 output = f.read()[-20000:]
