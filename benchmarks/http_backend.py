@@ -47,6 +47,7 @@ from veracity.llm import llama_cpp_server, llama_server
 from veracity.llm.embedded import default_model_path
 from veracity.registry import get_pipeline
 from veracity.types import Claim
+from veracity.verify import uncertain_threshold
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks"
 # --cache true keeps earlier prompts' states (QACheck's templates alternate); --n_batch 128 shrinks the logits array
@@ -224,23 +225,26 @@ def main() -> int:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+    threshold = uncertain_threshold(config.verifier)
     print(f"server: {server_line(args.server, args.threads, args.server_arg)}, {default_model_path().name}; "
           f"embedded: the same GGUF, {args.threads} threads")
     print("| pipeline | backend | items | s/item median (min-max) | calls/item | prompt tok sent/item | "
           "prompt tok evaluated/item | decisions | verdicts given | with a confidence | uncertain | "
-          "uncertain as embedded | label as embedded | mean abs. confidence difference |")
-    print("|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+          "uncertain as embedded | label as embedded | mean abs. confidence difference | "
+          f"confidence below {threshold:.2f} (the uncertain threshold) as embedded |")
+    print("|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     embedded = {name: r for name, backend, r in rows if backend == "embedded"}
     for name, backend, r in rows:
         s = r["secs"]
         vs = r["verdicts"]
-        same = " | | "
+        same = " | | | "
         if backend != "embedded" and name in embedded:
             pairs = list(zip(vs, embedded[name]["verdicts"]))
             diffs = [abs(a[1] - b[1]) for a, b in pairs if a[1] is not None and b[1] is not None]
             same = (f"{sum(a[2] == b[2] for a, b in pairs)}/{r['n']} | "
                     f"{sum(a[0] == b[0] for a, b in pairs)}/{r['n']} | "
-                    f"{statistics.mean(diffs) if diffs else float('nan'):.3f}")
+                    f"{statistics.mean(diffs) if diffs else float('nan'):.3f} | "
+                    f"{sum(((a[1] or 0) < threshold) == ((b[1] or 0) < threshold) for a, b in pairs)}/{r['n']}")
         print(f"| {name} | {backend} | {r['n']} | {statistics.median(s):.2f} ({min(s):.1f}-{max(s):.1f}) | "
               f"{r['calls']:.1f} | {r['sent']:.0f} | {r['evaluated']:.0f} | "
               f"{', '.join(f'{k} {v}' for k, v in sorted(r['methods'].items()))} | {r['given']}/{r['n']} | "
