@@ -164,6 +164,31 @@ def index_retriever(config):
     return retriever
 
 
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+
+
+def server_options(g: argparse._ArgumentGroup, *, port: int, rate_limit: int = 30, log_level: str = "info",
+                   limited: str = "checks a client may start",
+                   queue: str = "checks that may wait beyond those (default 100)") -> None:
+    """The flags every veracity server takes (serve, mcp --http, proxy): where it listens, the run store it shares
+    with the others, how many checks run and wait, the rate limit, the log level."""
+    g.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1; any other needs VERACITY_API_TOKEN)")
+    g.add_argument("--port", type=int, default=port, help=f"port (default {port})")
+    g.add_argument("--db", help="SQLite file of runs, shared by `veracity serve`, `mcp` and `proxy` (default "
+                                "$XDG_DATA_HOME/veracity/runs.sqlite)")
+    g.add_argument("--max-concurrent", type=positive_int, default=2, metavar="N", help="checks run at once (default 2)")
+    g.add_argument("--max-queue", type=non_negative_int, default=100, metavar="N", help=queue)
+    g.add_argument("--rate-limit", type=non_negative_int, default=rate_limit, metavar="N",
+                   help=f"{limited} per minute (default {rate_limit}; 0 = no limit)")
+    g.add_argument("--log-level", default=log_level, choices=LOG_LEVELS, help=f"log level (default {log_level})")
+
+
+def listen_url(host: str, port: int, path: str = "") -> str:
+    """http://host:port/path, an IPv6 address in brackets."""
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}{path}"
+
+
 def positive_int(value: str) -> int:
     """argparse type: a whole number of at least 1."""
     return _int_at_least(value, 1)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..cli_options import config_from, model_options, pipeline_options
+from ..cli_options import config_from, listen_url, model_options, pipeline_options, server_options
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,15 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--pipeline",
                    help="the claim pipeline check_claim and check_text use when the call names none (default: "
                         "qacheck for a claim; for a text, verifier with --index, else qacheck)")
-    g.add_argument("--host", default="127.0.0.1",
-                   help="with --http: address to listen on (default 127.0.0.1; any other needs VERACITY_API_TOKEN)")
-    g.add_argument("--port", type=int, default=8765, help="with --http: port (default 8765)")
-    g.add_argument("--db", help="SQLite file for runs (default: the web server's, $XDG_DATA_HOME/veracity/runs.sqlite)")
-    g.add_argument("--max-concurrent", type=int, default=2, metavar="N", help="checks run at once (default 2)")
-    g.add_argument("--rate-limit", type=int, default=0, metavar="N",
-                   help="checks a client may start per minute (default 0: no limit)")
-    g.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"],
-                   help="log level, on stderr (default warning)")
+    server_options(g, port=8765, rate_limit=0, log_level="warning")
     p.set_defaults(func=cmd_mcp)
 
 
@@ -52,7 +44,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
     config = config_from(args)
     settings = ServerSettings(host=args.host if args.http else "127.0.0.1", port=args.port,
-                              max_concurrent=args.max_concurrent, rate_limit=args.rate_limit)
+                              max_concurrent=args.max_concurrent, max_queue=args.max_queue,
+                              rate_limit=args.rate_limit)
     if args.db:
         settings.db_path = args.db
     state = create_state(config, settings)
@@ -71,8 +64,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             return 0
         import uvicorn
 
-        shown = f"[{args.host}]" if ":" in args.host else args.host
-        print(f"veracity mcp: http://{shown}:{args.port}/mcp  (runs in {settings.db_path}; models: "
+        print(f"veracity mcp: {listen_url(args.host, args.port, '/mcp')}  (runs in {settings.db_path}; models: "
               f"{', '.join(state.catalog.models)})", file=sys.stderr, flush=True)
         uvicorn.run(http_app(mcp, state.auth), host=args.host, port=args.port, log_level=args.log_level,
                     timeout_graceful_shutdown=5, proxy_headers=False)

@@ -15,7 +15,7 @@ import argparse
 import os
 import sys
 
-from ..cli_options import config_from, model_options, non_negative_int, pipeline_options, positive_int
+from ..cli_options import config_from, listen_url, model_options, pipeline_options, positive_int, server_options
 from ..errors import UserError
 from ..inputs import DEFAULT_MAX_ANSWER_CHARS
 
@@ -53,23 +53,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="deliver the answer unchecked (saying so) when its check takes longer (default 60)")
     g.add_argument("--rater-model", metavar="SPEC", help="the model that rates each sentence (default: "
                                                          "leaf.rater_model of the config, else --model)")
-    g.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default 127.0.0.1; any other needs VERACITY_API_TOKEN)")
-    g.add_argument("--port", type=int, default=8001, help="port (default 8001)")
-    g.add_argument("--db", help="SQLite file of runs, shared with `veracity serve` (default "
-                                "$XDG_DATA_HOME/veracity/runs.sqlite)")
-    g.add_argument("--max-concurrent", type=positive_int, default=2, metavar="N", help="checks run at once (default 2)")
-    g.add_argument("--max-queue", type=non_negative_int, default=100, metavar="N",
-                   help="checks that may wait beyond those (default 100); beyond, answers are delivered unchecked")
-    g.add_argument("--rate-limit", type=non_negative_int, default=30, metavar="N",
-                   help="requests a client may make per minute (default 30; 0 = no limit)")
+    server_options(g, port=8001, limited="requests a client may make",
+                   queue="checks that may wait beyond those (default 100); beyond, answers are delivered unchecked")
     g.add_argument("--max-answer-chars", type=positive_int, default=DEFAULT_MAX_ANSWER_CHARS, metavar="N",
                    help=f"longest answer checked (default {DEFAULT_MAX_ANSWER_CHARS}); longer ones are delivered "
                         "unchecked, saying so")
     g.add_argument("--max-body-mb", type=float, default=8.0, metavar="MB",
                    help="the largest request body accepted, in megabytes (default 8)")
-    g.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
-                   help="server log level (default info)")
     p.set_defaults(func=cmd_proxy)
 
 
@@ -124,9 +114,8 @@ def cmd_proxy(args: argparse.Namespace) -> int:
                        policy=Policy(args.policy, threshold), max_knowledge=config.leaf.max_knowledge,
                        max_question_chars=config.max_claim_chars)
     app = create_proxy_app(state, settings)
-    shown = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"veracity: proxy on http://{shown}:{args.port}/v1 -> {args.upstream} (policy {args.policy}, checks: "
-          f"{checks.checker}, evidence: {evidence.description}; runs in {settings.db_path})",
+    print(f"veracity: proxy on {listen_url(args.host, args.port, '/v1')} -> {args.upstream} (policy {args.policy}, "
+          f"checks: {checks.checker}, evidence: {evidence.description}; runs in {settings.db_path})",
           file=sys.stderr, flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=5,
                 proxy_headers=False)

@@ -15,15 +15,8 @@ import sys
 
 from ..inputs import DEFAULT_MAX_ANSWER_CHARS
 
-from ..cli_options import config_from, model_options, pipeline_options
-
-
-def _non_negative(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
-    return value
-
+from ..cli_options import (config_from, listen_url, model_options, non_negative_int, pipeline_options,
+                           server_options)
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `serve` to the main CLI's subparsers."""
@@ -32,15 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description="Serve the web page (check claims, watch each step) and the HTTP API "
                                           "(/openapi.json). Runs are kept in a SQLite file.")
     g = p.add_argument_group("server")
-    g.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default 127.0.0.1; any other needs VERACITY_API_TOKEN)")
-    g.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    g.add_argument("--db", help="SQLite file for runs (default $XDG_DATA_HOME/veracity/runs.sqlite)")
-    g.add_argument("--max-concurrent", type=int, default=2, metavar="N", help="checks run at once (default 2)")
-    g.add_argument("--max-queue", type=_non_negative, default=100, metavar="N",
-                   help="checks that may wait beyond those (default 100)")
-    g.add_argument("--rate-limit", type=_non_negative, default=30, metavar="N",
-                   help="checks a client may start per minute (default 30; 0 = no limit)")
+    server_options(g, port=8000)
     g.add_argument("--trusted-proxy", action="append", default=[], metavar="ADDR",
                    help="a reverse proxy whose X-Forwarded-For names the client, for the rate limit and the log: an "
                         "address or network (repeatable; default none: the connecting address is the client)")
@@ -54,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="text check: the longest text or uploaded file accepted, in megabytes (default 10)")
     g.add_argument("--max-text-claims", type=int, default=100, metavar="N",
                    help="text check: claims checked per text at most; the rest are listed, not checked (default 100)")
-    g.add_argument("--max-images", type=_non_negative, default=4, metavar="N",
+    g.add_argument("--max-images", type=non_negative_int, default=4, metavar="N",
                    help="images a check may carry, for pipelines that look at images (defame; default 4, "
                         "0 = none)")
     g.add_argument("--max-image-mb", type=float, default=10.0, metavar="MB",
@@ -64,8 +49,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--rater-model", metavar="SPEC",
                    help="answer check: the model that rates each sentence (default: leaf.rater_model of the config, "
                         "else the chosen model); same specs as --model")
-    g.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
-                   help="server log level (default info)")
     p.set_defaults(func=cmd_serve)
 
 
@@ -90,8 +73,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         settings.db_path = args.db
     app = create_app(config, settings)
     app.state.veracity.catalog.preload()  # a bad model spec fails here, as one line, not on the first check
-    shown = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"veracity: serving http://{shown}:{args.port}  (runs in {settings.db_path}, images in "
+    print(f"veracity: serving {listen_url(args.host, args.port)}  (runs in {settings.db_path}, images in "
           f"{settings.images_path}; "
           f"models: {', '.join(app.state.veracity.catalog.models)})", file=sys.stderr, flush=True)
     # proxy headers are the app's business (--trusted-proxy): uvicorn's own default would believe any
