@@ -64,6 +64,20 @@ def veracity_cmd() -> list[str]:
     return [sys.executable, "-m", "veracity.cli"]
 
 
+def served(start, *args, **kw):
+    """A module fixture's body for a model server: `start(*args, **kw)` -> (process, URL) yields the URL (a server
+    that does not start fails the test, saying why), then stops the server."""
+    try:
+        proc, url = start(*args, **kw)
+    except RuntimeError as e:
+        pytest.fail(str(e))
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 # -- the web server (tests/test_server_*.py) -----------------------------------------------------------
 
 import json as _json  # noqa: E402

@@ -13,7 +13,7 @@ from veracity.llm.http_caps import first_top, probe, Refused
 from veracity.llm.llama_cpp_server import find_binary
 from veracity.llm.openai_http import OpenAIBackend
 
-from conftest import veracity_cmd
+from conftest import served, veracity_cmd
 from stub_server import StubServer
 
 RECORDED = json.loads((Path(__file__).parent / "recorded" / "llama_server.json").read_text())
@@ -102,10 +102,7 @@ def llama_server():
     from veracity.llm.embedded import default_model_path
     from veracity.llm.llama_cpp_server import start
 
-    proc, url = start(default_model_path(), ["-c", "4096", "-t", "2", "-np", "1", "--alias", "smollm2"])
-    yield url
-    proc.terminate()
-    proc.wait(timeout=30)
+    yield from served(start, default_model_path(), ["-c", "4096", "-t", "2", "-np", "1", "--alias", "smollm2"])
 
 
 @live

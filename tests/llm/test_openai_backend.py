@@ -13,7 +13,7 @@ from veracity.errors import BackendError
 from veracity.llm import CompletionRequest
 from veracity.llm.openai_http import OpenAIBackend
 
-from conftest import veracity_cmd
+from conftest import served, veracity_cmd
 from stub_server import StubServer, chat_response, message_text
 
 
@@ -93,14 +93,9 @@ def llama_server():
 
     from veracity.llm.llama_server import start_server
 
-    try:
-        proc, url = start_server(str(default_model_path()), ["--model_alias", "smollm2", "--n_ctx", "8192",
-                                                             "--n_threads", "2", "--cache", "true"], timeout=120)
-    except RuntimeError as e:
-        pytest.fail(str(e))
-    yield url
-    proc.terminate()
-    proc.wait(timeout=30)
+    yield from served(start_server, str(default_model_path()),
+                      ["--model_alias", "smollm2", "--n_ctx", "8192", "--n_threads", "2", "--cache", "true"],
+                      timeout=120)
 
 
 @pytest.mark.embedded

@@ -5,6 +5,7 @@ import pytest
 
 from veracity.leaf import split_sentences
 
+from conftest import served
 from proxy_helpers import proxy_world, start_proxy  # noqa: F401 (fixtures)
 
 QUESTION = "Is carpal tunnel syndrome a type of nerve entrapment? Answer in two short sentences."
@@ -15,14 +16,8 @@ def llama_upstream():
     from veracity.llm.embedded import default_model_path
     from veracity.llm.llama_server import start_server
 
-    try:
-        proc, url = start_server(str(default_model_path()), ["--model_alias", "smollm2", "--n_ctx", "2048",
-                                                             "--n_threads", "2"], timeout=120)
-    except RuntimeError as e:
-        pytest.fail(str(e))
-    yield url
-    proc.terminate()
-    proc.wait(timeout=30)
+    yield from served(start_server, str(default_model_path()),
+                      ["--model_alias", "smollm2", "--n_ctx", "2048", "--n_threads", "2"], timeout=120)
 
 
 @pytest.mark.embedded
