@@ -56,6 +56,16 @@ MEMORY_REASON = ("it rests on the model's memory only (no source was read: what 
                  "give an index (--index) or a search backend to check it against sources")
 
 
+LOW_CONFIDENCE = "its confidence {confidence:.2f} is below {threshold:.2f}"
+
+
+def for_low_confidence(verdict: dict[str, Any] | Verdict | None) -> bool:
+    """Whether the verdict is uncertain for its confidence (then what the threshold means is worth saying; a
+    verdict resting on memory, or with the pipeline's own reason, says all in its reason)."""
+    reason = verdict.get("uncertain_reason") if isinstance(verdict, dict) else getattr(verdict, "uncertain_reason", "")
+    return (reason or "").startswith("its confidence ")
+
+
 def settle_uncertainty(verdict: Verdict, config: "Config") -> None:
     """Mark a verdict uncertain, with the reason: the pipeline's own reason (e.g. the model against the evidence),
     a verdict that rests on the model's memory only (never lifted above the threshold, whatever the model's
@@ -69,7 +79,7 @@ def settle_uncertainty(verdict: Verdict, config: "Config") -> None:
         verdict.uncertain, verdict.uncertain_reason = True, MEMORY_REASON
     elif verdict.confidence is not None and verdict.confidence < threshold:
         verdict.uncertain = True
-        verdict.uncertain_reason = f"its confidence {verdict.confidence:.2f} is below {threshold:.2f}"
+        verdict.uncertain_reason = LOW_CONFIDENCE.format(confidence=verdict.confidence, threshold=threshold)
 
 
 def run_check(claim: Claim, pipeline: Pipeline, model: "Model", config: "Config", *,

@@ -60,6 +60,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:
+        from .check import for_low_confidence
         from .verify import uncertain_meaning
 
         v = result.verdict
@@ -67,7 +68,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             if v.confidence is not None else ""
         print(f"\nVerdict: {v.label}{conf}")
         if v.uncertain:
-            print(terminal_text(f"Uncertain because {v.uncertain_reason}. ({uncertain_meaning(config.verifier)})"))
+            meaning = f" ({uncertain_meaning(config.verifier)})" if for_low_confidence(v) else ""
+            print(terminal_text(f"Uncertain because {v.uncertain_reason}.{meaning}"))
         if v.confidence_note:
             print(f"No confidence: {v.confidence_note}.")
         if v.rationale:

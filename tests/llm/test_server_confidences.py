@@ -105,3 +105,16 @@ def test_the_run_page_says_it(grammar_server, server_factory):
         assert run["status"] == "done" and run["verdict"]["confidence_note"].startswith(SAID)
         page = c.get(f"/checks/{run_id}").text
         assert page.count(SAID) == 1 and "confidence 0." not in page
+
+
+def test_a_verdict_uncertain_for_its_confidence_says_what_the_threshold_means(llama_cpp_server, cli_env, tmp_path):
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text(json.dumps({"id": "n", "title": "Onsager", "text": "Lars Onsager won the Nobel prize in 1968."})
+                    + "\n")
+    assert subprocess.run(veracity_cmd() + ["index", "build", str(docs), "--out", str(tmp_path / "idx")],
+                          capture_output=True, env=cli_env, timeout=300).returncode == 0
+    r = check(llama_cpp_server.url, cli_env, tmp_path, "--index", str(tmp_path / "idx"))
+    assert r.returncode == 0, r.stderr
+    # the direct baseline's True is 0.1 / (0.1 + 0.05) of its two answers' probability: below the threshold
+    assert "Verdict: Supported (confidence 0.67, uncertain)" in r.stdout, r.stdout
+    assert "Uncertain because its confidence 0.67 is below 0.80. (uncertain: confidence below 0.80;" in r.stdout

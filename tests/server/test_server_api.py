@@ -265,7 +265,7 @@ def test_a_verdict_from_the_models_memory_is_shown_uncertain_with_why(fast):
     assert run["status"] == "done", run
     page = fast.get(r.headers["location"]).text
     assert "Uncertain because it rests on the model&#39;s memory only" in page and "--index" in page
-    assert "uncertain: confidence below" in page  # what "uncertain" means
+    assert "uncertain: confidence below" not in page  # the threshold is not why
 
 
 # -- what clients get wrong ----------------------------------------------------------------------------------

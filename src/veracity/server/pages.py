@@ -24,6 +24,7 @@ from . import store as st
 from .answers import NAME as ANSWER_CHECK
 from .auth import COOKIE
 from .checks import MAX_OFFSET, CheckIn, images_of, start_check, stored_images
+from ..check import for_low_confidence
 from ..failures import failure_view
 from .errors import ApiError
 from .state import state
@@ -76,7 +77,8 @@ def run_context(s: "ServerState", run: dict[str, Any]) -> dict[str, Any]:
     items, calls = run_view(steps)
     return {"run": run, "live": not finished, "items": items, "calls": calls,
             "verdict": r.get("verdict"), "usage": r.get("usage"), "result": r, "images": images_of(run),
-            "claim_date": options.get("date"), "uncertain_meaning": _uncertain_meaning(s)}
+            "claim_date": options.get("date"),
+            "uncertain_meaning": _uncertain_meaning(s) if for_low_confidence(r.get("verdict")) else ""}
 
 
 def _uncertain_meaning(s: "ServerState") -> str:
