@@ -157,6 +157,7 @@ def gather(args: argparse.Namespace) -> dict:
             report["model_file"] = _file_info(model_file)
         report["paths"] = {
             "response_cache": _file_info(cfg.cache_path if cfg.cache else None),
+            "model_states": _file_info(Path(cfg.cache_path).with_name("states") if cfg.cache else None),
             "default_response_cache": default_cache_path(),
             "llama_probe_results": _file_info(llama_guard._probe_cache_file()),
             "runs_database_default": _file_info(default_db_path()),

