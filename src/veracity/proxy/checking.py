@@ -28,7 +28,6 @@ from ..leaf.factcheck import AnswerChecker, LeafResult, SentenceCheck
 from ..leaf.rater import Rater
 from ..server import store as st
 from ..server.answers import AnswerCheckPipeline
-from ..server.catalog import Catalog, run_config
 from ..failures import short_error
 from ..server.errors import ApiError
 from ..types import Evidence
@@ -36,7 +35,6 @@ from .evidence import NO_EVIDENCE, EvidenceSource
 
 if TYPE_CHECKING:
     from ..config import Config
-    from ..llm.model import Model
     from ..server.runs import RunManager
 
 PIPELINES = ("leaf", "verifier")  # the model rater (LEAF as configured), or evidence-only with the trained verifier
@@ -69,19 +67,6 @@ def content_text(content: Any) -> str:
     if isinstance(content, list):
         return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
     return ""
-
-
-class LazyCatalog(Catalog):
-    """The web server's catalog with each model loaded on its first call: checks with the trained verifier call
-    none, so an in-process model is not loaded for nothing (as `veracity check-text --pipeline verifier`)."""
-
-    def model(self, spec: str) -> "Model":
-        from ..llm import make_model
-
-        with self._lock:
-            if spec not in self._built:
-                self._built[spec] = make_model(run_config(self.config, model=spec), lazy=True)
-            return self._built[spec]
 
 
 class AnswerChecks:

@@ -68,13 +68,10 @@ def cmd_proxy(args: argparse.Namespace) -> int:
 
     import uvicorn
 
-    from ..server.auth import Auth
-    from ..server.limits import RateLimiter
-    from ..server.runs import RunManager
+    from ..server.app import create_state
     from ..server.settings import ServerSettings
-    from ..server.store import RunStore
     from .app import ProxyState, create_proxy_app
-    from .checking import AnswerChecks, LazyCatalog
+    from .checking import AnswerChecks
     from .evidence import evidence_source
     from .policies import Policy, PolicyError, parse_threshold
     from .upstream import Upstream
@@ -97,20 +94,17 @@ def cmd_proxy(args: argparse.Namespace) -> int:
                               max_body_bytes=int(args.max_body_mb * 1_000_000))
     if args.db:
         settings.db_path = args.db
-    settings.validate()
-    auth = Auth.for_host(settings.host, os.environ)
     evidence = evidence_source(config)
-    store = RunStore(settings.db_path)
-    catalog = LazyCatalog(config)
-    manager = RunManager(store, catalog, max_concurrent=settings.max_concurrent, max_queue=settings.max_queue,
-                         retriever=evidence.retriever)
-    checks = AnswerChecks(config, manager, evidence, pipeline=args.pipeline, max_answer_chars=args.max_answer_chars,
-                          timeout=args.check_timeout)
+    # the web server's store, executor, limits and auth; models loaded on their first call (the trained verifier
+    # calls none)
+    shared = create_state(config, settings, retriever=evidence.retriever, lazy_models=True)
+    checks = AnswerChecks(config, shared.manager, evidence, pipeline=args.pipeline,
+                          max_answer_chars=args.max_answer_chars, timeout=args.check_timeout)
     if evidence.retriever is not None:
-        _warm(checks, catalog)
+        _warm(checks, shared.catalog)
     key = (os.environ.get(args.upstream_key_env) or "").strip() or None
-    state = ProxyState(upstream=Upstream(args.upstream, key, args.upstream_timeout), checks=checks, auth=auth,
-                       limiter=RateLimiter(settings.rate_limit, settings.rate_burst),
+    state = ProxyState(upstream=Upstream(args.upstream, key, args.upstream_timeout), checks=checks, auth=shared.auth,
+                       limiter=shared.limiter,
                        policy=Policy(args.policy, threshold), max_knowledge=config.leaf.max_knowledge,
                        max_question_chars=config.max_claim_chars)
     app = create_proxy_app(state, settings)

@@ -163,7 +163,7 @@ def _validation_message(errors: list[dict[str, Any]]) -> str:
 
 
 def create_state(config: "Config", settings: ServerSettings | None = None, *, env: Mapping[str, str] | None = None,
-                 retriever: "Retriever | None" = None) -> ServerState:
+                 retriever: "Retriever | None" = None, lazy_models: bool = False) -> ServerState:
     """What the routes share: the run store, the models and pipelines, the executor, the limits. Also what the MCP
     server and the proxy run their checks through, so that their runs are the page's runs."""
     settings = settings or ServerSettings()
@@ -172,7 +172,8 @@ def create_state(config: "Config", settings: ServerSettings | None = None, *, en
     store = RunStore(settings.db_path)
     catalog = Catalog(config, settings.extra_models, max_answer_chars=settings.max_answer_chars,
                       max_images=settings.max_images, max_image_bytes=settings.max_image_bytes,
-                      max_text_bytes=settings.max_text_bytes, max_text_claims=settings.max_text_claims)
+                      max_text_bytes=settings.max_text_bytes, max_text_claims=settings.max_text_claims,
+                      lazy_models=lazy_models)
     uploads = ImageUploads(settings.images_path, store, max_bytes=settings.max_image_bytes,
                            max_images=settings.max_images)
     if retriever is None and config.index:

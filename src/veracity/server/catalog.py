@@ -87,8 +87,9 @@ class Catalog:
     def __init__(self, config: "Config", extra_models: list[str] | None = None, *,
                  max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS, max_images: int = 4,
                  max_image_bytes: int = 10_000_000, max_text_bytes: int = MAX_TEXT_BYTES,
-                 max_text_claims: int = 100) -> None:
+                 max_text_claims: int = 100, lazy_models: bool = False) -> None:
         self.config = config
+        self.lazy_models = lazy_models  # each model loaded on its first call (a checker that may never call one)
         self.models = list(dict.fromkeys([config.model, *(extra_models or [])]))
         self.max_answer_chars = max_answer_chars
         self.max_images = max_images
@@ -199,7 +200,7 @@ class Catalog:
 
         with self._lock:
             if spec not in self._built:
-                self._built[spec] = make_model(run_config(self.config, model=spec))
+                self._built[spec] = make_model(run_config(self.config, model=spec), lazy=self.lazy_models)
             return self._built[spec]
 
     def preload(self) -> None:
