@@ -537,3 +537,17 @@ def test_summaries_of_one_search_are_in_flight_together_over_a_server(tmp_path, 
     calls = [i for i, s in enumerate(res.trace) if s["stage"] == "model_call" and s["for_stage"] == "summarize"]
     assert len(calls) == 3 and max(calls) < res.trace.index(summaries[0])  # calls traced first, in order
     assert stub.max_active == (3 if concurrency == 3 else 1)
+
+
+def test_a_claim_about_the_present_flags_much_older_evidence_as_possibly_stale():
+    config = load_config(overrides={"defame.excluded_domains": ["snopes.com"]})
+    claim = "The Eiffel Tower is currently in Rome."
+    res = run(config, ScriptedBackend(rules('web_search("Eiffel Tower 2023")')), claim, date="2025-02-01")
+    notes = stages(res, "action")[0]["notes"]
+    stale = [n for n in notes if n.startswith("possibly stale")]
+    assert stale == ["possibly stale: the claim speaks of the present ('currently') and 1 result predates its date "
+                     "2025-02-01 by more than 365 days: Eiffel Tower summer season 2023 (2023-05-30)"]
+    assert "possibly stale: the claim speaks of the present" in to_markdown(res)  # the report says it too
+    # the same evidence for a claim about a past event is not flagged
+    past = run(config, ScriptedBackend(rules('web_search("Eiffel Tower 2023")')), CLAIM, date="2025-02-01")
+    assert not any(n.startswith("possibly stale") for n in stages(past, "action")[0]["notes"])

@@ -217,3 +217,17 @@ def test_image_search_with_searxng_stub(web):
     out = ImageSearch(SearxngSearch(web.url(), timeout=5), k=1).run("bridge", ToolCall())
     assert web.requests[-1].query["categories"] == "images"
     assert out.results[0].images == ["https://img.example/b.jpg"] and out.error is None
+
+
+def test_much_older_pages_are_flagged_possibly_stale_on_a_claim_about_the_present(web):
+    provider = FakeProvider([hit(web.url("/early"), "Early"), hit(web.url("/undated"), "Undated")])
+    search = WebSearch(provider, scraper(), k=2)
+    now = search.run("orrin", ToolCall(claim_date="2021-03-01", claim="The Orrin Bridge is currently closed."))
+    assert [e.source for e in now.results] == ["Early", "Undated"]
+    assert now.notes == ["possibly stale: the claim speaks of the present ('currently') and 1 result predates its "
+                         "date 2021-03-01 by more than 365 days: Early (2019-01-02)"]
+    # a claim about a past event, or a source less than a year older, or no claim date: nothing to flag
+    past = search.run("orrin", ToolCall(claim_date="2021-03-01", claim="The Orrin Bridge opened in 1885."))
+    recent = search.run("orrin", ToolCall(claim_date="2019-06-01", claim="The Orrin Bridge is currently closed."))
+    undated = search.run("orrin", ToolCall(claim="The Orrin Bridge is currently closed."))
+    assert past.notes == recent.notes == undated.notes == []

@@ -69,7 +69,7 @@ class Defame(Pipeline):
         failures: list[str] = []
         self._load_claim_images(claim, store, record, toolbox, ctx)
         labels, nei, rules = self._label_set(ctx)
-        call = ToolCall(claim_date=claim.date, images=store)
+        call = ToolCall(claim_date=claim.date, images=store, claim=claim.text)
         executed: set[tuple[str, str]] = set()
         label, confidence = nei or labels[0], None
         for n in range(1, self.max_rounds + 1):

@@ -92,6 +92,7 @@ class ToolCall:
 
     claim_date: str | None = None  # ISO date; sources published after it are dropped
     images: ImageStore = field(default_factory=ImageStore)
+    claim: str = ""  # the claim's text: a claim about the present makes much older sources possibly stale
 
 
 class Tool(ABC):

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ..types import Evidence
 from ..web.base import SearchHit, SearchProvider
-from ..web.filters import DEFAULT_EXCLUDED, after_claim_note, filter_hits, plural, published_after
+from ..web.filters import DEFAULT_EXCLUDED, after_claim_note, filter_hits, plural, published_after, stale_note
 from ..web.scrape import Page, ScrapeError, Scraper
 from .base import Action, SearchTool, ToolCall, ToolOutput
 
@@ -62,6 +62,8 @@ class WebSearch(SearchTool):
             notes.append(after_claim_note(late, call.claim_date or "", " (by the date on the page)"))
         if shortened:
             notes.append(f"shortened {plural(shortened, 'long page')} to {self.max_chars:,} characters")
+        if stale := stale_note(results, call.claim, call.claim_date):
+            notes.append(stale)
         return ToolOutput(action, results=results, notes=notes)
 
     def _read_pages(self, hits: list[SearchHit], notes: list[str]) -> list[Page | None]:

@@ -196,6 +196,30 @@ def last_day(value: object) -> date | None:
 # --------------------------------------------------------------------------- filtering
 
 
+#: words by which a claim speaks of the present (a figure or a state that changes): an older source may no longer
+#: say what holds when the claim was made
+PRESENT = re.compile(r"\b(current(?:ly)?|now|nowadays|today|latest|still|presently|at present|as of|incumbent|"
+                     r"these days|this (?:year|month|week))\b", re.I)
+STALE_DAYS = 365  # a source this much older than the claim, on a claim about the present, is possibly stale
+
+
+def stale_note(evidence: Sequence[object], claim: str, claim_date: str | None, *, days: int = STALE_DAYS) -> str | None:
+    """The note for results dated more than `days` before the claim date, when the claim speaks of the present
+    ("the current", "now", "latest", ...): what they say may have changed. None when there is nothing to say.
+    `evidence`: anything with `source` and `date` (an ISO date, possibly partial; undated results are not named)."""
+    word = PRESENT.search(claim or "")
+    cutoff = last_day(claim_date) if claim_date else None
+    if word is None or cutoff is None:
+        return None
+    old = [e for e in evidence if (d := last_day(getattr(e, "date", None))) is not None and (cutoff - d).days > days]
+    if not old:
+        return None
+    named = ", ".join(f"{getattr(e, 'source', '') or 'a source'} ({getattr(e, 'date')})" for e in old)
+    verb = "predates" if len(old) == 1 else "predate"
+    return (f"possibly stale: the claim speaks of the present ({word.group(0)!r}) and {plural(len(old), 'result')} "
+            f"{verb} its date {claim_date} by more than {days} days: {named}")
+
+
 def plural(n: int, word: str) -> str:
     """``1 result``, ``2 results``."""
     return f"{n} {word}{'' if n == 1 else 's'}"
