@@ -29,7 +29,7 @@ def test_check_prints_each_step_verdict_and_usage(scripted, cli_env):
     assert "A: Tallinn" in out
     # what the model recited is labelled its memory, not evidence from a source
     assert ("the model's memory (recited, not a source): The Orrin Bridge is a stone bridge in Tallinn, Estonia. "
-            "— *recited by the model*") in out
+            "— recited by the model") in out
     assert "evidence:" not in out
     assert "Verdict: Supported" in out
     # the answer was recited from the model's memory: the verdict is uncertain, and the output says why (the

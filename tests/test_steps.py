@@ -225,7 +225,7 @@ def test_the_terminal_printer_prints_what_each_step_adds():
               {"stage": "model_call", "for_stage": "verifier"},
               {"stage": "verifier", "depth": 1, "enough": True}]:
         printer(d)
-    assert printed == ["\n[1] Q: Who?", "    A: Mara\n    evidence: Mara wrote it. — *model*",
+    assert printed == ["\n[1] Q: Who?", "    A: Mara\n    evidence: Mara wrote it. — model",
                        "    validator: useful, kept", "    verifier: enough to decide"]
 
 

@@ -115,10 +115,10 @@ def evidence_lines(evidence: list[dict[str, Any]], width: int | None = None, mar
             else:
                 src = md_text(src) + (f" ({md_text(e['doc_id'])})" if e.get("doc_id") else "")
         elif e.get("url"):
-            src = f"[{src}]({e['url']})"
+            src = f"{src} <{e['url']}>"
         elif e.get("doc_id"):
             src = f"{src} ({e['doc_id']})"
-        out.append(f"{text} — *{src}*")
+        out.append(f"{text} — *{src}*" if markdown else f"{text} — {src}")  # a terminal shows no Markdown
     return out
 
 
