@@ -10,9 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..check import open_retriever
-from ..leaf.factcheck import ensure_searchable
-from ..tools.web_search import _evidence
+from ..cli_options import index_retriever
+from ..tools.web_search import hit_evidence
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -30,7 +29,7 @@ class SearchRetriever:
         self.provider = provider
 
     def search(self, query: str, k: int = 5) -> list["Evidence"]:
-        return [_evidence(hit, None) for hit in self.provider.web(query, k)]
+        return [hit_evidence(hit, None) for hit in self.provider.web(query, k)]
 
 
 @dataclass
@@ -43,9 +42,7 @@ def evidence_source(config: "Config") -> EvidenceSource:
     """The index when one is configured, else the configured web search, else none (UserError for an empty index
     or a search backend missing its key or URL)."""
     if config.index:
-        retriever = open_retriever(config)
-        ensure_searchable(retriever)
-        return EvidenceSource(retriever, f"index {config.index}")
+        return EvidenceSource(index_retriever(config), f"index {config.index}")
     name = config.defame.search
     if name in ("serper", "searxng"):
         from ..web.search import make_provider

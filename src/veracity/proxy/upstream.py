@@ -109,10 +109,8 @@ class Upstream:
 
     def _failure(self, e: httpx.HTTPError) -> UpstreamError:
         if isinstance(e, httpx.TimeoutException):
-            return UpstreamError(504, f"upstream model server at {self.url} did not answer within "
-                                      f"{self.timeout:g} s", error_body(
-                f"upstream model server at {self.url} did not answer within {self.timeout:g} s",
-                "upstream_timeout"))
+            what = f"upstream model server at {self.url} did not answer within {self.timeout:g} s"
+            return UpstreamError(504, what, error_body(what, "upstream_timeout"))
         what = f"cannot reach the upstream model server at {self.url}: {self.redact(str(e)) or type(e).__name__}"
         return UpstreamError(502, what, error_body(what, "upstream_unreachable"))
 

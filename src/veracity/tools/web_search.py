@@ -51,7 +51,7 @@ class WebSearch(SearchTool):
                 if page is not None and call.claim_date and published_after(page.date, call.claim_date):
                     late += 1
                     continue
-                evidence = _evidence(hit, page)
+                evidence = hit_evidence(hit, page)
                 if not evidence.text.strip():
                     continue
                 if len(evidence.text) > self.max_chars:
@@ -101,7 +101,7 @@ def _unique(hits: list[SearchHit]) -> list[SearchHit]:
     return out
 
 
-def _evidence(hit: SearchHit, page: Page | None) -> Evidence:
+def hit_evidence(hit: SearchHit, page: Page | None) -> Evidence:
     """A hit as evidence: the page's text, date and images when it was read, else the hit's own."""
     text = (page.text if page and page.text.strip() else None) or hit.text or hit.snippet
     return Evidence(text=text, source=hit.title or (page.title if page else "") or hit.url or "", url=hit.url,
