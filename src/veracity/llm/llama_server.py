@@ -26,24 +26,42 @@ def start_server(model: str, args: list[str], *, stderr: "IO | int | None" = sub
     """This server for `model` on a free port of 127.0.0.1 with llama_cpp.server's `args` (e.g. --n_threads 2),
     once it answers: (the process, its /v1 URL). A server that does not answer within `timeout` seconds is
     killed and raises RuntimeError."""
-    import httpx
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "veracity.llm.llama_server", "--model", model,
                              "--host", "127.0.0.1", "--port", str(port), *args],
                             stdout=subprocess.DEVNULL, stderr=stderr)
     url = f"http://127.0.0.1:{port}/v1"
+    wait_ready(proc, url + "/models", timeout, f"the llama-cpp-python server for {model}")
+    return proc, url
+
+
+def free_port() -> int:
+    """A port of 127.0.0.1 free now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_ready(proc: subprocess.Popen, ready_url: str, timeout: float, what: str) -> None:
+    """Return once GET `ready_url` answers 200; if `proc` exits first or `timeout` seconds pass, kill it and raise
+    RuntimeError saying so (`what` names the server)."""
+    import httpx
+
+    from .llama_guard import describe_exit
+
     deadline = time.time() + timeout
     while time.time() < deadline and proc.poll() is None:
         try:
-            if httpx.get(url + "/models", timeout=1).status_code == 200:
-                return proc, url
+            if httpx.get(ready_url, timeout=1).status_code == 200:
+                return
         except httpx.HTTPError:
-            time.sleep(0.3)
+            pass
+        time.sleep(0.3)
+    code = proc.poll()
     proc.kill()
-    raise RuntimeError(f"the llama-cpp-python server for {model} did not start within {timeout:.0f} s")
+    proc.wait()
+    why = f"it {describe_exit(code)}" if code is not None else f"it did not answer within {timeout:.0f} s"
+    raise RuntimeError(f"{what} did not start: {why}")
 
 
 def main(argv: list[str] | None = None) -> None:
