@@ -364,7 +364,7 @@ MEMORY_SOURCE = "the model's memory (recited, not a source)"
 def memory_marked(evidence: Iterable[Any]) -> list[Any]:
     """Evidence as view items hold it: a passage the model recited is marked `"memory": True`, so that front ends
     show it as the model's memory (MEMORY_SOURCE) rather than as a source that was read."""
-    return [{**e, "memory": True} if isinstance(e, Mapping) and e.get("source") == RECITED else e
+    return [{**e, "memory": True} if isinstance(e, Mapping) and (e.get("memory") or e.get("source") == RECITED) else e
             for e in evidence]
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 # Label sets. Pipelines declare which one they predict; datasets map their gold labels onto it.
@@ -24,8 +24,22 @@ class Claim:
 RECITED = "recited by the model"
 
 
+#: the fields of an evidence record that older versions did not write: `Evidence.to_dict` leaves them out while they
+#: are unset, so that a record without them keeps its old JSON shape
+PROVENANCE = ("quote_start", "quote_end", "source_sha256", "retrieved_at", "found_by", "memory")
+
+
 @dataclass
 class Evidence:
+    """One piece of evidence: the text quoted exactly as in its source, and where, when and how it was found.
+
+    `text` is the quoted span exactly as it reads in the source text, at `quote_start:quote_end` of it;
+    `source_sha256` is the SHA-256 of that whole source text (a fetched page's extracted text, an index document's
+    text), so that `veracity recheck` can tell whether it still reads so; `retrieved_at` is when it was fetched (or
+    when its index was built), ISO-8601 UTC; `found_by` how it was found ({"tool", "retriever", "index", "query",
+    "score", "rank"}, as known). `memory` marks text the model recited or stated: its memory, not a source.
+    """
+
     text: str
     source: str = ""  # human-readable origin: document title, "model recitation", URL
     doc_id: str | None = None
@@ -33,9 +47,36 @@ class Evidence:
     score: float | None = None
     date: str | None = None  # publication date, when known
     images: list[str] = field(default_factory=list)
+    quote_start: int | None = None  # the quote's character offsets in the source text
+    quote_end: int | None = None
+    source_sha256: str | None = None
+    retrieved_at: str | None = None
+    found_by: dict[str, Any] = field(default_factory=dict)
+    memory: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        for name in PROVENANCE:
+            if d[name] is None or d[name] is False or d[name] == {}:  # (0 is an offset, not unset)
+                del d[name]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Evidence:
+        """An evidence record as stored by any version: fields it lacks keep their defaults, fields this version
+        does not know are ignored."""
+        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        known.setdefault("text", "")
+        if not isinstance(known.get("found_by"), dict):
+            known.pop("found_by", None)
+        return cls(**known)
+
+    def cut(self, max_chars: int) -> Evidence:
+        """The evidence with its quote shortened to its first `max_chars` characters (its offsets follow)."""
+        if len(self.text) <= max_chars:
+            return self
+        end = None if self.quote_start is None else self.quote_start + max_chars
+        return replace(self, text=self.text[:max_chars], quote_end=end)
 
 
 @dataclass

@@ -67,6 +67,9 @@ def test_full_loop_reciter_reader_default():
     ]
     assert v.steps[0].evidence[0].source == "recited by the model"
     assert "1998 novel" in v.steps[0].evidence[0].text
+    answer = next(s for s in result.trace if s["stage"] == "answer")
+    assert answer["evidence"][0]["memory"] is True  # the JSON marks it plainly: the model's memory, not a source
+    assert "source_sha256" not in answer["evidence"][0]  # nothing was read, so there is nothing to hash
     # recited text is the model's memory, not a source: never a confident verdict, and the reason says so
     assert v.basis == "memory" and v.uncertain and "model's memory" in v.uncertain_reason
     assert result.to_dict()["verdict"]["basis"] == "memory"
@@ -198,7 +201,7 @@ def test_closed_book_answers_with_stated_evidence():
     step = result.verdict.steps[0]
     assert step.answer == "Mara Lind"
     assert step.evidence[0].text == "Kestrel Bay is a novel by Mara Lind."
-    assert step.evidence[0].source == "model knowledge (closed-book)"
+    assert step.evidence[0].source == "model knowledge (closed-book)" and step.evidence[0].memory
     assert result.verdict.label == "Refuted"
 
 

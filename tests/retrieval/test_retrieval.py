@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import time
@@ -186,6 +187,44 @@ def test_unpunctuated_lines_are_kept_whole_when_possible():
     passages = chunk_document(Document("list", "", "\n".join(lines)), max_words=30, overlap_words=0)
     assert all(p.text.startswith("item") and p.text.endswith("delta") for p in passages)
     assert len(passages) == 8
+
+
+def test_each_passage_quotes_its_document_exactly_at_its_offsets():
+    text = ("First  paragraph,  with   odd spacing.\nA wrapped line   continues it.\n\n\n"
+            "Second paragraph. " + " ".join(f"word{i}" for i in range(60)) + "\nlast line")
+    doc = Document("d", "D", text)
+    passages = chunk_document(doc, max_words=20, overlap_words=5)
+    assert len(passages) > 3
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    for p in passages:
+        assert p.text == text[p.start:p.end] and p.doc_sha256 == digest  # the source's own characters
+    assert "First  paragraph,  with   odd spacing.\nA wrapped" in passages[0].text
+    assert passages[-1].text.endswith("word59\nlast line")
+
+
+def test_index_evidence_carries_where_when_and_how_it_was_found(tmp_path):
+    text = "Mount Everest is 8,849 metres high. It stands in the Himalayas."
+    built = Index.build([Document("everest", "Everest", text, url="https://example.org/e")], tmp_path / "idx")
+    [ev] = Index.load(tmp_path / "idx").search("how high is Everest", k=1)
+    assert ev.text == text[ev.quote_start:ev.quote_end]
+    assert ev.source_sha256 == hashlib.sha256(text.encode()).hexdigest()
+    assert ev.retrieved_at == built.manifest["created"]  # an index document is as read when the index was built
+    assert ev.found_by == {"retriever": "bm25", "index": str((tmp_path / "idx").resolve()),
+                           "query": "how high is Everest", "rank": 1, "score": round(ev.score, 4)}
+    again = Index.load(tmp_path / "idx").document("everest")
+    assert again is not None and again[1] == ev.source_sha256 and again[0][ev.quote_start:ev.quote_end] == ev.text
+    assert Index.load(tmp_path / "idx").document("nowhere") is None
+
+
+def test_an_index_built_before_passages_kept_offsets_still_loads_and_searches(tmp_path):
+    Index.build([Document("nile", "Nile", "The Nile flows into the Mediterranean Sea.")], tmp_path / "idx")
+    rows = (tmp_path / "idx" / "passages.jsonl").read_text().splitlines()
+    old = [{k: v for k, v in json.loads(r).items() if k not in ("start", "end", "doc_sha256")} for r in rows]
+    (tmp_path / "idx" / "passages.jsonl").write_text("".join(json.dumps(r) + "\n" for r in old))
+    [ev] = Index.load(tmp_path / "idx").search("Nile", k=1)
+    assert ev.text == "The Nile flows into the Mediterranean Sea."
+    assert ev.quote_start is None and ev.source_sha256 is None  # nothing to re-check it by, and it says so
+    assert "quote_start" not in ev.to_dict()
 
 
 def test_invalid_chunk_settings_are_user_errors():

@@ -1,5 +1,8 @@
 """The web_search and image_search tools: filtering, page reading, notes and errors."""
 
+import hashlib
+from datetime import datetime, timezone
+
 import pytest
 from web_stub import Reply, WebStub, png_bytes
 
@@ -109,10 +112,26 @@ def test_page_dated_after_the_claim_is_replaced(web):
 
 def test_long_pages_are_shortened(web):
     out = WebSearch(FakeProvider([hit(web.url("/long"), "Long")]), scraper(), max_chars=500).run("x", ToolCall())
-    assert len(out.results[0].text) <= 506 and out.results[0].text.endswith(" [...]")
+    page = scraper().fetch(web.url("/long"))
+    ev = out.results[0]
+    # the quote is the page's first 500 characters exactly, with its offsets, and the hash of all the page's text
+    assert ev.text == page.text[:500] and (ev.quote_start, ev.quote_end) == (0, 500)
+    assert ev.source_sha256 == hashlib.sha256(page.text.encode()).hexdigest()
     assert out.notes == ["shortened 1 long page to 500 characters"]
     default = WebSearch(FakeProvider([hit(web.url("/long"), "Long")]), scraper()).run("x", ToolCall())
-    assert len(default.results[0].text) <= 3_006 and default.notes == ["shortened 1 long page to 3,000 characters"]
+    assert len(default.results[0].text) == 3_000 and default.notes == ["shortened 1 long page to 3,000 characters"]
+
+
+def test_a_page_read_is_quoted_with_its_hash_fetch_time_and_how_it_was_found(web):
+    out = WebSearch(FakeProvider([hit(web.url("/early"), "Early")]), scraper()).run("orrin bridge", ToolCall())
+    page = scraper().fetch(web.url("/early"))
+    d = out.results[0].to_dict()
+    assert d["text"] == page.text[d["quote_start"]:d["quote_end"]]
+    assert d["source_sha256"] == hashlib.sha256(page.text.encode()).hexdigest()
+    fetched = datetime.fromisoformat(d["retrieved_at"])
+    assert fetched.tzinfo is not None and abs((datetime.now(timezone.utc) - fetched).total_seconds()) < 60
+    assert d["found_by"] == {"tool": "web_search", "provider": "fake", "query": "orrin bridge", "rank": 1}
+    assert d.get("memory") is None  # a source read, not the model's memory
 
 
 def test_page_text_passes_through(web):
@@ -140,6 +159,13 @@ def test_local_hits_are_not_scraped():
     [ev] = out.results
     assert ev.doc_id == "orrin" and ev.url == "https://wiki.example/orrin" and ev.date == "2018-01-01"
     assert ev.text == "The Orrin Bridge is a stone bridge in Tallinn." and ev.source == "Orrin Bridge"
+    # where the passage stands in its document, the document's hash and the index's build time come along
+    text = "The Orrin Bridge is a stone bridge in Tallinn."
+    assert (ev.quote_start, ev.quote_end) == (0, len(text))
+    assert ev.source_sha256 == hashlib.sha256(text.encode()).hexdigest()
+    assert ev.retrieved_at == index.manifest["created"]
+    assert ev.found_by["tool"] == "web_search" and ev.found_by["provider"] == "local"
+    assert ev.found_by["retriever"] == "bm25" and ev.found_by["query"] == "Orrin Bridge"
 
 
 @pytest.mark.parametrize("argument, error", [("   ", "web_search needs a text query"),

@@ -241,8 +241,7 @@ class Defame(Pipeline):
         runs = []
         for out in outputs:
             d = out.to_dict()
-            for r in d["results"]:
-                r["text"] = r["text"][:1000]
+            d["results"] = [r.cut(1000).to_dict() for r in out.results]  # the trace quotes each source's start
             runs.append((out, ctx.tracer.emit(ToolRun(round=n, **d))))  # joins the record as it is summarized
         return runs
 

@@ -140,8 +140,7 @@ class AnswerChecks:
 def leaf_result(steps: list[dict[str, Any]]) -> LeafResult:
     """The LeafResult a run's `leaf_sentence` and `leaf_score` steps describe."""
     checks = [SentenceCheck(index=s["index"], sentence=s["sentence"], query=s.get("query", ""),
-                            evidence=[Evidence(**{k: v for k, v in e.items() if k in Evidence.__dataclass_fields__})
-                                      for e in s.get("evidence", [])],
+                            evidence=[Evidence.from_dict(e) for e in s.get("evidence", [])],
                             rating=s.get("rating"), reasoning=s.get("reasoning", ""), confidence=s.get("confidence"))
               for s in steps if s.get("stage") == "leaf_sentence"]
     score = next((s for s in reversed(steps) if s.get("stage") == "leaf_score"), {})

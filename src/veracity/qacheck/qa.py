@@ -56,7 +56,7 @@ class ClosedBook(QAModule):
     def answer(self, question: str, ctx: Context, failures: list[str] | None = None) -> tuple[str, list[Evidence]]:
         ans, ev = self.p_closed_book.ask(ctx.model, failures=failures, QUESTION=question).value
         ans = UNKNOWN if ans is None else ans
-        evidence = [Evidence(text=ev, source="model knowledge (closed-book)")] if ev else []
+        evidence = [Evidence(text=ev, source="model knowledge (closed-book)", memory=True)] if ev else []
         return ans, evidence
 
 
@@ -73,7 +73,7 @@ class ReciterReader(QAModule):
         passage = self.p_recite.ask(ctx.model, failures=failures, QUESTION=question).value
         if passage is None:
             return UNKNOWN, []
-        evidence = [Evidence(text=passage, source=RECITED)]
+        evidence = [Evidence(text=passage, source=RECITED, memory=True)]
         return self.read(question, evidence, ctx, failures), evidence
 
 

@@ -53,7 +53,11 @@ class Document:
 
 @dataclass
 class Passage:
-    """A chunk of a document: the unit that is indexed and retrieved."""
+    """A chunk of a document: the unit that is indexed and retrieved.
+
+    Its text is the document's text at `start:end`, exactly; `doc_sha256` is the SHA-256 of the whole document
+    text (`veracity recheck` finds the passage again by them). Indexes built before these were kept lack them.
+    """
 
     id: str  # "<doc_id>#<n>"
     doc_id: str
@@ -61,6 +65,9 @@ class Passage:
     text: str
     url: str | None = None
     date: str | None = None
+    start: int | None = None  # the passage's character offsets in its document's text
+    end: int | None = None
+    doc_sha256: str | None = None
 
     @property
     def search_text(self) -> str:
@@ -68,8 +75,11 @@ class Passage:
         return f"{self.title}\n{self.text}" if self.title else self.text
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "doc_id": self.doc_id, "title": self.title, "text": self.text,
-                "url": self.url, "date": self.date}
+        d = {"id": self.id, "doc_id": self.doc_id, "title": self.title, "text": self.text,
+             "url": self.url, "date": self.date}
+        if self.doc_sha256 is not None:
+            d.update(start=self.start, end=self.end, doc_sha256=self.doc_sha256)
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Passage:
@@ -77,9 +87,12 @@ class Passage:
         for name in ("id", "doc_id", "text"):
             if not isinstance(d[name], str):
                 raise TypeError(f"passage field {name!r} must be a string, not {type(d[name]).__name__}")
-        for name in ("title", "url", "date"):
+        for name in ("title", "url", "date", "doc_sha256"):
             if d.get(name) is not None and not isinstance(d[name], str):
                 raise TypeError(f"passage field {name!r} must be a string, not {type(d[name]).__name__}")
+        for name in ("start", "end"):
+            if d.get(name) is not None and (not isinstance(d[name], int) or isinstance(d[name], bool)):
+                raise TypeError(f"passage field {name!r} must be a whole number, not {type(d[name]).__name__}")
         return cls(
             id=d["id"],
             doc_id=d["doc_id"],
@@ -87,6 +100,9 @@ class Passage:
             text=d["text"],
             url=d.get("url"),
             date=d.get("date"),
+            start=d.get("start"),
+            end=d.get("end"),
+            doc_sha256=d.get("doc_sha256"),
         )
 
 
@@ -334,15 +350,17 @@ def _pdf_title_and_text(path: Path) -> tuple[str, str]:
 
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"')\]])\s+")
+_LINE_BREAK = re.compile(r"\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # where str.splitlines splits
+_WORD = re.compile(r"\S+")
 
 
 @dataclass
 class _Unit:
-    """A sentence (or a window of an over-long sentence) with its word count."""
+    """A sentence (or a window of an over-long sentence): its span in the document's text and its word count."""
 
-    text: str
+    start: int
+    end: int
     words: int
-    starts_paragraph: bool
 
 
 def chunk_document(doc: Document, max_words: int = 120, overlap_words: int = 20) -> list[Passage]:
@@ -351,39 +369,57 @@ def chunk_document(doc: Document, max_words: int = 120, overlap_words: int = 20)
     Passages end on sentence boundaries (paragraph breaks are kept); consecutive passages
     share up to `overlap_words` words of whole trailing sentences. A sentence longer than
     `max_words` is split at line ends, and what is still too long into overlapping word
-    windows. A document without text gives no passages.
+    windows. A document without text gives no passages. Each passage's text is the
+    document's text between its offsets, exactly as it reads there.
     """
     if max_words < 1:
         raise UserError(f"max words per passage must be at least 1, got {max_words}")
     if not 0 <= overlap_words < max_words:
         raise UserError(f"overlap must be between 0 and max words - 1 ({max_words - 1}), got {overlap_words}")
+    from veracity.evidence.quotes import sha256_text
+
     chunks = _pack(_units(doc.text, max_words, overlap_words), max_words, overlap_words)
-    return [
-        Passage(
-            id=f"{doc.id}#{n}",
-            doc_id=doc.id,
-            title=doc.title,
-            text=_join(chunk),
-            url=doc.url,
-            date=doc.date,
-        )
-        for n, chunk in enumerate(chunks)
-    ]
+    digest = sha256_text(doc.text) if chunks else None
+    passages = []
+    for n, chunk in enumerate(chunks):
+        start, end = min(u.start for u in chunk), max(u.end for u in chunk)
+        passages.append(Passage(id=f"{doc.id}#{n}", doc_id=doc.id, title=doc.title, text=doc.text[start:end],
+                                url=doc.url, date=doc.date, start=start, end=end, doc_sha256=digest))
+    return passages
+
+
+def _pieces(pattern: re.Pattern[str], text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """The stretches of text[start:end] between matches of `pattern`, without their outer whitespace (empty
+    ones left out), as offsets in `text`."""
+    pos = start
+    for m in pattern.finditer(text, start, end):
+        yield from _stripped(text, pos, m.start())
+        pos = m.end()
+    yield from _stripped(text, pos, end)
+
+
+def _stripped(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if start < end:
+        yield start, end
 
 
 def _units(text: str, max_words: int, overlap_words: int) -> Iterator[_Unit]:
-    for paragraph in _PARAGRAPH_BREAK.split(text):
-        first = True
-        for sentence in _SENTENCE_END.split(paragraph.strip()):
+    for p_start, p_end in _pieces(_PARAGRAPH_BREAK, text, 0, len(text)):
+        for s_start, s_end in _pieces(_SENTENCE_END, text, p_start, p_end):
+            words = [(m.start(), m.end()) for m in _WORD.finditer(text, s_start, s_end)]
             # an over-long "sentence" (a list, a table, unpunctuated text) is cut at line ends first
-            pieces = sentence.splitlines() if len(sentence.split()) > max_words else [sentence]
-            for piece in pieces:
-                for window in _windows(piece.split(), max_words, max_words - overlap_words):
-                    yield _Unit(" ".join(window), len(window), first)
-                    first = False
+            pieces = _pieces(_LINE_BREAK, text, s_start, s_end) if len(words) > max_words else [(s_start, s_end)]
+            for start, end in pieces:
+                spans = [(m.start(), m.end()) for m in _WORD.finditer(text, start, end)]
+                for window in _windows(spans, max_words, max_words - overlap_words):
+                    yield _Unit(window[0][0], window[-1][1], len(window))
 
 
-def _windows(words: list[str], size: int, step: int) -> Iterator[list[str]]:
+def _windows(words: list, size: int, step: int) -> Iterator[list]:
     """Windows of `size` words, `step` apart, covering all of `words` (none if empty)."""
     start = 0
     while start < len(words):
@@ -423,12 +459,3 @@ def _tail(units: list[_Unit], max_words: int) -> list[_Unit]:
 
 def _count(units: list[_Unit]) -> int:
     return sum(u.words for u in units)
-
-
-def _join(units: list[_Unit]) -> str:
-    out = ""
-    for n, unit in enumerate(units):
-        if n:
-            out += "\n\n" if unit.starts_paragraph else " "
-        out += unit.text
-    return out

@@ -175,7 +175,9 @@ class Index:
 
     def search(self, query: str, k: int = 5, mode: str | None = None) -> list[Evidence]:
         """The `k` best passages for `query` as evidence, best first (fewer if fewer match)."""
-        return [_evidence(passage, score) for passage, score in self.search_passages(query, k, mode)]
+        found_by = {"retriever": mode or self.default_mode, "index": str(self.path) if self.path else None}
+        return [_evidence(passage, score, self.manifest.get("created"), {**found_by, "query": query, "rank": rank})
+                for rank, (passage, score) in enumerate(self.search_passages(query, k, mode), start=1)]
 
     def search_passages(self, query: str, k: int = 5, mode: str | None = None) -> list[tuple[Passage, float]]:
         """Like `search`, but returns the passages themselves with their scores."""
@@ -202,6 +204,21 @@ class Index:
                             "rebuild it with --dense")
         return self._dense if mode == "dense" else HybridRanker([self._bm25, self._dense])
 
+    def document(self, doc_id: str) -> tuple[str, str | None] | None:
+        """A document as its passages hold it, and the SHA-256 of its text (None from an index built before
+        passages kept it); None when the index has no such document. Each passage stands at its offsets; what
+        chunking left between passages (whitespace) reads as spaces. From an index without offsets: the passages'
+        texts joined by blank lines."""
+        rows = [p for p in self._rows if p.doc_id == doc_id]
+        if not rows:
+            return None
+        if any(p.start is None or p.end is None for p in rows):
+            return "\n\n".join(p.text for p in rows), None
+        chars = [" "] * max(p.end for p in rows)  # type: ignore[type-var]
+        for p in rows:
+            chars[p.start:p.end] = p.text  # type: ignore[misc]
+        return "".join(chars), rows[0].doc_sha256
+
     # ------------------------------------------------------------------ describing
 
     def info(self) -> dict[str, Any]:
@@ -226,10 +243,13 @@ class ModeRetriever:
         return self.index.search(query, k, self.mode)
 
 
-def _evidence(passage: Passage, score: float) -> Evidence:
-    """Evidence from a passage; an untitled passage names its document id as the source."""
+def _evidence(passage: Passage, score: float, indexed: str | None, found_by: dict[str, Any]) -> Evidence:
+    """Evidence from a passage; an untitled passage names its document id as the source. It quotes the document's
+    text at the passage's offsets (when the index was built with them), read when the index was built."""
     return Evidence(text=passage.text, source=passage.title or passage.doc_id, doc_id=passage.doc_id,
-                    url=passage.url, score=score, date=passage.date)
+                    url=passage.url, score=score, date=passage.date, quote_start=passage.start,
+                    quote_end=passage.end, source_sha256=passage.doc_sha256, retrieved_at=indexed,
+                    found_by={k: v for k, v in {**found_by, "score": round(score, 4)}.items() if v is not None})
 
 
 def _chunk_all(documents: Iterable[Document], max_words: int, overlap_words: int,

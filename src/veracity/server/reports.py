@@ -26,7 +26,7 @@ PREDICTION_H = "## Prediction with rationale"
 
 def verdict_from_dict(d: dict[str, Any]) -> Verdict:
     steps = [QAStep(depth=s["depth"], question=s["question"], answer=s["answer"],
-                    evidence=[Evidence(**e) for e in s.get("evidence", [])], useful=s.get("useful"))
+                    evidence=[Evidence.from_dict(e) for e in s.get("evidence", [])], useful=s.get("useful"))
              for s in d.get("steps", [])]
     return Verdict(label=d["label"], rationale=d.get("rationale", ""), confidence=d.get("confidence"),
                    steps=steps, parse_failures=list(d.get("parse_failures", [])),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
+from ..evidence.quotes import sha256_text
 from ..types import Evidence
 from ..web.base import SearchHit, SearchProvider
 from ..web.filters import DEFAULT_EXCLUDED, after_claim_note, filter_hits, plural, published_after, stale_note
@@ -51,11 +52,13 @@ class WebSearch(SearchTool):
                 if page is not None and call.claim_date and published_after(page.date, call.claim_date):
                     late += 1
                     continue
-                evidence = hit_evidence(hit, page)
+                found_by = {"tool": self.name, "provider": self.provider.name, "query": argument,
+                            "rank": len(results) + 1}
+                evidence = hit_evidence(hit, page, found_by)
                 if not evidence.text.strip():
                     continue
-                if len(evidence.text) > self.max_chars:
-                    evidence.text = evidence.text[: self.max_chars].rstrip() + " [...]"
+                if len(evidence.text) > self.max_chars:  # the quote is the page's first max_chars characters
+                    evidence = evidence.cut(self.max_chars)
                     shortened += 1
                 results.append(evidence)
         if late:
@@ -101,9 +104,23 @@ def _unique(hits: list[SearchHit]) -> list[SearchHit]:
     return out
 
 
-def hit_evidence(hit: SearchHit, page: Page | None) -> Evidence:
-    """A hit as evidence: the page's text, date and images when it was read, else the hit's own."""
-    text = (page.text if page and page.text.strip() else None) or hit.text or hit.snippet
-    return Evidence(text=text, source=hit.title or (page.title if page else "") or hit.url or "", url=hit.url,
-                    doc_id=hit.doc_id, score=hit.score, date=hit.date or (page.date if page else None),
-                    images=list(page.images) if page else ([hit.image_url] if hit.image_url else []))
+def hit_evidence(hit: SearchHit, page: Page | None, found_by: dict | None = None) -> Evidence:
+    """A hit as evidence: the page's text, date and images when it was read, else the hit's own.
+
+    A page read quotes its extracted text from the start, with that text's hash and the time it was fetched; a
+    hit from a local index keeps the index's record of where its passage stands; a provider's snippet is quoted
+    as the provider gave it (no source text to hash). `found_by`: how the hit was found (tool, query, rank).
+    """
+    how = {**(found_by or {}), **({"score": hit.score} if hit.score is not None else {})}
+    common = dict(source=hit.title or (page.title if page else "") or hit.url or "", url=hit.url, doc_id=hit.doc_id,
+                  score=hit.score, date=hit.date or (page.date if page else None),
+                  images=list(page.images) if page else ([hit.image_url] if hit.image_url else []))
+    if page is not None and page.text.strip():
+        return Evidence(text=page.text, quote_start=0, quote_end=len(page.text), source_sha256=sha256_text(page.text),
+                        retrieved_at=page.fetched_at, found_by={**how, "page": page.final_url}
+                        if page.final_url != page.url else how, **common)
+    if hit.origin is not None and (hit.text or "") == hit.origin.text:
+        o = hit.origin
+        return Evidence(text=o.text, quote_start=o.quote_start, quote_end=o.quote_end, source_sha256=o.source_sha256,
+                        retrieved_at=o.retrieved_at, found_by={**o.found_by, **how}, **common)
+    return Evidence(text=hit.text or hit.snippet, found_by=how, **common)

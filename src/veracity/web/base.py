@@ -15,6 +15,7 @@ from ..errors import BackendError
 
 if TYPE_CHECKING:
     from ..images.files import ImageFile
+    from ..types import Evidence
 
 
 class SearchError(BackendError):
@@ -36,6 +37,7 @@ class SearchHit:
     doc_id: str | None = None
     score: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    origin: "Evidence | None" = None  # a local index's hit: the index's evidence record (where its passage stands)
 
 
 class SearchProvider(Protocol):

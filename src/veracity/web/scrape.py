@@ -28,6 +28,7 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 
 from .. import __version__
+from ..evidence.quotes import utc_now
 from .filters import to_iso_date
 
 MAX_REDIRECTS = 5
@@ -60,6 +61,7 @@ class Page:
     images: list[str] = field(default_factory=list)  # absolute image URLs, main image first
     content_type: str = ""
     truncated: bool = False  # the text was cut to the scraper's max_chars
+    fetched_at: str | None = None  # when it was read, ISO-8601 UTC
 
 
 # --------------------------------------------------------------------------- address check
@@ -246,6 +248,7 @@ class Scraper:
 
     def fetch(self, url: str) -> Page:
         """The page at `url`: HTML (main text via trafilatura), plain text or PDF."""
+        fetched_at = utc_now()
         body = self._get(url, max_bytes=self.max_bytes, accept=PAGE_TYPES, noun="page",
                          refused="not a web page")
         try:
@@ -261,7 +264,8 @@ class Scraper:
         text = text.strip()
         truncated = len(text) > self.max_chars
         return Page(url=url, final_url=body.final_url, title=title, text=text[: self.max_chars] if truncated else text,
-                    date=date, images=images, content_type=body.content_type, truncated=truncated)
+                    date=date, images=images, content_type=body.content_type, truncated=truncated,
+                    fetched_at=fetched_at)
 
     def fetch_image(self, url: str, *, max_bytes: int = 10_000_000) -> bytes:
         """The bytes of the image at `url` (the response must say image/*)."""

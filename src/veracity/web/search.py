@@ -274,7 +274,7 @@ class LocalSearch:
         except UserError as e:
             raise SearchError(f"search provider {self.name}: {e}") from None
         return [SearchHit(title=ev.source or ev.doc_id or "", url=ev.url, text=ev.text, date=to_iso_date(ev.date),
-                          doc_id=ev.doc_id, score=ev.score) for ev in found]
+                          doc_id=ev.doc_id, score=ev.score, origin=ev) for ev in found]
 
     def images(self, query: str, k: int, *, before: str | None = None) -> list[SearchHit]:
         raise NotSupported("the local index holds text only; use an image collection")
