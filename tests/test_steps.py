@@ -22,7 +22,8 @@ from veracity.report import TerminalPrinter, item_lines, to_html, to_markdown
 from veracity.retrieval import Document, Index
 from veracity.server.answers import leaf_summary
 from veracity.server.views import LiveView, run_view
-from veracity.steps import STEP_TYPES, Fold, ParseFailure, Step, UnknownStep, step_from_dict, view_items
+from veracity.steps import (STEP_TYPES, Fold, ParseFailure, Step, UnknownStep, evidence_view, step_from_dict,
+                            view_items)
 from veracity.trace import Tracer
 from veracity.types import Claim, Verdict
 
@@ -170,10 +171,13 @@ def test_leaf_steps_fold_into_sentences_and_the_score(index):
     assert [(it["index"], it["supported"], it["rating"]) for it in items[:2]] == [
         (1, True, "Supported"), (2, False, "Not Supported")]
     assert items[0]["evidence"][0]["doc_id"] == "cts"
-    # the server's answer-check summary is read from the same items, every field of the steps kept
+    # the server's answer-check summary is read from the same items, every field of the steps kept (each evidence
+    # passage with the line of when it was published and indexed added)
     summary = leaf_summary(trace)
     assert summary["score"] == 0.5 and summary["sentences"] == [
-        {k: v for k, v in s.items() if k not in ("stage", "t")} for s in trace if s["stage"] == "leaf_sentence"]
+        {k: evidence_view(v) if k == "evidence" else v for k, v in s.items() if k not in ("stage", "t")}
+        for s in trace if s["stage"] == "leaf_sentence"]
+    assert summary["sentences"][0]["evidence"][0]["when"].startswith("indexed ")
 
 
 def test_answering_pipelines_steps_have_items_the_cli_prints(index):

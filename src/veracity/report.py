@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 from urllib.parse import quote, unquote, urlsplit
 
 from .check import CheckResult
-from .steps import MEMORY_SOURCE, Fold, Step, ViewItem, as_step
+from .steps import MEMORY_SOURCE, Fold, Step, ViewItem, as_step, evidence_when
 
 if TYPE_CHECKING:
     from .defame.record import Record
@@ -108,16 +108,20 @@ def evidence_lines(evidence: list[dict[str, Any]], width: int | None = None, mar
         if width and len(text) > width:
             text = text[: width - 1] + "…"
         src = e.get("source") or "evidence"
+        when = "" if e.get("memory") else evidence_when(e)
         if markdown:
             text = md_text(text)
             if e.get("url"):
                 src = md_link(src, e["url"])
             else:
                 src = md_text(src) + (f" ({md_text(e['doc_id'])})" if e.get("doc_id") else "")
+            src += f", {md_text(when)}" if when else ""
         elif e.get("url"):
             src = f"{src} <{e['url']}>"
         elif e.get("doc_id"):
             src = f"{src} ({e['doc_id']})"
+        if when and not markdown:
+            src += f", {when}"
         out.append(f"{text} — *{src}*" if markdown else f"{text} — {src}")  # a terminal shows no Markdown
     return out
 
@@ -256,16 +260,24 @@ def _record_sections(record: "Record", result: CheckResult, image_url: ImageLink
                 lines += [f"- *{md_text(note)}*" for note in s.notes or []]
                 if not s.results and not s.error:
                     lines.append("- no results")
+                results = list(s.results or [])
                 for sm in rnd.summaries:
                     if sm.action != s.action:
                         continue
+                    # the result it summarizes (read in order, matched by URL when there is one)
+                    r = next((r for r in results if not sm.url or r.get("url") == sm.url), None)
+                    if r is not None:
+                        results.remove(r)
                     where = md_link(sm.source or sm.url or "source", sm.url)
-                    when = f" ({md_text(sm.date)})" if sm.date else ""
+                    said = evidence_when(r) if r is not None else (f"published {sm.date}" if sm.date else "")
+                    when = f" ({md_text(said)})" if said else ""
                     if sm.summary:
                         lines.append(f"- {where}{when}: {md_text(sm.summary)}")
                         lines += [f"  {_image_md(img, 'evidence image', image_url)}" for img in (sm.images or [])[:2]]
                     else:
                         lines.append(f"- {where}{when}: *not relevant (summarizer said NONE)*")
+                    if r is not None and r.get("text"):
+                        lines.append(f"  - quoted from the source: “{md_text(_snippet(r['text']))}”")
                 lines += [""]
             elif isinstance(s, Develop):
                 lines += ["### Reasoning", "", md_text_links(s.text) or "*(empty)*", ""]

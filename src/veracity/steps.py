@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field, fields
+from datetime import datetime, timezone
 from typing import Any, Callable, ClassVar, Iterable, Mapping, TypeVar
 
 from .types import RECITED
@@ -361,11 +362,39 @@ def link_parts(text: str) -> list[dict[str, Any]]:
 MEMORY_SOURCE = "the model's memory (recited, not a source)"
 
 
-def memory_marked(evidence: Iterable[Any]) -> list[Any]:
-    """Evidence as view items hold it: a passage the model recited is marked `"memory": True`, so that front ends
-    show it as the model's memory (MEMORY_SOURCE) rather than as a source that was read."""
-    return [{**e, "memory": True} if isinstance(e, Mapping) and (e.get("memory") or e.get("source") == RECITED) else e
-            for e in evidence]
+def evidence_view(evidence: Iterable[Any]) -> list[Any]:
+    """Evidence as view items hold it: a passage the model recited or stated is marked `"memory": True`, so that
+    front ends show it as the model's memory (MEMORY_SOURCE) rather than as a source that was read; a source's
+    `when` says when it was published and when it was fetched (or indexed), as every front end prints it."""
+    out = []
+    for e in evidence:
+        if isinstance(e, Mapping):
+            memory = bool(e.get("memory")) or e.get("source") == RECITED
+            e = {**e, "memory": True} if memory else {**e, "when": evidence_when(e)}
+        out.append(e)
+    return out
+
+
+def evidence_when(e: Mapping[str, Any]) -> str:
+    """"published 2019-01-02 · fetched 2024-05-01 10:00 UTC" (or "indexed ..." for an index document), the parts
+    known; "" when neither is."""
+    parts = [f"published {e['date']}"] if e.get("date") else []
+    if e.get("retrieved_at"):
+        how = e.get("found_by") if isinstance(e.get("found_by"), Mapping) else {}
+        verb = "indexed" if how.get("index") or how.get("retriever") else "fetched"
+        parts.append(f"{verb} {utc_time(e['retrieved_at'])}")
+    return " · ".join(parts)
+
+
+def utc_time(iso: Any) -> str:
+    """An ISO-8601 time as "2024-05-01 10:00 UTC" (a string that is not one, as it is)."""
+    try:
+        t = datetime.fromisoformat(str(iso))
+    except ValueError:
+        return str(iso)
+    if t.tzinfo is not None:
+        t = t.astimezone(timezone.utc)
+    return t.strftime("%Y-%m-%d %H:%M UTC")
 
 
 def source_link(text: str) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..steps import Fold, Step, http_url, link_parts, optional, source_link, step_type
+from ..steps import Fold, Step, evidence_when, http_url, link_parts, optional, source_link, step_type
 
 EXCERPT_MARK = 'Excerpt: "'  # a summary that quotes the source (the model's was rejected) is shown so
 
@@ -100,7 +100,7 @@ def result_item(r: dict[str, Any]) -> dict[str, Any]:
     """One result of a tool call, waiting for its summary."""
     return {"title": r.get("source") or r.get("url") or "result", "source": r.get("source"), "url": r.get("url"),
             "href": http_url(r.get("url")), "date": r.get("date"), "text": r.get("text") or "", "summarized": False,
-            "summary": None, "images": []}
+            "summary": None, "images": [], "when": evidence_when(r)}
 
 
 @step_type

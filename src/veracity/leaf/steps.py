@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..steps import Fold, Step, optional, step_type
+from ..steps import Fold, Step, evidence_view, optional, step_type
 
 
 @dataclass(kw_only=True)
@@ -48,8 +48,10 @@ class LeafSentence(Labelled):
     seconds: float | None = None
 
     def fold(self, view: Fold) -> None:
-        view.append(item("leaf", self.data, index=None, sentence="", query="", evidence=[], rating=None,
-                         supported=False, confidence=None, reasoning=""))
+        leaf = item("leaf", self.data, index=None, sentence="", query="", evidence=[], rating=None,
+                    supported=False, confidence=None, reasoning="")
+        leaf["evidence"] = evidence_view(leaf["evidence"] or [])
+        view.append(leaf)
         view.status = f"Sentence {self.index}: {self.rating or 'no decision'}"
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..steps import Fold, Reasoning, Step, memory_marked, optional, step_type
+from ..steps import Fold, Reasoning, Step, evidence_view, optional, step_type
 
 STOP_REASONS = {
     "verifier": "the verifier judged the answers enough to decide",
@@ -56,7 +56,7 @@ class Answer(Step):
         card = view.question_card
         if card is None or card["question"] != self.question:  # an answer to a question not seen: its own card
             card = view.question_card = view.append(qa_card(self.depth, self.question))
-        card.update(answer=self.answer, evidence=memory_marked(self.evidence), qa=self.qa)
+        card.update(answer=self.answer, evidence=evidence_view(self.evidence), qa=self.qa)
         view.changed(card)
         view.status = f"Step {self.depth}: answered"
 

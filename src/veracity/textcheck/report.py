@@ -15,7 +15,7 @@ import re
 from typing import Any, Iterable
 
 from ..report import evidence_word, html_page, md_link, md_piece, md_text, write_report_as
-from ..steps import http_url, memory_marked
+from ..steps import evidence_view, http_url
 from .outcomes import LABELS, Span, marks, summary_rows
 from .run import ClaimResult, TextCheck
 
@@ -92,9 +92,10 @@ def to_markdown(check: TextCheck) -> str:
         lines.append(f"   - source: “{md_text(quote)}” ({md_text(_span_words(r.claim.spans))})")
         if r.note:
             lines.append(f"   - {md_text(r.note)}")
-        for ev in memory_marked(r.evidence):
+        for ev in evidence_view(r.evidence):
             source = md_link(ev.get('source') or 'passage', ev.get('url'))
-            lines.append(f"   - {md_text(evidence_word([ev]))}: {source}: "
+            when = f" ({md_text(ev['when'])})" if ev.get("when") else ""
+            lines.append(f"   - {md_text(evidence_word([ev]))}: {source}{when}: "
                          f"{md_text(ev.get('text', ''))}")
     return "\n".join(lines) + "\n"
 
@@ -110,12 +111,13 @@ def _claim_html(r: ClaimResult, passage: str | None) -> str:
         parts.append(f"<br><i>{_e(r.note)}</i>")
     if r.evidence:
         items = []
-        for ev in memory_marked(r.evidence):
+        for ev in evidence_view(r.evidence):
             name = _e(ev.get("source") or "passage")
             name = name if not ev.get("memory") else f"{_e(evidence_word([ev]))}: {name}"
             url = http_url(ev.get("url"))
             name = f"<a href=\"{_e(url)}\" rel=\"noopener noreferrer nofollow\">{name}</a>" if url else name
-            items.append(f"<li>{name}: {_e(ev.get('text', ''))}</li>")
+            when = f" <span class=\"when\">({_e(ev['when'])})</span>" if ev.get("when") else ""
+            items.append(f"<li>{name}{when}: {_e(ev.get('text', ''))}</li>")
         parts.append("<ul>" + "".join(items) + "</ul>")
     return "".join(parts)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..failures import failure_view
-from ..steps import Fold, Step, memory_marked, step_type
+from ..steps import Fold, Step, evidence_view, step_type
 from .outcomes import LABELS, PENDING, marks, strongest, summary_rows
 
 _STATE = "text"  # the fold's bookkeeping for a text: Fold.state[_STATE]
@@ -31,7 +31,7 @@ def _claim_item(c: dict[str, Any], **result: Any) -> dict[str, Any]:
             "status": c.get("status", ""), "reason": c.get("reason", ""), "outcome": outcome,
             "outcome_label": LABELS.get(outcome, outcome), "label": result.get("label"),
             "confidence": result.get("confidence"), "rationale": result.get("rationale") or "",
-            "evidence": memory_marked(result.get("evidence") or []), "note": result.get("note") or "",
+            "evidence": evidence_view(result.get("evidence") or []), "note": result.get("note") or "",
             # a failed check, in plain words with its technical line apart (as a failed run on the page)
             "failure": failure_view(result.get("note")) if outcome == "failed" else None}
 

@@ -395,9 +395,11 @@
     let src = e.memory ? "the model's memory (recited, not a source)" : e.source || "evidence";
     if (e.doc_id && !e.url) src = `${src} (${e.doc_id})`;
     const safeUrl = e.url && /^https?:\/\//i.test(e.url);
+    // a source says when it was published and read (views: steps.evidence_when); the memory is marked plainly
     return el("blockquote", { class: `ev${e.memory ? " memory" : ""}` }, el("p", null, e.text || ""),
       el("footer", { class: "src" },
-         safeUrl ? el("a", { href: e.url, rel: "noopener noreferrer nofollow" }, src) : src));
+         safeUrl ? el("a", { href: e.url, rel: "noopener noreferrer nofollow" }, src) : src,
+         e.when ? " " : null, e.when ? el("span", { class: "when" }, `(${e.when})`) : null));
   }
 
   // a failed check in plain words, its technical line behind a toggle (as templates/run.html's failure)
@@ -544,8 +546,9 @@
   // One result of a DEFAME tool call, with its summary once the summarizer has read it.
   function resultRow(r) {
     const irrelevant = r.summarized && !r.summary;
+    const when = r.when || (r.date ? `published ${r.date}` : "");
     const title = el("p", { class: "r-title" }, link(plainRefs(r.title), r.href),
-                     r.date ? " " : null, r.date ? el("span", { class: "hint" }, `(${r.date})`) : null,
+                     when ? " " : null, when ? el("span", { class: "hint when" }, `(${when})`) : null,
                      irrelevant ? " " : null, irrelevant ? notRelevant() : null);
     return el("li", { class: `result${irrelevant ? " irrelevant" : ""}` }, title,
               r.summary ? el("p", { class: "r-sum" }, key("Summary"), " ", r.summary) : null,
