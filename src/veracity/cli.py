@@ -6,6 +6,7 @@
     veracity eval --dataset D --path P --out DIR  evaluate pipelines on a benchmark (--ray: on a Ray cluster)
     veracity index build|search|info ...   build and query retrieval indexes
     veracity pipelines                     list the pipelines and ablations by name
+    veracity recheck RUN_ID|REPORT.json    read a stored run's evidence again: what changed, does the verdict hold
     veracity doctor                        check this installation and whether the model runs on this CPU
 
 User errors print one line and exit 2; backend failures exit 3.
@@ -255,6 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_pipelines)
 
     from .doctor import register as register_doctor
+    from .evidence.commands import register as register_recheck
     from .images.commands import register as register_images
     from .leaf.commands import register as register_leaf
     from .mcp_server.commands import register as register_mcp
@@ -275,6 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_selftrain(sub)
     register_check_text(sub)
     register_verifier(sub)
+    register_recheck(sub)
     return parser
 
 

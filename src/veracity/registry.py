@@ -31,6 +31,7 @@ def load_step_types() -> "dict[str, type[Step]]":
     package registers its `steps` module when imported)."""
     from . import baselines, defame, leaf, qacheck  # noqa: F401  (imported for their registration)
     from .steps import STEP_TYPES
+    from .evidence import steps as _recheck_steps  # noqa: F401  (a recheck's steps: veracity recheck, server)
     from .textcheck import steps as _text_steps  # noqa: F401  (a checked text's steps: veracity check-text, server)
 
     return STEP_TYPES

@@ -302,6 +302,25 @@ def _record_sections(record: "Record", result: CheckResult, image_url: ImageLink
     return lines
 
 
+def _recheck_sections(items: list[ViewItem]) -> list[str]:
+    """A recheck's items (evidence/steps.py): each quote, its source, its status now and what changed."""
+    rechecked = [it for it in items if it["kind"] == "recheck_item"]
+    if not rechecked:
+        return []
+    lines = ["## Evidence, read again", ""]
+    for it in rechecked:
+        src = md_link(it["source"], it.get("url")) if it.get("href") else md_text(it["source"])
+        when = f", {md_text(it['when'])}" if it.get("when") else ""
+        lines += [f"{it['n']}. **{md_text(it['status'])}**: {src}{when}: {md_text(it['reason'])}", "",
+                  f"   > {md_text(_snippet(it['text']))}", ""]
+        if it.get("diff"):
+            lines += [f"   Now: {md_text(it['diff'])}", ""]
+    for it in items:
+        if it["kind"] == "recheck_decision":
+            lines += [f"- **Decision again:** {md_text(it.get('note') or '')}", ""]
+    return lines
+
+
 def to_markdown(result: CheckResult, image_url: ImageLink | None = None) -> str:
     """The report as Markdown. `image_url` (a local image's absolute path -> the URL to show it by, or None):
     the server links the claim's uploads by their URL instead of its own paths."""
@@ -329,6 +348,7 @@ def to_markdown(result: CheckResult, image_url: ImageLink | None = None) -> str:
             if ev:
                 head = md_text(evidence_word(it["evidence"]).capitalize())
                 lines += [f"**{head}:**", ""] + [f"> {e}" for e in ev] + [""]
+    lines += _recheck_sections(check_items(result))
     lines += ["## Prediction with rationale", "", _md_strong(v.label), ""]
     if v.rationale and record is None:  # DEFAME's rationale is the justification, shown above
         lines += [md_text_links(v.rationale), ""]

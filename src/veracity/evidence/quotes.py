@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import re
 from datetime import datetime, timezone
 
 DIFF_CONTEXT = 40  # characters of unchanged text shown around each change
@@ -60,3 +61,19 @@ def short_diff(old: str, new: str, limit: int = MAX_DIFF) -> str:
             parts.append("{+" + " ".join(b[j1:j2]) + "+}")
     out = " ".join(p for p in parts if p)
     return out if len(out) <= limit else out[: limit - 3] + "..."
+
+
+_CHANGE = re.compile(r"\[-(.*?)-\]|\{\+(.*?)\+\}", re.S)
+
+
+def diff_parts(diff: str) -> list[dict[str, str]]:
+    """A `short_diff` as parts a page draws: [{"op": "-" | "+" | "=", "text"}]."""
+    parts, pos = [], 0
+    for m in _CHANGE.finditer(diff or ""):
+        if m.start() > pos:
+            parts.append({"op": "=", "text": diff[pos:m.start()]})
+        parts.append({"op": "-", "text": m.group(1)} if m.group(1) is not None else {"op": "+", "text": m.group(2)})
+        pos = m.end()
+    if pos < len(diff or ""):
+        parts.append({"op": "=", "text": diff[pos:]})
+    return parts

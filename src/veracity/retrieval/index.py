@@ -175,7 +175,7 @@ class Index:
 
     def search(self, query: str, k: int = 5, mode: str | None = None) -> list[Evidence]:
         """The `k` best passages for `query` as evidence, best first (fewer if fewer match)."""
-        found_by = {"retriever": mode or self.default_mode, "index": str(self.path) if self.path else None}
+        found_by = {"retriever": mode or self.default_mode, "index": str(self.path.resolve()) if self.path else None}
         return [_evidence(passage, score, self.manifest.get("created"), {**found_by, "query": query, "rank": rank})
                 for rank, (passage, score) in enumerate(self.search_passages(query, k, mode), start=1)]
 

@@ -208,6 +208,14 @@ class RunStore:
         total = c.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
         return [self._row(r) for r in rows], total
 
+    def rechecks_of(self, run_id: str) -> list[dict[str, Any]]:
+        """The rechecks of a run (`veracity recheck`, the page's Re-check button), newest first, without results."""
+        cols = ", ".join(k for k in _RUN_COLUMNS if k != "result")
+        rows = self._conn().execute(
+            f"SELECT {cols} FROM runs WHERE pipeline='recheck' AND json_valid(options) "
+            "AND json_extract(options, '$.rechecks')=? ORDER BY created DESC, rowid DESC", (run_id,)).fetchall()
+        return [self._row(r) for r in rows]
+
     def image_files(self, run_id: str) -> list[str]:
         """The uploaded image files a run uses."""
         return [r[0] for r in self._conn().execute("SELECT file FROM run_images WHERE run_id=?", (run_id,))]

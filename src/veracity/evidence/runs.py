@@ -1,0 +1,79 @@
+"""Where a recheck's run comes from and where the recheck goes: the run store (the server's SQLite file, shared by
+`veracity serve`, `mcp` and `proxy`) or a report JSON (`veracity check --json`, a run's report.json); the recheck
+is stored as a new run whose options name the run it rechecks (`rechecks`), so that the old run links to it.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UserError
+from .recheck import Recheck, StoredRun
+
+if TYPE_CHECKING:
+    from ..server.store import RunStore
+
+RECHECK = "recheck"  # the pipeline name a stored recheck has
+MAX_REPORT_BYTES = 200_000_000
+
+
+def run_from_store(store: "RunStore", run_id: str) -> StoredRun:
+    """A finished run of the store, or a UserError saying why it cannot be rechecked."""
+    from ..server.store import DONE
+
+    run = store.get(run_id)
+    if run is None:
+        raise UserError(f"no run {run_id!r} in {store.path} (give a run id from `veracity serve`'s history, or "
+                        "a report JSON file)")
+    if run["pipeline"] == RECHECK:
+        rechecks = (run.get("options") or {}).get("rechecks")
+        raise UserError(f"run {run_id} is itself a recheck" + (f": recheck run {rechecks} again" if rechecks else ""))
+    if run["status"] != DONE:
+        raise UserError(f"run {run_id} has not finished ({run['status']}): there is no verdict to re-check")
+    result = run.get("result") or {}
+    claim = result.get("claim") if isinstance(result.get("claim"), dict) else {}
+    return StoredRun(claim=run["claim"], pipeline=run["pipeline"], model=run["model"],
+                     verdict=result.get("verdict") if isinstance(result.get("verdict"), dict) else {},
+                     steps=[d for _, d in store.steps(run_id)], id=run_id, origin=f"run {run_id}",
+                     date=claim.get("date") or (run.get("options") or {}).get("date"))
+
+
+def run_from_report(path: str | Path) -> StoredRun:
+    """A run from its report JSON (`veracity check --json`, or report.json from the server), or a UserError."""
+    from ..reading import read_limited
+
+    data = read_limited(path, MAX_REPORT_BYTES, "the report")
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError):
+        raise UserError(f"{path} is not a JSON report (write one with `veracity check --json` or download a "
+                        "run's report.json)") from None
+    steps = doc.get("trace") if isinstance(doc, dict) else None
+    if not isinstance(steps, list) or not isinstance(doc.get("verdict"), dict):
+        raise UserError(f"{path} is not a veracity report: it has no verdict and trace (write one with "
+                        "`veracity check --json`)")
+    claim = doc.get("claim")
+    text = claim.get("text") if isinstance(claim, dict) else claim
+    return StoredRun(claim=str(text or ""), pipeline=str(doc.get("pipeline") or ""), model=str(doc.get("model") or ""),
+                     verdict=doc["verdict"], steps=steps, id=None, origin=str(path),
+                     date=claim.get("date") if isinstance(claim, dict) else None)
+
+
+def store_recheck(store: "RunStore", result: Recheck) -> str:
+    """Store the recheck as a finished run linked to the run it rechecks; returns its id."""
+    run = result.run
+    run_id = secrets.token_hex(8)
+    options: dict[str, Any] = {"rechecks": run.id} if run.id else {"rechecks_report": run.origin}
+    store.create(run_id, claim=run.claim, pipeline=RECHECK, qa=None, model=run.model, options=options)
+    store.mark_running(run_id)
+    for seq, step in enumerate(result.steps):
+        store.add_step(run_id, seq, step)
+    verdict = {"label": result.headline(), "rationale": result.summary(), "confidence": None, "steps": [],
+               "parse_failures": [], "uncertain": False, "uncertain_reason": "", "basis": "evidence"}
+    store.finish(run_id, {"claim": {"text": run.claim, "id": None, "date": run.date, "images": []},
+                          "pipeline": RECHECK, "model": run.model, "verdict": verdict, "usage": {},
+                          "seconds": round(result.seconds, 3), "recheck": result.to_dict()})
+    return run_id
