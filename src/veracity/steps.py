@@ -244,7 +244,7 @@ class Retrieval(Step):
         if card is not None and card.get("question") == self.query and card.get("answer") is None:
             return  # retrieved for the open question: its answer's evidence shows the passages
         view.append({"kind": "retrieval", "stage": self.kind, "data": self.data, "query": self.query,
-                     "results": list(self.results)})
+                     "results": evidence_view(self.results)})
 
 
 @step_type

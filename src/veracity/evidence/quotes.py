@@ -41,6 +41,20 @@ def locate(quote: str, text: str, near: int | None = None) -> tuple[int, int] | 
     return None if best is None else (best, best + len(quote))
 
 
+def aligned_span(quote: str, text: str, start: int, end: int) -> tuple[int, int]:
+    """Where a quote that no longer stands in `text` stood: the stretch near its old offsets `start:end` that lines
+    up with it best (text inserted or removed inside it moves its end), else the same offsets."""
+    lo = max(0, start - len(quote))
+    window = text[lo:end + len(quote)]
+    blocks = [b for b in difflib.SequenceMatcher(None, quote, window, autojunk=False).get_matching_blocks() if b.size]
+    if not blocks or sum(b.size for b in blocks) < len(quote) / 3:
+        return start, min(end, len(text))
+    first, last = blocks[0], blocks[-1]
+    s = max(0, first.b - first.a)
+    e = min(len(window), last.b + last.size + (len(quote) - last.a - last.size))
+    return lo + s, lo + max(s, e)
+
+
 def short_diff(old: str, new: str, limit: int = MAX_DIFF) -> str:
     """What changed from `old` to `new`, word by word: removed words as [-...-], added as {+...+}, with a little
     unchanged text around each change ("..." where it is left out); at most about `limit` characters."""

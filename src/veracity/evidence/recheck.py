@@ -9,7 +9,8 @@ the guarded scraper (`web.scrape.Scraper`: an address that now fails the SSRF gu
 index document in the index it came from (`Index.document`). Its status:
 
 - unchanged: the source text has the same SHA-256, or the quote still stands in it word for word;
-- changed: the quote is no longer in the source; `now` is what stands at its offsets, `diff` a short word diff;
+- changed: the quote is no longer in the source; `now` is what stands in its place (at its offsets, its end moved by
+  what was inserted or removed inside it), `diff` a short word diff of the two;
 - gone: the page answers 404 or 410, the document is no longer in its index, or the index folder is gone;
 - unreachable: the page or the index could not be read (timeout, HTTP error, a damaged index);
 - refused: the page's address now fails the address guard (private, loopback, ...): reported, never fetched;
@@ -34,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from ..steps import MEMORY_SOURCE
 from ..trace import Tracer
 from ..types import BINARY_LABELS, RECITED, Evidence
-from .quotes import locate, short_diff, utc_now
+from .quotes import aligned_span, locate, short_diff, utc_now
 from .steps import (CHANGED, GONE, NOT_RECHECKABLE, REFUSED, STATUSES, UNCHANGED, UNREACHABLE, RecheckDecision,
                     RecheckItem)
 
@@ -226,10 +227,7 @@ def check_item(e: Mapping[str, Any], sources: Sources) -> tuple[str, str, str | 
         moved = f" (now at character {span[0]}, was {start})" if isinstance(start, int) and span[0] != start else ""
         return UNCHANGED, f"the source changed elsewhere; the quote still stands in it word for word{moved}", \
             quote, "", read.at
-    if isinstance(start, int) and isinstance(end, int):
-        now = text[start:end]
-    else:
-        now = ""
+    now = text[slice(*aligned_span(quote, text, start, end))] if isinstance(start, int) and isinstance(end, int) else ""
     if not now.strip():
         return CHANGED, "the quote is no longer in the source, which now ends before its place", now, \
             short_diff(quote, ""), read.at

@@ -21,6 +21,7 @@ from .answers import leaf_summary
 from .checks import MAX_OFFSET, CheckIn, image_url, images_of, start_check, stored_images
 from ..failures import short_error
 from .errors import ApiError
+from .rechecks import recheck_run
 from .reports import StoredImage, result_of, to_html, to_json, to_markdown
 from .safe import mend, strict_json
 from .state import state
@@ -149,6 +150,24 @@ class TextAccepted(BaseModel):
     links: Links
 
 
+class RecheckOut(BaseModel):
+    id: str = Field(description="the recheck's own run (GET /api/checks/{id}; its page links the rechecked run)")
+    rechecks: str = Field(description="the run it rechecks")
+    headline: str = Field(description="e.g. Evidence unchanged, Evidence changed, Verdict may not hold")
+    summary: str
+    changed: bool = Field(description="a quote changed or its source is gone, or the verdict no longer holds")
+    incomplete: bool = Field(description="some source could not be read again (unreachable, refused, no hash)")
+    holds: bool | None = Field(description="whether the verdict holds; null: no decision could be taken again")
+    exit_status: int = Field(description="what `veracity recheck` exits with: 0 unchanged, 1 changed, 4 incomplete")
+    counts: dict[str, int] = Field(description="evidence items per status: unchanged, changed, gone, unreachable, "
+                                               "refused, not re-checkable")
+    items: list[dict[str, Any]] = Field(description="each item: status, reason, the stored record, the quote as "
+                                                    "it reads now and a short diff")
+    decisions: list[dict[str, Any]] = Field(description="per claim or sentence: the verifier's label on the "
+                                                        "evidence as stored and now, and whether it holds")
+    links: Links
+
+
 class HistoryPage(BaseModel):
     items: list[RunSummary]
     total: int
@@ -265,6 +284,24 @@ def create_text(body: TextIn, request: Request, response: Response) -> dict[str,
             "characters": len(source.text), "source_kind": source.kind, "pipeline": options.get("pipeline", ""),
             "extract": options.get("extract", ""), "max_claims": options.get("max_claims", 0),
             "links": links(run_id)}
+
+
+@router.post("/checks/{run_id}/recheck", status_code=201, response_model=RecheckOut,
+             responses={**ERRORS, 409: {"model": ErrorBody}}, summary="Re-check a run's evidence")
+def recheck_check(run_id: str, request: Request, response: Response) -> dict[str, Any]:
+    """Read each evidence source of a finished run again (pages through the guarded scraper, index documents in
+    the index they came from), say per item whether it is unchanged, changed (with a short diff of the quote),
+    gone, unreachable, refused by the address guard or not re-checkable (the model's memory, a record without a
+    content hash), and take the decision again with the trained verifier. The recheck is stored as a new run
+    (201, its id) that names the run it rechecks. 404 for no such run; 409 `not_recheckable` for an unfinished
+    run or a recheck."""
+    s = state(request)
+    new_id, result = recheck_run(s, run_id, request.client.host if request.client else "unknown")
+    response.headers["Location"] = f"/api/checks/{new_id}"
+    d = result.to_dict()
+    return {"id": new_id, "rechecks": run_id, **{k: d[k] for k in ("headline", "summary", "changed", "incomplete",
+                                                                   "holds", "exit_status", "counts", "items",
+                                                                   "decisions")}, "links": links(new_id)}
 
 
 @router.get("/checks", response_model=HistoryPage, responses=ERRORS, summary="List past runs, newest first")

@@ -25,8 +25,11 @@ from .answers import NAME as ANSWER_CHECK
 from .auth import COOKIE
 from .checks import MAX_OFFSET, CheckIn, images_of, start_check, stored_images
 from ..check import for_low_confidence
+from ..evidence.quotes import diff_parts
+from ..steps import utc_time
 from ..failures import failure_view
 from .errors import ApiError
+from .rechecks import recheck_run
 from .state import state
 from .texts import NAME as TEXT_CHECK
 from .texts import TextFileIn, TextIn, start_text
@@ -76,6 +79,7 @@ def run_context(s: "ServerState", run: dict[str, Any]) -> dict[str, Any]:
     options = run.get("options") or {}
     items, calls = run_view(steps)
     return {"run": run, "live": not finished, "items": items, "calls": calls,
+            "rechecks": s.store.rechecks_of(run["id"]), "rechecked": options.get("rechecks"),
             "verdict": r.get("verdict"), "usage": r.get("usage"), "result": r, "images": images_of(run),
             "claim_date": options.get("date"),
             "uncertain_meaning": _uncertain_meaning(s) if for_low_confidence(r.get("verdict")) else ""}
@@ -266,6 +270,26 @@ def submit_form(request: Request, claim: str = Form(""), pipeline: str = Form("q
     return RedirectResponse(f"/checks/{run_id}", status_code=303)
 
 
+@router.post("/checks/{run_id}/recheck")
+def recheck_form(run_id: str, request: Request) -> Response:
+    """The run page's Re-check button: read the run's evidence sources again, store the recheck as a new run and
+    show its page (an error: the run's page again, saying why)."""
+    if (r := login_redirect(request)) is not None:
+        return r
+    s = state(request)
+    origin = request.headers.get("origin")
+    if origin and origin != "null" and origin.split("://", 1)[-1] != request.headers.get("host"):
+        raise ApiError(403, "cross_origin", "runs can only be re-checked from this server's own page")
+    try:
+        new_id, _ = recheck_run(s, run_id, request.client.host if request.client else "unknown")
+    except ApiError as e:
+        run = s.store.get(run_id)
+        ctx = page_context(s, 0, run)
+        ctx["recheck_error"] = e.detail
+        return render(request, "page.html", ctx, status=e.status)
+    return RedirectResponse(f"/checks/{new_id}", status_code=303)
+
+
 @router.get("/login", response_class=HTMLResponse)
 def login_page(request: Request, next: str = "/") -> Response:
     return render(request, "login.html", {"next": safe_next(next), "error": None})
@@ -292,5 +316,5 @@ def safe_next(target: str) -> str:
 
 def template_globals() -> dict[str, Any]:
     return {"human_time": human_time, "iso": iso, "label_class": label_class, "source_of": source_of,
-            "link_parts": link_parts, "failure_view": failure_view,
+            "link_parts": link_parts, "failure_view": failure_view, "utc_time": utc_time, "diff_parts": diff_parts,
             "plain_refs": plain_refs, "human_size": human_size}

@@ -463,6 +463,15 @@
           el("div", { class: `step-body${ev.length ? " two" : ""}` }, text,
              ev.length ? el("div", { class: "evidence" }, ...ev.map(evidenceBlock)) : null));
       }
+      case "retrieval": {
+        // passages retrieved outside a question card (the evidence-only pipelines, the baselines, LEAF's answers)
+        const ev = it.results || [];
+        return el("li", { class: "step retrieval" },
+          el("div", { class: "step-head" }, el("span", { class: "depth" }, "Retrieved"), " ",
+             el("span", { class: "q" }, it.query || "")),
+          ev.length ? el("div", { class: "evidence" }, ...ev.map(evidenceBlock))
+                    : el("p", { class: "hint" }, "No passage found."));
+      }
       case "leaf": {
         // one sentence of the answer: a disclosure with its query, evidence and rating
         const ev = it.evidence && it.evidence.length ? it.evidence.map(evidenceBlock)
