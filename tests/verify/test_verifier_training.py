@@ -2,6 +2,7 @@
 stops mid-epoch and goes on to the same weights, and the uncertain threshold chosen for a stated accuracy."""
 
 import math
+import random
 import re
 from collections import defaultdict
 
@@ -158,3 +159,43 @@ def test_the_most_decisive_of_several_passages_is_tempered_and_one_passage_is_no
     # the odds between any two labels are those of the deciding passage, taken to the power 1/2
     odds = v.probabilities["supported"] / v.probabilities["refuted"]
     assert math.isclose(odds, math.sqrt(0.9 / 0.05), rel_tol=1e-6)
+
+
+PAGE = [
+    "The Brooklyn Bridge was opened to traffic on May 24, 1883, after fourteen years of construction.",
+    "John Augustus Roebling designed the bridge and died before construction began in earnest.",
+    "Washington Roebling took over the work after his father died in 1869.",
+    "The main span of the bridge is 1,595 feet long and was the longest in the world at the time.",
+    "Emily Warren Roebling supervised much of the construction while her husband was ill.",
+    "The bridge connects the boroughs of Manhattan and Brooklyn across the East River.",
+]
+
+
+def test_two_part_claims_are_supported_only_when_both_parts_are_in_the_evidence():
+    from veracity.verify.synthetic import compound_pairs
+
+    triples = compound_pairs(PAGE, random.Random(5), count=60)
+    assert {lab for _, _, lab in triples} == {"supported", "refuted", "nei"}
+    for claim, evidence, label in triples:
+        assert ", and " in claim
+        parts = claim.split(", and ")
+        in_evidence = [any(p.strip(" .").lower() in s.lower() for s in PAGE if s in evidence) for p in parts]
+        if label == "supported":
+            assert all(in_evidence), (claim, evidence)
+        else:  # one part was changed, or taken from a sentence the evidence does not hold
+            assert not all(in_evidence), (claim, evidence, label)
+        assert len(evidence.split(". ")) >= 2  # several sentences, as multi-hop evidence reads
+
+
+def test_training_runs_on_the_cpu_here_and_a_missing_gpu_is_a_clear_error():
+    import torch
+
+    from veracity.errors import UserError
+    from veracity.verify.train import training_device
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA GPU")
+    assert training_device("auto") == "cpu"
+    assert training_device("cpu") == "cpu"
+    with pytest.raises(UserError, match="no CUDA GPU"):
+        training_device("cuda")

@@ -35,6 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--limit", type=int, default=None, help="at most this many training pairs (a quick run)")
     t.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     t.add_argument("--init-from", default=None, help="continue from a trained verifier folder")
+    t.add_argument("--device", default="auto", help="auto (a CUDA GPU when torch sees one, else the CPU), cpu, cuda")
     t.add_argument("--checkpoint-every", type=int, default=200,
                    help="batches between checkpoints: a stopped run goes on from the last one (default 200)")
     t.set_defaults(func=cmd_train)
@@ -70,7 +71,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             raise UserError(f"--{name.replace('_', '-')} must be at least {lo}")
     s = TrainSettings(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_length=args.max_length,
                       frozen_layers=args.frozen_layers, seed=args.seed, limit=args.limit, threads=args.threads,
-                      init_from=args.init_from, checkpoint_every=args.checkpoint_every)
+                      init_from=args.init_from, checkpoint_every=args.checkpoint_every, device=args.device)
     result = run(data, out, s, progress=True)
     print(json.dumps({k: result[k] for k in ("sha256", "temperature", "binary_rule", "figures", "ms_per_pair")},
                      indent=1))

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from .sources import SOURCES, CALIBRATION_CAP, HELDOUT_CAP, capped, read_sources
-from .synthetic import pairs_from_page
+from .synthetic import compound_pairs, pairs_from_page
 
 LABELS = ("supported", "refuted", "nei")
 _FM2 = {"SUPPORTS": "supported", "REFUTES": "refuted"}
@@ -94,15 +94,26 @@ def fm2_pairs(claims: list[FM2Claim], rng: random.Random, *, nei: bool = True,
     return out
 
 
-def synthetic_pairs(claims: list[FM2Claim], rng: random.Random, *, per_page: int = 28) -> list[Pair]:
+def _pages(claims: list[FM2Claim]) -> dict[str, list[str]]:
     pages: dict[str, list[str]] = {}
     for c in claims:
         pages.setdefault(c.page, []).extend(c.gold + c.retrieved)
-    out = []
+    return pages
+
+
+def synthetic_pairs(claims: list[FM2Claim], rng: random.Random, *, per_page: int = 28) -> list[Pair]:
+    pages, out = _pages(claims), []
     for page in sorted(pages):
         triples = pairs_from_page(pages[page], rng, per_sentence=max(1, per_page // 4))
         out.extend(Pair(cl, ev, lab, "synthetic") for cl, ev, lab in triples[:per_page])
     return out
+
+
+def compound_claim_pairs(claims: list[FM2Claim], rng: random.Random, *, per_page: int = 12) -> list[Pair]:
+    """Two-part claims against several sentences of the same pages (synthetic.compound_pairs)."""
+    pages = _pages(claims)
+    return [Pair(cl, ev, lab, "compound") for page in sorted(pages)
+            for cl, ev, lab in compound_pairs(pages[page], rng, count=per_page)]
 
 
 @dataclass
@@ -115,9 +126,10 @@ class TrainingData:
     heldout_retrieved: list[tuple[str, list[str], str]]  # held-out claims, their page's retrieved sentences, label
     heldout_sources: dict[str, list[Pair]]  # the held-apart part of each JSONL source (sources.py)
     calibration_retrieved: list[tuple[str, list[str], str]] = field(default_factory=list)  # as heldout_retrieved
+    heldout_compound: list[Pair] = field(default_factory=list)  # two-part claims of held-out pages (3 labels)
 
 
-SYNTHETIC_CAP, CAD_CAP = 4000, 4000  # training pairs from FM2 page edits and from CAD-SNLI
+SYNTHETIC_CAP, CAD_CAP, COMPOUND_CAP = 4000, 4000, 4000  # training pairs from FM2 page edits, CAD-SNLI, two-part claims
 
 
 def build(root: Path, seed: int = 13, *, sources: tuple[str, ...] | None = None) -> TrainingData:
@@ -127,9 +139,12 @@ def build(root: Path, seed: int = 13, *, sources: tuple[str, ...] | None = None)
     fm2 = read_fm2(root)
     parts = {name: [c for c in fm2 if fm2_part(c.page) == name] for name in ("train", "calibration", "test")}
     train = (fm2_pairs(parts["train"], rng) + capped(read_cad(root, "train"), CAD_CAP, rng)
-             + capped(synthetic_pairs(parts["train"], rng), SYNTHETIC_CAP, rng))
+             + capped(synthetic_pairs(parts["train"], rng), SYNTHETIC_CAP, rng)
+             + capped(compound_claim_pairs(parts["train"], random.Random(seed + 3)), COMPOUND_CAP, rng))
     calibration = (fm2_pairs(parts["calibration"], rng, distractors=False) + capped(read_cad(root, "dev"), CALIBRATION_CAP, rng)
-                   + capped(synthetic_pairs(parts["calibration"], rng), CALIBRATION_CAP, rng))
+                   + capped(synthetic_pairs(parts["calibration"], rng), CALIBRATION_CAP, rng)
+                   + capped(compound_claim_pairs(parts["calibration"], random.Random(seed + 3)), CALIBRATION_CAP,
+                            random.Random(seed + 3)))
     heldout_sources: dict[str, list[Pair]] = {}
     pairs = read_sources(root, SOURCES.keys() if sources is None else sources)
     for name in dict.fromkeys(p.source for p in pairs):
@@ -144,5 +159,7 @@ def build(root: Path, seed: int = 13, *, sources: tuple[str, ...] | None = None)
     synthetic_test = synthetic_pairs(parts["test"], random.Random(seed + 1))
     retrieved = [(c.claim, list(c.retrieved), c.label) for c in parts["test"]]
     return TrainingData(train, calibration, heldout, read_cad(root, "test"), synthetic_test, retrieved,
-                        heldout_sources, [(c.claim, list(c.retrieved), c.label) for c in parts["calibration"]])
+                        heldout_sources, [(c.claim, list(c.retrieved), c.label) for c in parts["calibration"]],
+                        capped(compound_claim_pairs(parts["test"], random.Random(seed + 4)), HELDOUT_CAP,
+                               random.Random(seed + 4)))
 

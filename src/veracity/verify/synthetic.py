@@ -133,3 +133,54 @@ def pairs_from_page(sentences: list[str], rng: random.Random, *, per_sentence: i
             if other not in evidence:
                 out.append((trim(other, rng), evidence, "nei"))
     return out
+
+
+_LOWER_FIRST = {"the", "he", "she", "it", "they", "his", "her", "its", "their", "in", "on", "at", "a", "an", "this",
+                "these", "there", "after", "during", "since", "from", "by", "as"}
+
+
+def joined_claim(first: str, second: str) -> str:
+    """Two statements as one compound claim ("A, and b."), as multi-hop claims read."""
+    head, _, rest = second.partition(" ")
+    if head.lower() in _LOWER_FIRST:
+        second = head.lower() + (" " + rest if rest else "")
+    return first.rstrip(" .;") + ", and " + second
+
+
+def _whole(s: str) -> str:
+    """A sentence kept whole as a claim's part, a parenthesis dropped (a trailing clause cut could leave a fragment)."""
+    return re.sub(r"\s*\([^)]*\)", "", s)
+
+
+def compound_pairs(sentences: list[str], rng: random.Random, *, count: int = 4) -> list[tuple[str, str, str]]:
+    """(claim, evidence, label) triples whose claim joins two statements and whose evidence is several sentences
+    (as FEVEROUS- and HoVer-style claims are checked): supported when both parts are in the evidence, refuted
+    when one part has a fact changed, not enough information when one part is another sentence of the page
+    that the evidence does not hold. The whole claim must be covered, not just most of its words."""
+    sentences = [s for s in dict.fromkeys(sentences) if 6 <= len(s.split()) <= 40]
+    if len(sentences) < 3:
+        return []
+    page_names = sorted({t for s in sentences for t in tokens(s)[1:] if t[0].isupper()})
+    out: list[tuple[str, str, str]] = []
+    for _ in range(count):
+        a, b, c = rng.sample(sentences, 3)
+        block = [a, b] + ([c] if rng.random() < 0.3 else [])
+        rng.shuffle(block)
+        evidence = " ".join(block)
+        first, second = _whole(a), _whole(b)
+        kind = rng.random()
+        if kind < 0.4:
+            label = "supported"
+        elif kind < 0.8:
+            bad = refute(second, page_names, rng)
+            if not bad:
+                continue
+            second, label = bad, "refuted"
+        else:
+            if c in block:
+                continue
+            second, label = _whole(c), "nei"
+        if rng.random() < 0.5:
+            first, second = second, first
+        out.append((joined_claim(first, second), evidence, label))
+    return out

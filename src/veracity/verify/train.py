@@ -46,6 +46,21 @@ class TrainSettings:
     init_from: str | None = None  # continue from a trained verifier folder (its verifier.safetensors)
     threads: int | None = None
     checkpoint_every: int = 200  # batches between checkpoints (a killed run resumes mid-epoch from the last one)
+    device: str = "auto"  # auto: a CUDA GPU when torch sees one, else the CPU; or "cpu", "cuda", "cuda:N"
+
+
+def training_device(name: str) -> str:
+    """The torch device training runs on: `auto` takes a CUDA GPU when torch sees one. The weights are the
+    same kind either way (moved back to the CPU and saved in float16); a checkpoint resumes on any device."""
+    import torch
+
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        from ..errors import UserError
+
+        raise UserError(f"--device {name}: torch sees no CUDA GPU on this machine (use --device cpu or auto)")
+    return name
 
 
 def _batches(pairs: list[Pair], size: int, rng: random.Random) -> list[list[Pair]]:
@@ -107,6 +122,8 @@ def fine_tune(data: TrainingData, out: Path, s: TrainSettings, *, progress: bool
     for name, p in model.named_parameters():
         if name.startswith(frozen_prefixes(s.frozen_layers)):
             p.requires_grad = False
+    device = training_device(s.device)
+    model.to(device)
     train = data.train[: s.limit] if s.limit else data.train
     rng = random.Random(s.seed)
     epochs = [_batches(train, s.batch_size, rng) for _ in range(s.epochs)]
@@ -119,13 +136,15 @@ def fine_tune(data: TrainingData, out: Path, s: TrainSettings, *, progress: bool
     ckpt = out / "checkpoint.pt"
     start_epoch, start_batch = 0, 0
     if ckpt.is_file():  # resume after a killed run, at the batch after the last checkpoint (the order is seeded)
-        state = torch.load(ckpt, weights_only=False)
+        state = torch.load(ckpt, weights_only=False, map_location=device)
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
         sched.load_state_dict(state["sched"])
         start_epoch, start_batch = state["epoch"], state.get("batch", len(epochs[state["epoch"]]))
         if "torch_rng" in state:  # dropout goes on as if the run had not stopped
-            torch.set_rng_state(state["torch_rng"])
+            torch.set_rng_state(state["torch_rng"].cpu())
+        if "cuda_rng" in state and device.startswith("cuda"):
+            torch.cuda.set_rng_state(state["cuda_rng"].cpu())
         if start_batch >= len(epochs[start_epoch]):
             start_epoch, start_batch = start_epoch + 1, 0
     done = sum(len(e) for e in epochs[:start_epoch]) + start_batch
@@ -137,7 +156,7 @@ def fine_tune(data: TrainingData, out: Path, s: TrainSettings, *, progress: bool
         for i in range(first, len(epochs[epoch])):
             batch = epochs[epoch][i]
             enc = tok([p.claim for p in batch], [p.evidence for p in batch], truncation="longest_first",
-                      max_length=s.max_length, padding=True, return_tensors="pt")
+                      max_length=s.max_length, padding=True, return_tensors="pt").to(device)
             loss = pair_loss(model(**enc).logits, [p.label for p in batch])
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -149,7 +168,10 @@ def fine_tune(data: TrainingData, out: Path, s: TrainSettings, *, progress: bool
             step_bar.set_postfix(epoch=epoch + 1, loss=f"{running:.3f}")
             if (i + 1) % s.checkpoint_every == 0 or i + 1 == len(epochs[epoch]):
                 _save_atomic({"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
-                              "epoch": epoch, "batch": i + 1, "torch_rng": torch.get_rng_state()}, ckpt)
+                              "epoch": epoch, "batch": i + 1, "torch_rng": torch.get_rng_state(),
+                              **({"cuda_rng": torch.cuda.get_rng_state()} if device.startswith("cuda") else {})},
+                             ckpt)
+    model.to("cpu")
     step_bar.close()
     model.eval()
     return model, tok
@@ -308,7 +330,8 @@ def held_apart_sets(data: TrainingData) -> list[tuple[str, list[Pair]]]:
     """Every held-apart set measured (never the benchmarks): FM2's held-out pages, CAD-SNLI test, the synthetic
     edits of held-out pages, and the held-apart part of each JSONL source."""
     return [("fm2_heldout", data.heldout_fm2), ("cad_snli_test", data.cad_test),
-            ("synthetic_heldout", data.heldout_synthetic), *sorted(data.heldout_sources.items())]
+            ("synthetic_heldout", data.heldout_synthetic), ("compound_heldout", data.heldout_compound),
+            *sorted(data.heldout_sources.items())]
 
 
 def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: TrainingData | None = None) -> dict:
@@ -325,6 +348,7 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
         data.heldout_fm2 = data.heldout_fm2[: s.eval_limit]
         data.cad_test = data.cad_test[: s.eval_limit]
         data.heldout_synthetic = data.heldout_synthetic[: s.eval_limit]
+        data.heldout_compound = data.heldout_compound[: s.eval_limit]
         data.heldout_retrieved = data.heldout_retrieved[: s.eval_limit // 10 or 1]
         data.heldout_sources = {k: v[: s.eval_limit] for k, v in data.heldout_sources.items()}
     settings = json.loads((out / "verifier.json").read_text(encoding="utf-8"))
