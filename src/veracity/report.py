@@ -348,6 +348,12 @@ def to_markdown(result: CheckResult, image_url: ImageLink | None = None) -> str:
             if ev:
                 head = md_text(evidence_word(it["evidence"]).capitalize())
                 lines += [f"**{head}:**", ""] + [f"> {e}" for e in ev] + [""]
+    retrieved = [it for it in check_items(result) if it["kind"] == "retrieval" and it["results"]]
+    if retrieved and record is None:  # the evidence-only pipelines and the baselines with an index
+        lines += ["## Evidence retrieved", ""]
+        for it in retrieved:
+            lines += [f"For: {md_text(it['query'])}", ""]
+            lines += [f"> {e}" for e in evidence_lines(it["results"], markdown=True)] + [""]
     lines += _recheck_sections(check_items(result))
     lines += ["## Prediction with rationale", "", _md_strong(v.label), ""]
     if v.rationale and record is None:  # DEFAME's rationale is the justification, shown above

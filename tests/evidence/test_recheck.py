@@ -235,3 +235,18 @@ def test_the_command_documents_its_exit_statuses_and_exits_with_them(tmp_path, c
                        timeout=120)
     assert r.returncode == 1, r.stderr
     assert "changed: Mount Everest (everest)" in r.stdout
+
+
+def test_the_report_quotes_each_passage_with_its_link_date_and_index_time(tmp_path):
+    from veracity.report import write_report
+
+    index = build(tmp_path / "idx", docs())
+    config = load_config(overrides={"cache": False}, env={})
+    result = run_check(Claim(CLAIM), get_pipeline("verifier", config), Model(ScriptedBackend([])), config,
+                       retriever=index.retriever())
+    write_report(result, str(tmp_path / "r.md"))
+    md = (tmp_path / "r.md").read_text()
+    indexed = index.manifest["created"][:16].replace("T", " ")
+    assert "## Evidence retrieved" in md
+    assert (f"Its summit is 8,849 metres high. — *[Mount Everest](https://example.org/everest), published "
+            f"2020-05-01 · indexed {indexed} UTC*") in md
