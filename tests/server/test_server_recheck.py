@@ -119,6 +119,8 @@ def test_the_recheck_button_shows_each_item_and_the_old_run_lists_it(site, brows
         expect(item.locator(".diff del")).to_have_text("Himalayas.")
         expect(item.locator(".diff ins")).to_have_text("Mahalangur Himal.")
         expect(page.locator(".verdict-label .badge")).to_have_text(re.compile("Evidence changed|Verdict may not hold"))
+        expect(page.locator("#verdict-h")).to_have_text("Re-check")
+        expect(page.get_by_label("Pipeline")).to_have_value("qacheck")  # the form is ready for a new check
         new_url = page.url
         page.get_by_role("link", name=f"run {run_id}").click()
         expect(page.locator(".rechecks a")).to_have_count(1)

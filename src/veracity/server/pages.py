@@ -26,6 +26,7 @@ from .auth import COOKIE
 from .checks import MAX_OFFSET, CheckIn, images_of, start_check, stored_images
 from ..check import for_low_confidence
 from ..evidence.quotes import diff_parts
+from ..evidence.runs import RECHECK
 from ..steps import utc_time
 from ..failures import failure_view
 from .errors import ApiError
@@ -101,6 +102,8 @@ def page_context(s: "ServerState", offset: int, run: dict[str, Any] | None = Non
         options = run.get("options") or {}
         if run["pipeline"] == ANSWER_CHECK:
             form.update(mode="answer", question=run["claim"], answer=options.get("answer", ""))
+        elif run["pipeline"] == RECHECK:  # a recheck is not asked again: the form keeps the claim, defaults otherwise
+            form.update(claim=run["claim"])
         elif run["pipeline"] == TEXT_CHECK:  # the text itself is in the run's steps (run_context, below)
             form.update(mode="text", pipeline=options.get("pipeline") or catalog["defaults"]["text_pipeline"],
                         qa=run["qa"] or form["qa"], extract=options.get("extract") or "auto",
