@@ -116,9 +116,10 @@ def hit_evidence(hit: SearchHit, page: Page | None, found_by: dict | None = None
                   score=hit.score, date=hit.date or (page.date if page else None),
                   images=list(page.images) if page else ([hit.image_url] if hit.image_url else []))
     if page is not None and page.text.strip():
+        if page.final_url != page.url:
+            how["redirected_to"] = page.final_url
         return Evidence(text=page.text, quote_start=0, quote_end=len(page.text), source_sha256=sha256_text(page.text),
-                        retrieved_at=page.fetched_at, found_by={**how, "page": page.final_url}
-                        if page.final_url != page.url else how, **common)
+                        retrieved_at=page.fetched_at, found_by=how, **common)
     if hit.origin is not None and (hit.text or "") == hit.origin.text:
         o = hit.origin
         return Evidence(text=o.text, quote_start=o.quote_start, quote_end=o.quote_end, source_sha256=o.source_sha256,
