@@ -73,6 +73,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             print(terminal_text(f"Uncertain because {v.uncertain_reason}.{meaning}"))
         if v.confidence_note:
             print(f"No confidence: {v.confidence_note}.")
+        for note in v.notes:
+            print(terminal_text(f"Note: {note}."))
         if v.rationale:
             print(terminal_text("Rationale: " + v.rationale.replace("\n", " ")))
         print("Usage: " + usage_line(result))

@@ -332,6 +332,7 @@ def to_markdown(result: CheckResult, image_url: ImageLink | None = None) -> str:
              f"- **Verdict:** {md_text(v.label)}{conf}",
              *([f"- **Uncertain because** {md_text(why)}."] if getattr(v, "uncertain", False) and why else []),
              *([f"- **No confidence:** {md_text(v.confidence_note)}."] if getattr(v, "confidence_note", "") else []),
+             *[f"- **Note:** {md_text(note)}." for note in getattr(v, "notes", [])],
              f"- **Pipeline:** {md_text(result.pipeline)}", f"- **Model:** {md_text(result.model)}",
              f"- **Usage:** {md_text(usage_line(result))}", ""]
     record = defame_record(result)

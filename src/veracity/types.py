@@ -112,6 +112,9 @@ class Verdict:
     basis: str = "evidence"
     #: why the verdict has no confidence, when its model's server offers none (llm.base.NO_CONFIDENCES)
     confidence_note: str = ""
+    #: what a reader should know about the evidence behind the label (e.g. sources possibly stale for a claim about
+    #: the present: web.filters.stale_note)
+    notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -124,4 +127,5 @@ class Verdict:
             "uncertain_reason": self.uncertain_reason,
             "basis": self.basis,
             **({"confidence_note": self.confidence_note} if self.confidence_note else {}),
+            **({"notes": list(self.notes)} if self.notes else {}),
         }

@@ -548,6 +548,10 @@ def test_a_claim_about_the_present_flags_much_older_evidence_as_possibly_stale()
     assert stale == ["possibly stale: the claim speaks of the present ('currently') and 1 result predates its date "
                      "2025-02-01 by more than 365 days: Eiffel Tower summer season 2023 (2023-05-30)"]
     assert "possibly stale: the claim speaks of the present" in to_markdown(res)  # the report says it too
+    assert res.verdict.notes == stale  # ... and the verdict carries it: its JSON, the CLI, the report's head
+    assert res.to_dict()["verdict"]["notes"] == stale
+    assert f"- **Note:** {stale[0]}." in to_markdown(res).replace("\\", "")
     # the same evidence for a claim about a past event is not flagged
     past = run(config, ScriptedBackend(rules('web_search("Eiffel Tower 2023")')), CLAIM, date="2025-02-01")
     assert not any(n.startswith("possibly stale") for n in stages(past, "action")[0]["notes"])
+    assert past.verdict.notes == [] and "notes" not in past.to_dict()["verdict"]

@@ -13,6 +13,7 @@ from ..tools.base import Action, ImageStore, ToolCall, ToolOutput
 from ..types import Claim, Evidence, Verdict
 from ..verdicts import UNVERIFIED, choose_label, label_block
 from ..verify.decide import check_evidence, verifier_enabled
+from ..web.filters import STALE
 from .parsing import excerpt
 from .prompts import SPECS, SUMMARY_CHARS
 from .record import Record, Round
@@ -71,6 +72,7 @@ class Defame(Pipeline):
         labels, nei, rules = self._label_set(ctx)
         call = ToolCall(claim_date=claim.date, images=store, claim=claim.text)
         executed: set[tuple[str, str]] = set()
+        notes: list[str] = []  # what the verdict's reader should know about its evidence (possibly stale sources)
         label, confidence = nei or labels[0], None
         for n in range(1, self.max_rounds + 1):
             rnd = record.new_round()
@@ -81,6 +83,7 @@ class Defame(Pipeline):
                                                     failures, final=True)
                 break
             outputs = self._execute(actions, toolbox, call, ctx, n)
+            notes += [x for out, _ in outputs for x in out.notes if x.startswith(STALE) and x not in notes]
             for a in actions:
                 executed.add(a.key())
             self._summarize(rnd, outputs, record, store, toolbox, ctx, failures)
@@ -92,7 +95,7 @@ class Defame(Pipeline):
                 break
         justification = self._justify(record, store, label, ctx)
         return Verdict(label=label, rationale=justification, confidence=confidence, parse_failures=failures,
-                       basis="evidence" if record.findings() or claim.images else "memory")
+                       basis="evidence" if record.findings() or claim.images else "memory", notes=notes)
 
     def _summaries(self, results: list, record: Record, ctx: Context, failures: list[str]) -> list:
         """One summarize reply per result of one action, each against the record as it stands before any of them

@@ -31,7 +31,8 @@ def verdict_from_dict(d: dict[str, Any]) -> Verdict:
     return Verdict(label=d["label"], rationale=d.get("rationale", ""), confidence=d.get("confidence"),
                    steps=steps, parse_failures=list(d.get("parse_failures", [])),
                    uncertain=bool(d.get("uncertain", False)), uncertain_reason=d.get("uncertain_reason", ""),
-                   basis=d.get("basis", "evidence"), confidence_note=d.get("confidence_note", ""))
+                   basis=d.get("basis", "evidence"), confidence_note=d.get("confidence_note", ""),
+                   notes=[str(x) for x in d.get("notes") or []])
 
 
 def result_of(run: dict[str, Any], steps: list[dict[str, Any]]) -> CheckResult:

@@ -203,6 +203,9 @@ PRESENT = re.compile(r"\b(current(?:ly)?|now|nowadays|today|latest|still|present
 STALE_DAYS = 365  # a source this much older than the claim, on a claim about the present, is possibly stale
 
 
+STALE = "possibly stale"  # how a stale note begins: DEFAME carries such notes onto the verdict
+
+
 def stale_note(evidence: Sequence[object], claim: str, claim_date: str | None, *, days: int = STALE_DAYS) -> str | None:
     """The note for results dated more than `days` before the claim date, when the claim speaks of the present
     ("the current", "now", "latest", ...): what they say may have changed. None when there is nothing to say.
@@ -216,7 +219,7 @@ def stale_note(evidence: Sequence[object], claim: str, claim_date: str | None, *
         return None
     named = ", ".join(f"{getattr(e, 'source', '') or 'a source'} ({getattr(e, 'date')})" for e in old)
     verb = "predates" if len(old) == 1 else "predate"
-    return (f"possibly stale: the claim speaks of the present ({word.group(0)!r}) and {plural(len(old), 'result')} "
+    return (f"{STALE}: the claim speaks of the present ({word.group(0)!r}) and {plural(len(old), 'result')} "
             f"{verb} its date {claim_date} by more than {days} days: {named}")
 
 
