@@ -202,7 +202,8 @@ def _not_recheckable(e: Mapping[str, Any]) -> str | None:
             return "it names no source to read again"
         return ("it was stored without a hash of its source text (by an older veracity, or it is a search "
                 "provider's snippet): there is nothing to compare the source with; kept as it was")
-    if e.get("doc_id") and not _index_of(e) and (e.get("found_by") or {}).get("retriever"):
+    how = e.get("found_by") if isinstance(e.get("found_by"), Mapping) else {}
+    if e.get("doc_id") and not _index_of(e) and how.get("retriever"):
         return "its index was built in memory and not saved: there is nothing to look it up in"
     if not _index_of(e) and not e.get("url"):
         return "it names no page or index to read again"
