@@ -83,6 +83,9 @@ def test_recheck_over_http_says_what_changed_and_links_both_runs(site):
     r = site.post(f"/api/checks/{changed['id']}/recheck")
     assert r.status_code == 409 and r.json()["error"] == "not_recheckable"
     assert site.post("/api/checks/nope/recheck").status_code == 404
+    # the page's button posts a form: another site's page cannot make a visitor's browser post it
+    r = site.post(f"/checks/{run_id}/recheck", headers={"origin": "http://evil.example"})
+    assert r.status_code == 403 and "this server's own page" in r.text
 
 
 @pytest.fixture(scope="module")

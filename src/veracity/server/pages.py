@@ -228,9 +228,7 @@ def submit_form(request: Request, claim: str = Form(""), pipeline: str = Form("q
     if (r := login_redirect(request)) is not None:
         return r
     s = state(request)
-    origin = request.headers.get("origin")
-    if origin and origin != "null" and origin.split("://", 1)[-1] != request.headers.get("host"):
-        raise ApiError(403, "cross_origin", "checks can only be submitted from this server's own page")
+    same_origin(request, "checks can only be submitted from this server's own page")
     client = request.client.host if request.client else "unknown"
     if mode == "text":
         info = s.catalog.pipelines.get(pipeline)
@@ -273,6 +271,13 @@ def submit_form(request: Request, claim: str = Form(""), pipeline: str = Form("q
     return RedirectResponse(f"/checks/{run_id}", status_code=303)
 
 
+def same_origin(request: Request, refusal: str) -> None:
+    """A form posted from another site's page is refused (a browser names the page's origin; none: not a browser)."""
+    origin = request.headers.get("origin")
+    if origin and origin != "null" and origin.split("://", 1)[-1] != request.headers.get("host"):
+        raise ApiError(403, "cross_origin", refusal)
+
+
 @router.post("/checks/{run_id}/recheck")
 def recheck_form(run_id: str, request: Request) -> Response:
     """The run page's Re-check button: read the run's evidence sources again, store the recheck as a new run and
@@ -280,9 +285,7 @@ def recheck_form(run_id: str, request: Request) -> Response:
     if (r := login_redirect(request)) is not None:
         return r
     s = state(request)
-    origin = request.headers.get("origin")
-    if origin and origin != "null" and origin.split("://", 1)[-1] != request.headers.get("host"):
-        raise ApiError(403, "cross_origin", "runs can only be re-checked from this server's own page")
+    same_origin(request, "runs can only be re-checked from this server's own page")
     try:
         new_id, _ = recheck_run(s, run_id, request.client.host if request.client else "unknown")
     except ApiError as e:
