@@ -504,6 +504,10 @@ def model_card(settings: dict) -> str:
         "against its gold evidence, the same with 1-3 distractor sentences mixed in, and against two non-gold "
         "sentences of its page as `nei`; synthetic edits of its training pages' sentences (verify/synthetic.py: "
         "a number, a name, a negation or a word changed: refuted; another sentence: nei).",
+        "- Two-part claims (verify/synthetic.py `compound_pairs`) made from the sentences of each FM2 part's pages: "
+        "two statements joined into one claim, against several sentences of the page; supported when both are "
+        "there, refuted when one has a fact changed, nei when one is a sentence the evidence lacks "
+        "(`compound_heldout`: those of held-out pages).",
         "- CAD-SNLI (Apache-2.0, built on SNLI, CC BY-SA 4.0): its own train / dev / test.",
         "- The ten JSONL sources of `../shared/training` (VitaminC real and synthetic, FEVER-NLI and MultiNLI from "
         "DocNLI, FEVER-Symmetric, SNLI, BEGIN, SummEdits, Factcheck-GPT, Check-COVID, Breaking NLI; licences in "
