@@ -28,8 +28,9 @@ def test_check_prints_each_step_verdict_and_usage(scripted, cli_env):
     assert "[1] Q: Where is the Orrin Bridge?" in out
     assert "A: Tallinn" in out
     # what the model recited is labelled its memory, not evidence from a source
-    assert ("the model's memory (recited, not a source): The Orrin Bridge is a stone bridge in Tallinn, Estonia. "
-            "— recited by the model") in out
+    assert ("the model's memory (recited, not a source): The Orrin Bridge is a stone bridge in Tallinn, Estonia.\n"
+            in out)
+    assert "recited by the model" not in out  # said once, not again after the text
     assert "evidence:" not in out
     assert "Verdict: Supported" in out
     # the answer was recited from the model's memory: the verdict is uncertain, and the output says why (the

@@ -101,12 +101,17 @@ def md_link(text: Any, url: Any) -> str:
 
 
 def evidence_lines(evidence: list[dict[str, Any]], width: int | None = None, markdown: bool = False) -> list[str]:
-    """Evidence as lines: for the terminal (`width` cuts long text), or `markdown` (escaped, linked)."""
+    """Evidence as lines: for the terminal (`width` cuts long text), or `markdown` (escaped, linked). When all of it
+    is the model's memory the caller says so once (`evidence_word`), and the lines are the text alone."""
     out = []
+    said = evidence_word(evidence) == MEMORY_SOURCE
     for e in evidence:
         text = " ".join(str(e.get("text", "")).split())
         if width and len(text) > width:
             text = text[: width - 1] + "…"
+        if said:
+            out.append(md_text(text) if markdown else text)
+            continue
         src = e.get("source") or "evidence"
         when = "" if e.get("memory") else evidence_when(e)
         if markdown:

@@ -109,7 +109,7 @@ def test_submit_watch_steps_verdict_history_and_download(page, site, tmp_path):
     assert dl.value.suggested_filename.endswith(".md")
     assert md.startswith(f"# Fact-check: {ONSAGER}")
     assert "### Step 1: Where is the Orrin Bridge?" in md and "**Supported**" in md
-    assert "> The Orrin Bridge is a stone bridge in Tallinn, Estonia. — *recited by the model*" in md
+    assert "> The Orrin Bridge is a stone bridge in Tallinn, Estonia.\n" in md and "*recited by the model*" not in md
     assert "**The model's memory (recited, not a source):**" in md
     assert not page.failures, page.failures
 
