@@ -5,12 +5,13 @@ its recheck, as a user's index is."""
 from __future__ import annotations
 
 import re
-import time
 
 import httpx
 import pytest
 
 from conftest import write_rules
+from test_server_api import finished, wait_for
+from test_server_browser import browser  # noqa: F401  (the shared Chromium fixture)
 from veracity.retrieval import Document, Index
 
 CLAIM = "Mount Everest is 8,849 metres high."
@@ -39,14 +40,9 @@ def checked(client: httpx.Client) -> str:
     r = client.post("/api/checks", json={"claim": CLAIM, "pipeline": "verifier"})
     assert r.status_code == 202, r.text
     run_id = r.json()["id"]
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        run = client.get(f"/api/checks/{run_id}").json()
-        if run["status"] not in ("queued", "running"):
-            assert run["status"] == "done", run
-            return run_id
-        time.sleep(0.1)
-    raise AssertionError("the check did not finish")
+    run = wait_for(client, run_id, finished, timeout=60)
+    assert run["status"] == "done", run
+    return run_id
 
 
 def test_recheck_over_http_says_what_changed_and_links_both_runs(site):
@@ -86,19 +82,6 @@ def test_recheck_over_http_says_what_changed_and_links_both_runs(site):
     # the page's button posts a form: another site's page cannot make a visitor's browser post it
     r = site.post(f"/checks/{run_id}/recheck", headers={"origin": "http://evil.example"})
     assert r.status_code == 403 and "this server's own page" in r.text
-
-
-@pytest.fixture(scope="module")
-def browser(chromium_path):
-    from playwright.sync_api import sync_playwright
-
-    from conftest import CHROMIUM_ARGS
-
-    pw = sync_playwright().start()
-    b = pw.chromium.launch(executable_path=chromium_path, headless=True, args=CHROMIUM_ARGS)
-    yield b
-    b.close()
-    pw.stop()
 
 
 def test_the_recheck_button_shows_each_item_and_the_old_run_lists_it(site, browser):
