@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
+from ..types import Verdict
 from .recheck import Recheck, StoredRun
 
 if TYPE_CHECKING:
@@ -71,8 +72,7 @@ def store_recheck(store: "RunStore", result: Recheck) -> str:
     store.mark_running(run_id)
     for seq, step in enumerate(result.steps):
         store.add_step(run_id, seq, step)
-    verdict = {"label": result.headline(), "rationale": result.summary(), "confidence": None, "steps": [],
-               "parse_failures": [], "uncertain": False, "uncertain_reason": "", "basis": "evidence"}
+    verdict = Verdict(label=result.headline(), rationale=result.summary()).to_dict()
     store.finish(run_id, {"claim": {"text": run.claim, "id": None, "date": run.date, "images": []},
                           "pipeline": RECHECK, "model": run.model, "verdict": verdict, "usage": {},
                           "seconds": round(result.seconds, 3), "recheck": result.to_dict()})

@@ -18,12 +18,12 @@ import json
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from veracity import __version__
 from veracity.errors import IndexError_, UserError
+from veracity.evidence.quotes import utc_now
 from veracity.retrieval.base import Ranker
 from veracity.retrieval.bm25 import STEMMER_LANGUAGE, STOPWORDS, TOKEN_PATTERN, BM25Ranker
 from veracity.retrieval.dense import DenseRanker, Encoder, resolve_model_path
@@ -52,6 +52,7 @@ class Index:
                  manifest: dict[str, Any], path: Path | None = None) -> None:
         self._rows = passages
         self.passages: dict[str, Passage] = {p.id: p for p in passages}  # by passage id
+        self._by_document: dict[str, list[Passage]] | None = None  # built on the first `document` lookup
         self._bm25 = bm25
         self._dense = dense
         self.manifest = manifest
@@ -76,7 +77,7 @@ class Index:
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
             "veracity_version": __version__,
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "created": utc_now(),
             "documents": n_documents,
             "passages": len(passages),
             "dense": dense_ranker is not None,
@@ -209,7 +210,11 @@ class Index:
         passages kept it); None when the index has no such document. Each passage stands at its offsets; what
         chunking left between passages (whitespace) reads as spaces. From an index without offsets: the passages'
         texts joined by blank lines."""
-        rows = [p for p in self._rows if p.doc_id == doc_id]
+        if self._by_document is None:  # a recheck looks up many documents: one pass over the passages, not one each
+            self._by_document = {}
+            for p in self._rows:
+                self._by_document.setdefault(p.doc_id, []).append(p)
+        rows = self._by_document.get(doc_id)
         if not rows:
             return None
         if any(p.start is None or p.end is None for p in rows):
