@@ -268,8 +268,10 @@ def decide(run: StoredRun, found: list[Found], items: list[RecheckItem], config:
         now = [e for e in (_as_now(f.evidence, item) for f, item in pairs) if e is not None]
         unread = sum(item.status in (UNREACHABLE, REFUSED) for _, item in pairs)
         try:
-            was = check_evidence(config.verifier, Tracer(), group, before, labels, kind=kind)
             is_ = check_evidence(config.verifier, tracer, group, now, labels, kind=kind)
+            # nothing changed or gone: the evidence now is the evidence as stored, and so is the decision
+            same = all(item.status not in (CHANGED, GONE) for _, item in pairs)
+            was = is_ if same else check_evidence(config.verifier, Tracer(), group, before, labels, kind=kind)
             out.append(RecheckDecision(group=group, verifier=kind, stored=first.stored, before=was.label,
                                        now=is_.label, confidence=round(is_.confidence, 4), holds=was.label == is_.label,
                                        items=len(now),
