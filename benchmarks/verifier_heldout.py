@@ -4,7 +4,11 @@ lexical baseline beside them. Use it to decide whether new weights beat the ship
 
     python benchmarks/verifier_heldout.py --model default --model /tmp/new_verifier [--limit 500]
 
-Each verifier folder is used as shipped: its own temperature, stacker and two-label rule (verifier.json).
+Each verifier folder is used as shipped: its own temperature, stacker and two-label rule (verifier.json). By default
+each pair is read as the pipelines read it (`verify_many`: a passage too long for the model is read in windows,
+verify/windows.py); `--read cut` scores each pair once, cut at the model's maximum length, as calibration does.
+The last row, fm2_heldout_retrieved, is each held-out FM2 claim against its page's ten retrieved sentences (one by
+one and together, the most decisive deciding), the path the pipelines take with several passages.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import time
 from pathlib import Path
 
 from veracity.verify import load_lexical, load_verifier
-from veracity.verify.data import LABELS, build, default_training_dir
+from veracity.verify.data import LABELS, Pair, build, default_training_dir
 from veracity.verify.train import figures, held_apart_sets
 
 
@@ -25,9 +29,12 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=None, help="at most this many pairs per set")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--data", default=None)
+    ap.add_argument("--read", choices=("whole", "cut"), default="whole",
+                    help="whole: as the pipelines read (long passages in windows); cut: one pair cut at max length")
     args = ap.parse_args()
     data = build(Path(args.data) if args.data else default_training_dir())
     sets = [(n, p[: args.limit] if args.limit else p) for n, p in held_apart_sets(data) if p]
+    retrieved = data.heldout_retrieved[: args.limit // 10 or 1] if args.limit else data.heldout_retrieved
     systems = [(m, load_verifier(m, threads=args.threads)) for m in (args.model or ["default"])]
     if args.lexical:
         systems.append(("lexical", load_lexical()))
@@ -35,13 +42,20 @@ def main() -> int:
     for name, v in systems:
         t0 = time.time()
         for set_name, pairs in sets:
-            if hasattr(v, "score_pairs"):
+            if args.read == "whole":
+                scored = [x.probabilities for x in v.verify_many([(p.claim, [p.evidence]) for p in pairs])]
+            elif hasattr(v, "score_pairs"):
                 scored = v.score_pairs([(p.claim, p.evidence) for p in pairs])
             else:
                 scored = [v.model.probabilities(p.claim, p.evidence) for p in pairs]
             probs = [[row[k] for k in LABELS] for row in scored]
             table.setdefault(set_name, {})[name] = figures(probs, pairs, getattr(v, "binary_rule",
                                                                                  "supported_vs_refuted"))
+        if retrieved:
+            probs = [[x.probabilities[k] for k in LABELS] for x in v.verify_many([(c, ps) for c, ps, _ in retrieved])]
+            table.setdefault("fm2_heldout_retrieved", {})[name] = figures(
+                probs, [Pair(c, "", lab, "fm2-retrieved") for c, _, lab in retrieved],
+                getattr(v, "binary_rule", "supported_vs_refuted"))
         print(f"{name}: {time.time() - t0:.0f} s", flush=True)
     names = [n for n, _ in systems]
     print("\n| set | n | " + " | ".join(f"{n} macro-F1 / acc / top-20% acc / ECE" for n in names) + " |")

@@ -231,3 +231,47 @@ def test_auto_uses_the_verifier_with_the_embedded_default_only():
     assert verifier_enabled(load_config(overrides={"verifier.use": "on"}, env={}).verifier, "scripted")
     assert not verifier_enabled(load_config(overrides={"verifier.use": "off"}, env={}).verifier,
                                 f"gguf:{DEFAULT_MODEL_NAME}")
+
+
+# -- reading a long passage whole ------------------------------------------------------------------------
+
+def test_a_passage_too_long_for_the_model_is_read_in_overlapping_windows_of_whole_sentences():
+    from veracity.verify.windows import windows
+
+    def count(text):
+        return len(text.split())
+
+    def split(text):
+        return [s.strip() + "." for s in text.split(".") if s.strip()]
+
+    sentences = [f"Sentence {i} has exactly six words." for i in range(10)]  # 6 words each after the split
+    text = " ".join(sentences)
+    out = windows(5, text, count, max_length=5 + 3 + 40, split=split)  # 40 words of room beside the claim
+    assert len(out) > 1 and all(count(w) <= 40 for w in out)
+    assert [s for s in sentences if not any(s in w for w in out)] == []  # every sentence is read
+    for a, b in zip(out, out[1:]):  # consecutive windows share one sentence
+        assert split(a)[-1] == split(b)[0]
+    assert windows(5, "Short passage. Two sentences.", count, max_length=48, split=split) == [
+        "Short passage. Two sentences."]
+    assert windows(30, text, count, max_length=48, split=split) == [text]  # under 32 left: read as it is
+
+
+@pytest.mark.skipif(not SHIPPED, reason="no trained verifier in verify/weights")
+def test_the_verifier_reads_the_end_of_a_passage_longer_than_its_window():
+    from veracity.verify import load_verifier
+
+    v = load_verifier()
+    filler = ("The bridge crosses the East River between Manhattan and Brooklyn. Its towers are built of limestone, "
+              "granite and Rosendale cement. The main span is supported by four steel cables. Pedestrians and "
+              "cyclists use an elevated promenade above the roadway. The structure was designed by John Augustus "
+              "Roebling, and his son Washington Roebling oversaw much of the work after his father's death. Emily "
+              "Warren Roebling supervised construction in the later years. Several workers died during the "
+              "construction, and many more suffered from caisson disease. The bridge has been renovated several "
+              "times, most recently in the 2010s. It is a National Historic Landmark. ")
+    ev = filler + "The Brooklyn Bridge was opened to traffic on May 24, 1883."
+    claim = "The Brooklyn Bridge opened in 1883."
+    assert len(v.tokenizer(claim, ev)["input_ids"]) > v.max_length  # the dated sentence lies past the cut
+    assert len(v.read_whole(claim, [ev])[0]) > 1
+    true, false = v.verify_many([(claim, [ev]), ("The Brooklyn Bridge opened in 1902.", [ev])])
+    assert true.label == "supported" and true.passage == 0
+    assert false.probabilities["refuted"] > false.probabilities["supported"]

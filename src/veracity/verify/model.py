@@ -131,15 +131,33 @@ class CrossEncoderVerifier:
             scored.update({i: {lab: float(v) for lab, v in zip(LABELS, row)} for i, row in zip(idx, probs)})
         out.extend(scored[i] for i in range(len(pairs)))
 
+    def read_whole(self, claim: str, texts: Sequence[str]) -> list[list[str]]:
+        """Per text, what is scored so that all of it is read: the text, or its windows when it does not fit
+        beside the claim (verify/windows.py)."""
+        from .windows import windows
+
+        with self._lock:  # a fast tokenizer is not to be used by two threads at once
+            def count(text: str) -> int:
+                return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+            n_claim = count(claim)
+            return [windows(n_claim, t, count, self.max_length) for t in texts]
+
     def verify_many(self, items: Sequence[tuple[str, Sequence[str]]]) -> list[Verification]:
+        from .windows import most_decisive
+
         pairs: list[tuple[str, str]] = []
-        spans: list[tuple[int, int, int]] = []
+        spans: list[tuple[list[tuple[int, int]], int]] = []
         for claim, passages in items:
             passages, cands = candidates(passages)
-            spans.append((len(pairs), len(cands), len(passages)))
-            pairs.extend((claim, p) for p in cands)
+            groups = []
+            for parts in self.read_whole(claim, cands):
+                groups.append((len(pairs), len(parts)))
+                pairs.extend((claim, w) for w in parts)
+            spans.append((groups, len(passages)))
         scores = self.score_pairs(pairs) if pairs else []
-        return [aggregate(scores[s:s + n], k, self.aggregate_temperature) for s, n, k in spans]
+        return [aggregate([most_decisive(scores[a:a + n]) for a, n in groups], k, self.aggregate_temperature)
+                for groups, k in spans]
 
     def verify(self, claim: str, passages: Sequence[str]) -> Verification:
         return self.verify_many([(claim, passages)])[0]

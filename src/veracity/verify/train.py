@@ -533,8 +533,10 @@ def model_card(settings: dict) -> str:
         "## Limits", "",
         "- English only; trained on Wikipedia sentences, news and dialogue, image captions and COVID-19 claims "
         "against scientific abstracts: legal and most medical text are still out of its domain.",
-        "- It reads at most the maximum length above per pair: long passages are cut, so give it sentences or "
-        "short passages (SummEdits' whole documents are the hard case in the table).",
+        "- It reads at most the maximum length above per pair. The pipelines read a longer passage in windows of "
+        "whole sentences that fit (verify/windows.py; the most decisive window speaks for it), but the figures "
+        "above score each pair once, cut at that length; a claim that needs sentences further apart than one "
+        "window holds is still read in parts (SummEdits' whole documents are the hard case in the table).",
         "- FM2's claims need world knowledge and inference beyond the evidence; a 22M-parameter model gets only "
         "part of them right (figures above).", "",
     ])

@@ -1,0 +1,50 @@
+"""Reading a long passage whole: the cross-encoder reads at most `max_length` word pieces of a claim and a passage
+together, so a passage longer than that is read in windows of whole sentences that each fit beside the claim
+(consecutive windows share one sentence, so two sentences that belong together are read together at least once),
+and the most decisive window (the least not-enough-information) speaks for the passage.
+
+Without it the end of a long passage (an index chunk of 120 words, a web page, an abstract) was cut off unread.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+SPECIAL_TOKENS = 3  # [CLS] claim [SEP] passage [SEP]
+MIN_BUDGET = 32  # word pieces left for the passage below which windows would be too short to mean anything
+
+
+def windows(claim_tokens: int, text: str, count: Callable[[str], int], max_length: int,
+            split: Callable[[str], list[str]] | None = None) -> list[str]:
+    """`text` as it is when it fits beside a claim of `claim_tokens` word pieces, else windows of its sentences.
+
+    `count` gives a text's word pieces (without special tokens). A sentence longer than a window is a window of its
+    own (and is cut where it does not fit, as before). With a claim so long that under MIN_BUDGET word pieces are
+    left, the passage is read as it is (the claim and the passage are both cut).
+    """
+    budget = max_length - claim_tokens - SPECIAL_TOKENS
+    if budget < MIN_BUDGET or count(text) <= budget:
+        return [text]
+    if split is None:
+        from ..claims.sentences import split_sentences as split
+    sentences = split(text) or [text]
+    if len(sentences) == 1:
+        return [text]
+    sizes = [count(s) for s in sentences]
+    out: list[str] = []
+    start = 0
+    while start < len(sentences):
+        end, used = start, 0
+        while end < len(sentences) and (end == start or used + sizes[end] <= budget):
+            used += sizes[end]
+            end += 1
+        out.append(" ".join(sentences[start:end]))
+        if end >= len(sentences):
+            break
+        start = max(end - 1, start + 1)  # the next window starts on this one's last sentence
+    return out
+
+
+def most_decisive(scores: Sequence[dict[str, float]]) -> dict[str, float]:
+    """The window's probabilities that speak for the passage: the least not-enough-information."""
+    return min(scores, key=lambda s: s["nei"])
