@@ -445,13 +445,20 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
 
 
 def build_commands(settings: dict, cmd: str) -> list[str]:
-    """The commands that rebuild the weights: one training run, or a first run and its continuation."""
+    """The commands that rebuild the weights: one training run, or earlier stages and their continuation.
+
+    `stages` in verifier.json (written by hand when weights are continued from shipped ones) holds each earlier
+    stage's whole command, the n-th writing /tmp/stage<n>; the last stage continues from the one before it."""
+    seed = settings.get("calibrated_with", settings.get("settings", {})).get("seed")
+    calibrate = f"veracity verifier calibrate --seed {seed}"
+    stages = settings.get("stages")
+    if stages:
+        return [*stages, f"{cmd} --init-from /tmp/stage{len(stages)}", calibrate]
     init = settings.get("settings", {}).get("init_from")
     if not init:
-        return [cmd, f"veracity verifier calibrate --seed {settings.get('settings', {}).get('seed')}"]
+        return [cmd, calibrate]
     first = init.split(": ", 1)[1] if init.startswith("stage 1: ") else f"(the verifier in {init})"
-    return [f"{first} --out /tmp/stage1", f"{cmd} --init-from /tmp/stage1",
-            f"veracity verifier calibrate --seed {settings.get('settings', {}).get('seed')}"]
+    return [f"{first} --out /tmp/stage1", f"{cmd} --init-from /tmp/stage1", calibrate]
 
 
 def model_card(settings: dict) -> str:
@@ -467,7 +474,7 @@ def model_card(settings: dict) -> str:
     s = settings.get("settings", {})
     cmd = (f"veracity verifier train --epochs {s.get('epochs')} --lr {s.get('lr')} --batch-size {s.get('batch_size')} "
            f"--max-length {s.get('max_length')} --frozen-layers {s.get('frozen_layers')} --seed {s.get('seed')} "
-           f"--threads {s.get('threads')}")
+           f"--threads {s.get('threads')}" + (f" --limit {s['limit']}" if s.get("limit") else ""))
     rule = settings.get("uncertain_rule") or {}
     uncertain = (f"- **Uncertain below:** {settings['uncertain_below']} -- chosen on the calibration part so that "
                  f"the verdicts at or above it are right {100 * rule.get('target_accuracy', 0):.0f}% of the time "
@@ -519,7 +526,8 @@ def model_card(settings: dict) -> str:
         "among them), scored one by one and together, the most decisive deciding: the path the pipelines use.",
         f"- Sizes: {settings.get('data')}.", "",
         "## How it was built", "", "```", *build_commands(settings, cmd), "```", "",
-        f"Trained on 2 CPU cores in {settings.get('train_seconds')} s (torch 2.13.0 CPU). Seeded; a killed run "
+        f"{'The last stage trained' if settings.get('stages') else 'Trained'} on 2 CPU cores in "
+        f"{settings.get('train_seconds')} s (torch 2.13.0 CPU). Seeded; a killed run "
         "resumes from its last checkpoint (every few hundred batches), mid-epoch.", "",
         "## Figures (held-apart data)", "",
         "Two-label sets (supported / refuted) by the rule above; two-way sets (supported / not_supported) as "
