@@ -10,6 +10,7 @@ import pytest
 
 from conftest import veracity_cmd
 from stub_server import FakeModel, StubServer
+from veracity.verify.model import WEIGHTS_DIR
 
 LABEL_TOKENS = {" Supported": math.log(0.5), " Refuted": math.log(0.2), " True": math.log(0.1),
                 " False": math.log(0.05), " Yes": math.log(0.05), " No": math.log(0.05), " Not": math.log(0.05)}
@@ -117,4 +118,5 @@ def test_a_verdict_uncertain_for_its_confidence_says_what_the_threshold_means(ll
     assert r.returncode == 0, r.stderr
     # the direct baseline's True is 0.1 / (0.1 + 0.05) of its two answers' probability: below the threshold
     assert "Verdict: Supported (confidence 0.67, uncertain)" in r.stdout, r.stdout
-    assert "Uncertain because its confidence 0.67 is below 0.80. (uncertain: confidence below 0.80;" in r.stdout
+    t = json.loads((WEIGHTS_DIR / "verifier.json").read_text())["uncertain_below"]  # the shipped verifier's own
+    assert f"Uncertain because its confidence 0.67 is below {t:.2f}. (uncertain: confidence below {t:.2f};" in r.stdout
