@@ -2,6 +2,7 @@
 probabilities of supported / refuted / not enough information, and the passage that decided it.
 
 - `model.py`: the verifier (a MiniLM cross-encoder shipped in `weights/`), the `Verifier` protocol, `Verification`.
+- `windows.py`: a passage too long for the model read in windows of whole sentences.
 - `lexical.py`: the word-overlap baseline behind the same protocol.
 - `data.py`, `synthetic.py`, `train.py`: the training data (../shared/training) and `veracity verifier train`.
 - `commands.py`: the `veracity verifier` subcommands.
