@@ -22,7 +22,7 @@ from typing import Sequence
 
 from ..errors import UserError
 from .data import LABELS
-from .result import Verification, Verifier, aggregate, candidates  # noqa: F401  (re-exported)
+from .result import Verification, Verifier, aggregate, candidates, most_decisive  # noqa: F401  (re-exported)
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 DEFAULT = "default"
@@ -144,8 +144,6 @@ class CrossEncoderVerifier:
             return [windows(n_claim, t, count, self.max_length) for t in texts]
 
     def verify_many(self, items: Sequence[tuple[str, Sequence[str]]]) -> list[Verification]:
-        from .windows import most_decisive
-
         pairs: list[tuple[str, str]] = []
         spans: list[tuple[list[tuple[int, int]], int]] = []
         for claim, passages in items:
@@ -156,8 +154,8 @@ class CrossEncoderVerifier:
                 pairs.extend((claim, w) for w in parts)
             spans.append((groups, len(passages)))
         scores = self.score_pairs(pairs) if pairs else []
-        return [aggregate([most_decisive(scores[a:a + n]) for a, n in groups], k, self.aggregate_temperature)
-                for groups, k in spans]
+        return [aggregate([scores[a + most_decisive(scores[a:a + n])] for a, n in groups], k,
+                          self.aggregate_temperature) for groups, k in spans]
 
     def verify(self, claim: str, passages: Sequence[str]) -> Verification:
         return self.verify_many([(claim, passages)])[0]

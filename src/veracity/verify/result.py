@@ -54,6 +54,12 @@ def candidates(passages: Sequence[str]) -> tuple[list[str], list[str]]:
     return kept, kept + ([" ".join(kept)] if len(kept) > 1 else [])
 
 
+def most_decisive(readings: Sequence[dict[str, float]]) -> int:
+    """The index of the most decisive reading (the least not-enough-information): how several passages, and the
+    windows of one long passage (verify/windows.py), decide."""
+    return min(range(len(readings)), key=lambda i: readings[i]["nei"])
+
+
 def aggregate(per_candidate: list[dict[str, float]], n_passages: int, temperature: float = 1.0) -> Verification:
     """Candidates are the passages one by one, then (when there are several) all of them together.
 
@@ -66,7 +72,7 @@ def aggregate(per_candidate: list[dict[str, float]], n_passages: int, temperatur
     """
     if not per_candidate:
         return Verification({"supported": 0.0, "refuted": 0.0, "nei": 1.0}, None, [])
-    best = min(range(len(per_candidate)), key=lambda i: per_candidate[i]["nei"])
+    best = most_decisive(per_candidate)
     passage = best if best < n_passages else None
     probs = dict(per_candidate[best])
     if len(per_candidate) > 1 and temperature != 1.0:

@@ -8,7 +8,7 @@ Without it the end of a long passage (an index chunk of 120 words, a web page, a
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable
 
 SPECIAL_TOKENS = 3  # [CLS] claim [SEP] passage [SEP]
 MIN_BUDGET = 32  # word pieces left for the passage below which windows would be too short to mean anything
@@ -43,8 +43,3 @@ def windows(claim_tokens: int, text: str, count: Callable[[str], int], max_lengt
             break
         start = max(end - 1, start + 1)  # the next window starts on this one's last sentence
     return out
-
-
-def most_decisive(scores: Sequence[dict[str, float]]) -> dict[str, float]:
-    """The window's probabilities that speak for the passage: the least not-enough-information."""
-    return min(scores, key=lambda s: s["nei"])
