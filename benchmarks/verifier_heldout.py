@@ -7,8 +7,10 @@ lexical baseline beside them. Use it to decide whether new weights beat the ship
 Each verifier folder is used as shipped: its own temperature, stacker and two-label rule (verifier.json). By default
 each pair is read as the pipelines read it (`verify_many`: a passage too long for the model is read in windows,
 verify/windows.py); `--read cut` scores each pair once, cut at the model's maximum length, as calibration does.
-The last row, fm2_heldout_retrieved, is each held-out FM2 claim against its page's ten retrieved sentences (one by
-one and together, the most decisive deciding), the path the pipelines take with several passages.
+The last rows (verify/train.py `passage_sets`) read claims against several passages, one by one and together, the
+most decisive deciding, the path the pipelines take: fm2_heldout_retrieved (each held-out FM2 claim against its
+page's ten retrieved sentences) and joined_heldout_passages (joined held-apart claims against their evidence
+sentences one by one, as a multi-hop claim's gold evidence comes).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 
 from veracity.verify import load_lexical, load_verifier
 from veracity.verify.data import LABELS, Pair, build, default_training_dir
-from veracity.verify.train import figures, held_apart_sets
+from veracity.verify.train import figures, held_apart_sets, passage_sets
 
 
 def main() -> int:
@@ -34,7 +36,7 @@ def main() -> int:
     args = ap.parse_args()
     data = build(Path(args.data) if args.data else default_training_dir())
     sets = [(n, p[: args.limit] if args.limit else p) for n, p in held_apart_sets(data) if p]
-    retrieved = data.heldout_retrieved[: args.limit // 10 or 1] if args.limit else data.heldout_retrieved
+    several = [(n, c[: args.limit // 10 or 1] if args.limit else c) for n, c in passage_sets(data)]
     systems = [(m, load_verifier(m, threads=args.threads)) for m in (args.model or ["default"])]
     if args.lexical:
         systems.append(("lexical", load_lexical()))
@@ -51,10 +53,10 @@ def main() -> int:
             probs = [[row[k] for k in LABELS] for row in scored]
             table.setdefault(set_name, {})[name] = figures(probs, pairs, getattr(v, "binary_rule",
                                                                                  "supported_vs_refuted"))
-        if retrieved:
-            probs = [[x.probabilities[k] for k in LABELS] for x in v.verify_many([(c, ps) for c, ps, _ in retrieved])]
-            table.setdefault("fm2_heldout_retrieved", {})[name] = figures(
-                probs, [Pair(c, "", lab, "fm2-retrieved") for c, _, lab in retrieved],
+        for set_name, claims in several:
+            probs = [[x.probabilities[k] for k in LABELS] for x in v.verify_many([(c, ps) for c, ps, _ in claims])]
+            table.setdefault(set_name, {})[name] = figures(
+                probs, [Pair(c, "", lab, set_name) for c, _, lab in claims],
                 getattr(v, "binary_rule", "supported_vs_refuted"))
         print(f"{name}: {time.time() - t0:.0f} s", flush=True)
     names = [n for n, _ in systems]

@@ -187,6 +187,39 @@ def test_two_part_claims_are_supported_only_when_both_parts_are_in_the_evidence(
         assert len(evidence.split(". ")) >= 2  # several sentences, as multi-hop evidence reads
 
 
+REAL = [  # (claim, evidence, label) as the sources give them, VitaminC's spacing included
+    ("The Danube flows through ten countries .", "The Danube flows through ten countries , more than any other "
+     "river .", "supported"),
+    ("The Danube flows through four countries .", "The Danube flows through ten countries .", "refuted"),
+    ("Mount Everest is in Asia.", "Mount Everest is Earth's highest mountain, in the Himalayas of Asia.", "supported"),
+    ("Mount Everest was first climbed in 1960.", "Mount Everest was first climbed in 1953 by Hillary and Norgay.",
+     "refuted"),
+    ("The Nile is longer than 6,000 km.", "The Nile flows north through eleven countries.", "nei"),
+    ("Paris is the capital of France.", "Paris is the capital and largest city of France.", "supported"),
+    ("Ottawa is the capital of Canada.", "Ottawa is the capital city of Canada.", "supported"),
+    ("Lima has more than 20 million people.", "Lima is the capital of Peru.", "nei"),
+]
+
+
+def test_joined_real_claims_carry_the_label_their_parts_give_and_their_evidence_is_all_there():
+    from veracity.verify.synthetic import joined_pairs
+
+    triples = joined_pairs(REAL, random.Random(3), count=200)
+    assert len(triples) == 200 and {lab for _, _, lab in triples} == {"supported", "refuted", "nei"}
+    label_of = {c.rstrip(" ."): lab for c, _, lab in REAL}
+    evidence_of = {c.rstrip(" ."): e for c, e, _ in REAL}
+    for claim, evidence, label in triples:
+        # each part is one whole claim of the input (VitaminC's " ." cleaned, a leading "The" lower-cased)
+        found = [c for c in label_of if c.strip(" .").lower() in claim.lower()]
+        assert 2 <= len(found) <= 3 and claim.count(", ") == len(found) - 1, claim
+        kinds = sorted(label_of[c] for c in found)
+        want = "supported" if set(kinds) == {"supported"} else ("refuted" if "refuted" in kinds else "nei")
+        assert label == want and kinds.count("supported") >= len(found) - 1, (claim, label)
+        for c in found:  # every part's own evidence sentence is in the evidence
+            assert " ".join(evidence_of[c].split()).replace(" ,", ",").replace(" .", ".") in evidence
+        assert len(claim.split()) + len(evidence.split()) <= 95
+
+
 def test_training_runs_on_the_cpu_here_and_a_missing_gpu_is_a_clear_error():
     import torch
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from .sources import SOURCES, CALIBRATION_CAP, HELDOUT_CAP, capped, read_sources
-from .synthetic import compound_pairs, pairs_from_page
+from .synthetic import compound_pairs, joined_pairs, pairs_from_page
 
 LABELS = ("supported", "refuted", "nei")
 _FM2 = {"SUPPORTS": "supported", "REFUTES": "refuted"}
@@ -127,9 +127,22 @@ class TrainingData:
     heldout_sources: dict[str, list[Pair]]  # the held-apart part of each JSONL source (sources.py)
     calibration_retrieved: list[tuple[str, list[str], str]] = field(default_factory=list)  # as heldout_retrieved
     heldout_compound: list[Pair] = field(default_factory=list)  # two-part claims of held-out pages (3 labels)
+    heldout_joined: list[Pair] = field(default_factory=list)  # held-apart real claims joined in twos and threes
 
 
 SYNTHETIC_CAP, CAD_CAP, COMPOUND_CAP = 4000, 4000, 4000  # training pairs from FM2 page edits, CAD-SNLI, two-part claims
+JOINED_CAP = 8000  # training pairs whose claim joins two or three real claims (synthetic.joined_pairs)
+#: the sources whose real claims are joined: Wikipedia claims, each against a sentence or two
+JOINED_SOURCES = ("vitaminc_real", "vitaminc_synthetic", "fever_symmetric")
+
+
+def joined_claim_pairs(fm2: list[FM2Claim], pairs: list, part: str, count: int, seed: int) -> list[Pair]:
+    """Real claims of one part (FM2 claims with their gold evidence, and the JOINED_SOURCES' pairs) joined in twos
+    and threes against their evidence sentences together (synthetic.joined_pairs). Only one part's claims are
+    joined, so nothing crosses from training to the held-apart side."""
+    items = ([(c.claim, " ".join(c.gold), c.label) for c in fm2]
+             + [(p.claim, p.evidence, p.label) for p in pairs if p.part == part and p.source in JOINED_SOURCES])
+    return [Pair(cl, ev, lab, "joined") for cl, ev, lab in joined_pairs(items, random.Random(seed), count=count)]
 
 
 def build(root: Path, seed: int = 13, *, sources: tuple[str, ...] | None = None) -> TrainingData:
@@ -154,6 +167,9 @@ def build(root: Path, seed: int = 13, *, sources: tuple[str, ...] | None = None)
         train += capped(of["train"], SOURCES[name][3], rng)
         calibration += capped(of["calibration"], CALIBRATION_CAP, rng)
         heldout_sources[name] = capped(of["heldout"], HELDOUT_CAP, random.Random(seed + 2))
+    # drawn with their own seeds after everything else, so the other sets are the same with or without them
+    train += joined_claim_pairs(parts["train"], pairs, "train", JOINED_CAP, seed + 5)
+    calibration += joined_claim_pairs(parts["calibration"], pairs, "calibration", CALIBRATION_CAP, seed + 6)
     rng.shuffle(train)
     heldout = [Pair(c.claim, " ".join(c.gold), c.label, "fm2-heldout") for c in parts["test"]]
     synthetic_test = synthetic_pairs(parts["test"], random.Random(seed + 1))
@@ -161,5 +177,6 @@ def build(root: Path, seed: int = 13, *, sources: tuple[str, ...] | None = None)
     return TrainingData(train, calibration, heldout, read_cad(root, "test"), synthetic_test, retrieved,
                         heldout_sources, [(c.claim, list(c.retrieved), c.label) for c in parts["calibration"]],
                         capped(compound_claim_pairs(parts["test"], random.Random(seed + 4)), HELDOUT_CAP,
-                               random.Random(seed + 4)))
+                               random.Random(seed + 4)),
+                        joined_claim_pairs(parts["test"], pairs, "heldout", HELDOUT_CAP, seed + 7))
 

@@ -139,12 +139,15 @@ _LOWER_FIRST = {"the", "he", "she", "it", "they", "his", "her", "its", "their", 
                 "these", "there", "after", "during", "since", "from", "by", "as"}
 
 
-def joined_claim(first: str, second: str) -> str:
-    """Two statements as one compound claim ("A, and b."), as multi-hop claims read."""
-    head, _, rest = second.partition(" ")
-    if head.lower() in _LOWER_FIRST:
-        second = head.lower() + (" " + rest if rest else "")
-    return first.rstrip(" .;") + ", and " + second
+def joined_claim(first: str, second: str, *more: str) -> str:
+    """Statements as one compound claim ("A, and b." / "A, b, and c."), as multi-hop claims read."""
+    parts = [first, second, *more]
+    for i in range(1, len(parts)):
+        head, _, rest = parts[i].partition(" ")
+        if head.lower() in _LOWER_FIRST:
+            parts[i] = head.lower() + (" " + rest if rest else "")
+    inner = [x.rstrip(" .;") for x in parts[:-1]]
+    return ", ".join(inner) + ", and " + parts[-1]
 
 
 def _whole(s: str) -> str:
@@ -183,4 +186,50 @@ def compound_pairs(sentences: list[str], rng: random.Random, *, count: int = 4) 
         if rng.random() < 0.5:
             first, second = second, first
         out.append((joined_claim(first, second), evidence, label))
+    return out
+
+
+JOINED_MAX_WORDS = 95  # claim and evidence together, so that a joined pair fits in 128 word pieces, nothing cut
+
+
+def joined_pairs(items: list[tuple[str, str, str]], rng: random.Random, *, count: int) -> list[tuple[str, str, str]]:
+    """(claim, evidence, label) triples whose claim joins two or three real claims (human-written, each with its
+    own evidence sentence: VitaminC, FEVER, FM2 pairs of one part) and whose evidence is their evidence sentences
+    together, shuffled, sometimes with an unrelated sentence among them, as multi-hop claims are checked against
+    several gold sentences: supported when every part is supported, refuted when one part is refuted (the others
+    supported), not enough information when one part's evidence does not settle it. Unlike `compound_pairs`, the
+    parts are paraphrases of their evidence, not copies, so the whole claim must be read, not matched."""
+    def clean(text: str) -> str:
+        return re.sub(r"\s+([.,;:!?'])", r"\1", " ".join(text.split())).strip()
+
+    by_label: dict[str, list[tuple[str, str]]] = {}
+    for claim, evidence, label in items:
+        claim, evidence = clean(claim), clean(evidence)
+        if label in ("supported", "refuted", "nei") and len(claim.split()) <= 30 and len(evidence.split()) <= 45:
+            by_label.setdefault(label, []).append((claim.rstrip(" ."), evidence))
+    supported = by_label.get("supported", [])
+    others = [x for group in by_label.values() for x in group]
+    if len(supported) < 3:
+        return []
+    out: list[tuple[str, str, str]] = []
+    for _ in range(count * 3):  # some draws are too long or repeat a claim; stop at `count`
+        if len(out) >= count:
+            break
+        n = 2 if rng.random() < 0.65 else 3
+        kind = rng.random()
+        label = "supported" if kind < 0.4 else "refuted" if kind < 0.75 else "nei"
+        if label != "supported" and not by_label.get(label):
+            continue
+        parts = rng.sample(supported, n - (label != "supported"))
+        if label != "supported":
+            parts.insert(rng.randrange(n), rng.choice(by_label[label]))
+        if len({c.lower() for c, _ in parts}) < n or len({e for _, e in parts}) < n:
+            continue
+        block = [e for _, e in parts]
+        if rng.random() < 0.3:
+            block.append(rng.choice(others)[1])
+        rng.shuffle(block)
+        claim, evidence = joined_claim(*[c for c, _ in parts]) + ".", " ".join(dict.fromkeys(block))
+        if len(claim.split()) + len(evidence.split()) <= JOINED_MAX_WORDS:
+            out.append((claim, evidence, label))
     return out

@@ -294,35 +294,34 @@ def run(training_dir: Path, out: Path, s: TrainSettings, *, progress: bool = Tru
     return settings
 
 
-def retrieved_candidates(claims: list[tuple[str, list[str], str]]) -> tuple[list[Pair], list[tuple[int, int, int]]]:
-    """Each claim against each of its passages and against all of them joined, as the pipelines read them: the
-    pairs, and per claim (first pair, pairs, passages)."""
-    cands, spans = [], []
-    for claim, passages, _ in claims:
-        spans.append((len(cands), len(passages) + 1, len(passages)))
-        cands.extend(Pair(claim, x, "nei", "retrieved") for x in passages + [" ".join(passages)])
-    return cands, spans
+def several_passages(pairs: list[Pair]) -> list[tuple[str, list[str], str]]:
+    """Each pair's evidence split into its sentences, one passage each, as a multi-hop claim's gold evidence
+    comes (several sentences, each on its own)."""
+    from ..claims.sentences import split_sentences
+
+    return [(p.claim, split_sentences(p.evidence) or [p.evidence], p.label) for p in pairs]
 
 
-def aggregated(probs: list[list[float]], spans: list[tuple[int, int, int]], temperature: float = 1.0) -> list:
-    """The verdict per claim from its candidates' probabilities (result.aggregate)."""
-    from .result import aggregate
+def passage_sets(data: TrainingData) -> list[tuple[str, list[tuple[str, list[str], str]]]]:
+    """The held-apart claims read against several passages, as the pipelines read them (`verify_many`: each
+    passage, in windows when long, and all of them together; the most decisive deciding): held-out FM2 claims
+    against their page's ten retrieved sentences, and the joined held-apart claims against their evidence
+    sentences one by one."""
+    return [("fm2_heldout_retrieved", data.heldout_retrieved),
+            ("joined_heldout_passages", several_passages(data.heldout_joined))]
 
-    return [aggregate([dict(zip(LABELS, pr)) for pr in probs[a:a + n]], k, temperature) for a, n, k in spans]
 
-
-def fit_aggregate_temperature(model, tok, max_length: int, temperature: float,
-                              claims: list[tuple[str, list[str], str]]) -> float:
+def fit_aggregate_temperature(verifier, claims: list[tuple[str, list[str], str]]) -> float:
     """The temperature on the deciding candidate's log-probabilities when several passages are read (the most
-    decisive of them is chosen, which looks surer than it is): fitted on calibration FM2 claims against their
-    page's retrieved sentences, as the pipelines read passages. 1.0 without such claims."""
+    decisive of them is chosen, which looks surer than it is): fitted through the pipelines' own path
+    (`verifier.verify_many`, its aggregate temperature at 1.0) on calibration claims with several passages and a
+    supported / refuted label. 1.0 without such claims."""
+    claims = [c for c in claims if c[2] in ("supported", "refuted")]
     if not claims:
         return 1.0
-    cands, spans = retrieved_candidates(claims)
-    probs = [softmax(r, temperature) for r in logits_of(model, tok, cands, max_length)]
+    verdicts = verifier.verify_many([(c, ps) for c, ps, _ in claims])
     # the two-label decision is what these claims ask: a temperature on its log-odds
-    logs = [[math.log(max(v.probabilities[x], 1e-9)) for x in ("supported", "refuted")]
-            for v in aggregated(probs, spans)]
+    logs = [[math.log(max(v.probabilities[x], 1e-9)) for x in ("supported", "refuted")] for v in verdicts]
     return fit_temperature(logs, [lab for _, _, lab in claims])
 
 
@@ -331,7 +330,7 @@ def held_apart_sets(data: TrainingData) -> list[tuple[str, list[Pair]]]:
     edits of held-out pages, and the held-apart part of each JSONL source."""
     return [("fm2_heldout", data.heldout_fm2), ("cad_snli_test", data.cad_test),
             ("synthetic_heldout", data.heldout_synthetic), ("compound_heldout", data.heldout_compound),
-            *sorted(data.heldout_sources.items())]
+            ("joined_heldout", data.heldout_joined), *sorted(data.heldout_sources.items())]
 
 
 def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: TrainingData | None = None) -> dict:
@@ -349,7 +348,9 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
         data.cad_test = data.cad_test[: s.eval_limit]
         data.heldout_synthetic = data.heldout_synthetic[: s.eval_limit]
         data.heldout_compound = data.heldout_compound[: s.eval_limit]
+        data.heldout_joined = data.heldout_joined[: s.eval_limit]
         data.heldout_retrieved = data.heldout_retrieved[: s.eval_limit // 10 or 1]
+        data.calibration_retrieved = data.calibration_retrieved[: s.eval_limit // 10 or 1]
         data.heldout_sources = {k: v[: s.eval_limit] for k, v in data.heldout_sources.items()}
     settings = json.loads((out / "verifier.json").read_text(encoding="utf-8"))
     settings["temperature"] = 1.0
@@ -395,17 +396,20 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
     logits_of(model, tok, sample, max_length, batch_size=32)
     ms_per_pair = round(1000 * (time.time() - t1) / max(1, len(sample)), 1)
 
-    # the deployed path: each held-out claim against its page's ten retrieved sentences, one by one and together,
-    # the most decisive candidate deciding (model.aggregate), as the pipelines call the verifier
-    aggregate_temperature = fit_aggregate_temperature(model, tok, max_length, temperature, data.calibration_retrieved)
-    cands, spans = retrieved_candidates(data.heldout_retrieved)
-    ce_probs = [softmax(r, temperature) for r in logits_of(model, tok, cands, max_length)]
-    st_probs = stacked(ce_probs, cands)
-    gold_pairs = [Pair(c, "", lab, "fm2-retrieved") for c, _, lab in data.heldout_retrieved]
-    for name, probs in (("cross_encoder", ce_probs), ("stacked", st_probs)):
-        agg = aggregated(probs, spans, aggregate_temperature)
-        results[name]["fm2_heldout_retrieved"] = figures([[v.probabilities[x] for x in LABELS] for v in agg],
-                                                         gold_pairs, rule)
+    # the deployed path with several passages (passage_sets), through the verifier's own verify_many; its
+    # several-passages temperature fitted the same way on calibration claims (FM2 retrieved, joined claims)
+    raw.temperature, raw.aggregate_temperature = temperature, 1.0
+    several = data.calibration_retrieved + several_passages([p for p in data.calibration if p.source == "joined"])
+    aggregate_temperature = fit_aggregate_temperature(raw, several)
+    raw.aggregate_temperature = aggregate_temperature
+    for name, claims in passage_sets(data):
+        gold_pairs = [Pair(c, "", lab, name) for c, _, lab in claims]
+        for model_name, chosen_stack in (("cross_encoder", None), ("stacked", stack)):
+            raw.stack = chosen_stack
+            verdicts = raw.verify_many([(c, ps) for c, ps, _ in claims])
+            results[model_name][name] = figures([[v.probabilities[x] for x in LABELS] for v in verdicts],
+                                                gold_pairs, rule)
+    raw.stack = None
 
     # the shipped decision: the stacker or the cross-encoder alone, whichever has the higher mean macro-F1 over
     # the held-apart sets (never the benchmarks)
@@ -515,6 +519,10 @@ def model_card(settings: dict) -> str:
         "two statements joined into one claim, against several sentences of the page; supported when both are "
         "there, refuted when one has a fact changed, nei when one is a sentence the evidence lacks "
         "(`compound_heldout`: those of held-out pages).",
+        "- Joined real claims (verify/synthetic.py `joined_pairs`): two or three human-written claims of one part "
+        "(FM2 with its gold evidence, VitaminC, FEVER-Symmetric) joined into one claim, against their evidence "
+        "sentences together, sometimes with an unrelated one; supported when every part is, refuted when one part "
+        "is refuted, nei when one part's evidence does not settle it (`joined_heldout`: held-apart claims).",
         "- CAD-SNLI (Apache-2.0, built on SNLI, CC BY-SA 4.0): its own train / dev / test.",
         "- The ten JSONL sources of `../shared/training` (VitaminC real and synthetic, FEVER-NLI and MultiNLI from "
         "DocNLI, FEVER-Symmetric, SNLI, BEGIN, SummEdits, Factcheck-GPT, Check-COVID, Breaking NLI; licences in "
@@ -523,7 +531,10 @@ def model_card(settings: dict) -> str:
         "together; Check-COVID by its own train / dev / test. The two-way sources' `not_supported` is trained as "
         "'refuted or nei' (the log of their summed probability), never as refuted.",
         "- `fm2_heldout_retrieved`: the held-out FM2 claims against their page's ten retrieved sentences (gold "
-        "among them), scored one by one and together, the most decisive deciding: the path the pipelines use.",
+        "among them); `joined_heldout_passages`: the joined held-apart claims against their evidence sentences "
+        "one by one, as a multi-hop claim's gold evidence comes. Both read as the pipelines read (`verify_many`: "
+        "each passage, in windows when long, and all together, the most decisive deciding, tempered by the "
+        "several-passages temperature fitted the same way on the calibration part's FM2 and joined claims).",
         f"- Sizes: {settings.get('data')}.", "",
         "## How it was built", "", "```", *build_commands(settings, cmd), "```", "",
         f"{'The last stage trained' if settings.get('stages') else 'Trained'} on 2 CPU cores in "
