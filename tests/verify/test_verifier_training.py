@@ -232,3 +232,30 @@ def test_training_runs_on_the_cpu_here_and_a_missing_gpu_is_a_clear_error():
     assert training_device("cpu") == "cpu"
     with pytest.raises(UserError, match="no CUDA GPU"):
         training_device("cuda")
+
+
+def test_the_several_passages_temperature_is_fitted_on_what_verify_many_returns_for_two_label_claims():
+    from veracity.verify.result import Verification
+    from veracity.verify.train import fit_aggregate_temperature, several_passages
+    from veracity.verify.data import Pair
+
+    class Overconfident:  # says supported 0.95 to every claim, whatever its passages
+        seen: list = []
+
+        def verify_many(self, items):
+            self.seen.extend(items)
+            return [Verification({"supported": 0.95, "refuted": 0.04, "nei": 0.01}, 0) for _ in items]
+
+    v = Overconfident()
+    claims = [(f"claim {i}", ["one.", "two."], "supported" if i % 10 < 7 else "refuted") for i in range(100)]
+    t = fit_aggregate_temperature(v, claims + [("unsettled", ["three."], "nei")])
+    assert len(v.seen) == 100  # the nei claim is not asked: the fit is on the two-label decision
+    # right 70% of the time at 0.96: tempered until the supported odds are about 70:30
+    odds = (0.95 / 0.04) ** (1 / t)
+    assert 2.0 < odds < 2.7 and t > 3
+    right = [(f"c {i}", ["x."], "supported" if i % 100 < 96 else "refuted") for i in range(100)]
+    assert 0.8 < fit_aggregate_temperature(v, right) < 1.3
+    assert fit_aggregate_temperature(v, []) == 1.0
+    # a joined pair's evidence becomes its sentences, one passage each
+    [(claim, passages, label)] = several_passages([Pair("A and b.", "A is so. B is so too.", "supported", "joined")])
+    assert passages == ["A is so.", "B is so too."] and label == "supported"
