@@ -341,6 +341,7 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
     from .lexical import features
     from .model import CrossEncoderVerifier, fit_stack
 
+    retraining = data is not None  # called by `run` with its training data, else a calibration of trained weights
     data = data or build(training_dir, seed=s.seed)
     if s.eval_limit:
         data.calibration = data.calibration[: s.eval_limit]
@@ -428,6 +429,12 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
         conf += c
         correct += [g == x for g, x in zip(gold, pred)]
     threshold, kept_accuracy, kept_share = uncertain_threshold(conf, correct, UNCERTAIN_TARGET)
+    # what the weights were trained on: counted here when called by the training, else kept from verifier.json (a
+    # later calibration builds the mix with its own seed and today's sources, which the weights may never have seen)
+    seen = data.train[: s.limit] if s.limit else data.train
+    trained = ({"train_pairs": len(seen), "train_by_source": dict(Counter(p.source for p in seen).most_common())}
+               if retraining or "train_pairs" not in settings.get("data", {})
+               else {k: settings["data"][k] for k in ("train_pairs", "train_by_source") if k in settings["data"]})
     settings.update({
         "temperature": temperature, "aggregate_temperature": aggregate_temperature,
         "binary_rule": rule, "stack": stack.to_json() if use_stack else None,
@@ -435,10 +442,7 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
         "uncertain_below": threshold,
         "uncertain_rule": {"target_accuracy": UNCERTAIN_TARGET, "calibration_accuracy_decided": round(kept_accuracy, 4),
                            "calibration_share_decided": round(kept_share, 4), "calibration_pairs": len(conf)},
-        "data": {"train_pairs": len(data.train[: s.limit] if s.limit else data.train),
-                 "train_by_source": dict(Counter(p.source for p in (data.train[: s.limit] if s.limit else data.train))
-                                         .most_common()),
-                 "calibration_pairs": len(data.calibration), "heldout_fm2_claims": len(data.heldout_fm2),
+        "data": {**trained, "calibration_pairs": len(data.calibration), "heldout_fm2_claims": len(data.heldout_fm2),
                  "cad_test_pairs": len(data.cad_test)},
         "figures": results, "binary_rule_on_calibration": rules, "ms_per_pair": ms_per_pair,
         "calibrated_with": asdict(s),
@@ -496,8 +500,9 @@ def model_card(settings: dict) -> str:
         "together; the most decisive (least `nei`) decides and is named.",
         f"- **Calibration:** temperature {settings['temperature']} fitted on the calibration part (below); with "
         f"several passages the deciding one's probabilities are tempered by {settings.get('aggregate_temperature', 1.0)} "
-        "(choosing the most decisive of several looks surer than it is; fitted on calibration FM2 claims against "
-        "their page's retrieved sentences). "
+        "(choosing the most decisive of several looks surer than it is; fitted through `verify_many`, long passages "
+        "in windows, on calibration FM2 claims against their page's retrieved sentences and joined claims against "
+        "their evidence sentences). "
         f"Two-label sets use the rule `{settings['binary_rule']}` (chosen on the calibration part: "
         f"{settings.get('binary_rule_on_calibration')}).",
         *([uncertain] if uncertain else []),
