@@ -555,3 +555,20 @@ def test_a_claim_about_the_present_flags_much_older_evidence_as_possibly_stale()
     past = run(config, ScriptedBackend(rules('web_search("Eiffel Tower 2023")')), CLAIM, date="2025-02-01")
     assert not any(n.startswith("possibly stale") for n in stages(past, "action")[0]["notes"])
     assert past.verdict.notes == [] and "notes" not in past.to_dict()["verdict"]
+
+
+@pytest.mark.skipif(not (WEIGHTS_DIR / "verifier.json").is_file(), reason="no trained verifier")
+def test_the_verifier_reads_the_source_not_a_summary_that_restates_the_claim():
+    """A summary that repeats the claim with a few of the source's words passes the grounding check; the verifier
+    must still read what the source says (12 million), not the summary (20 million), or it reads support."""
+    claim = "The Colosseum in Rome had 20 million visitors in 2023."
+    config = load_config(overrides={"verifier.use": "on"})
+    echo = [(r"Summary:$", "The Colosseum in Rome had 20 million visitors in 2023, a record year for the Roman "
+                           "monument.")]
+    backend = ScriptedBackend(echo + rules('web_search("Colosseum visitors 2023")'))
+    res = run(config, backend, claim=claim, docs=[d for d in DOCS if d.id == "colosseum"])
+    [summary] = [s for s in stages(res, "summary") if s["summary"]]
+    assert "20 million" in summary["summary"] and "12 million visitors" in summary["evidence"]
+    checked = stages(res, "evidence_verifier")[0]
+    assert checked["label"] == "Refuted" and "12 million" in checked["rationale"], checked
+    assert checked["probabilities"]["supported"] < 0.5

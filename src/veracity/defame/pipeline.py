@@ -20,6 +20,8 @@ from .record import Record, Round
 from .steps import Develop, Images, Judge, Justify, Plan, Summary, ToolRun
 from .toolbox import Toolbox, build_toolbox
 
+EVIDENCE_CHARS = 1200  # the source's sentences nearest the claim kept per result for the trained verifier
+
 if TYPE_CHECKING:
     from ..config import Config, DefameConfig
     from ..images.files import ImageFile
@@ -271,6 +273,7 @@ class Defame(Pipeline):
                 # a summary is a finding of the record, quoted as data (record.Finding), an excerpt marked as such
                 self._add(record, ctx, Summary(round=rnd.number, action=action, source=ev.source, url=ev.url,
                                                date=ev.date, summary=shown, written_by=written_by,
+                                               evidence=excerpt(ev.text, record.claim.text, EVIDENCE_CHARS) or None,
                                                images=evidence_image_refs(ev.images[:4], toolbox.local_image_roots),
                                                image_refs=refs))
 
@@ -318,13 +321,15 @@ class Defame(Pipeline):
                 ) -> "tuple[EvidenceDecision | None, list[dict[str, Any]]]":
         """The trained verifier's reading of the claim against each finding so far (verifier.use; auto: with the
         embedded model), for the judge to see; its decision over all of them, which settles the label when the
-        evidence is decisive. Nothing when the verifier is off or there are no findings."""
+        evidence is decisive. It reads each source's own sentences nearest the claim, not the model's summary (a
+        summary can restate the claim, which the verifier would read as support). Nothing when the verifier is off
+        or there are no findings."""
         if not verifier_enabled(self.config.verifier, ctx.model.model_id):
             return None, []
         found = record.findings()
         if not found:
             return None, []
-        passages = [Evidence(text=f.summary, source=f.source, url=f.url) for f in found]
+        passages = [Evidence(text=f.evidence, source=f.source, url=f.url) for f in found]
         decision = check_evidence(self.config.verifier, ctx.tracer, record.claim.text, passages, options)
         scores = [{"source": f.source, **{k: round(p[k], 3) for k in ("supported", "refuted", "nei")}}
                   for f, p in zip(found, decision.verification.per_passage)]

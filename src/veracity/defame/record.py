@@ -44,6 +44,7 @@ class Finding:
     summary: str
     image_refs: list[str] = field(default_factory=list)
     excerpt: bool = False  # the summary is the source's own text (the model's summary was rejected)
+    evidence: str = ""  # the source's own sentences nearest the claim (Summary.evidence), what the verifier reads
 
     def line(self) -> str:
         """`- <result>[source](url) (date): summary</result>`: all of it comes from (or is drawn from) the page."""
@@ -58,7 +59,8 @@ class Finding:
     def of(cls, s: Summary) -> "Finding":
         """The finding a summary of a result adds to the record."""
         return cls(action=s.action, source=s.source or s.url or "source", url=s.url, date=s.date,
-                   summary=s.text or "", image_refs=list(s.image_refs or []), excerpt=s.written_by == "excerpt")
+                   summary=s.text or "", image_refs=list(s.image_refs or []), excerpt=s.written_by == "excerpt",
+                   evidence=s.evidence or s.text or "")
 
 
 @dataclass

@@ -118,6 +118,9 @@ class Summary(RoundStep):
     written_by: str = "model"
     images: list[str] = field(default_factory=list)  # the result's images the report may show
     image_refs: list[str] = field(default_factory=list)  # those that joined the fact-check (<image:N>)
+    #: the source's own sentences nearest the claim: what the trained verifier reads (never the model's summary,
+    #: which can restate the claim); None in records written before it was kept
+    evidence: str | None = None
 
     @property
     def text(self) -> str | None:
