@@ -297,6 +297,9 @@ def _record_sections(record: "Record", result: CheckResult, image_url: ImageLink
                               f"{v.get('refuted', 0):.2f} / {v.get('nei', 0):.2f}" for v in s.verifier]
                     if s.decided_by == "verifier":
                         lines += ["", "*The label is the verifier's: the evidence was decisive.*"]
+                    else:
+                        lines += ["", "*The evidence was not decisive: the label is the model's, and its confidence "
+                                      "the verifier's probability of that label.*"]
                 lines += [""]
     if record.justification is not None:
         j = record.justification

@@ -57,6 +57,16 @@ def rules(plan: str | list[str], verdict: str | list[str] = "Refuted") -> list[t
     ]
 
 
+class SureScripted(ScriptedBackend):
+    """The scripted model, sure of every decision it makes (probability 0.97), as the small model often is."""
+
+    def choose(self, request, options):
+        c = super().choose(request, options)
+        if c.option is not None:
+            c.probabilities = {o: 0.97 if o == c.option else 0.03 / (len(options) - 1) for o in options}
+        return c
+
+
 def run(config, backend, claim=CLAIM, *, pipeline="defame", docs=DOCS, labels=None, rules_text="", **claim_kw):
     retriever = Index.from_documents(docs).retriever("bm25") if docs else None
     pipe = get_pipeline(pipeline, config)
@@ -484,6 +494,28 @@ def test_with_the_verifier_on_the_judge_sees_its_scores_and_decisive_evidence_se
     assert res.verdict.label == "Supported" and not last_prompt(backend, "Verdict:")  # the model was not asked
     md = to_markdown(res)
     assert "Trained verifier, per finding" in md and "*The label is the verifier's" in md
+
+
+@pytest.mark.skipif(not (WEIGHTS_DIR / "verifier.json").is_file(), reason="no trained verifier")
+def test_when_the_evidence_is_not_decisive_the_models_label_carries_the_verifiers_probability_and_is_uncertain():
+    """A source that does not settle the claim: the model's Supported stands, but its confidence is the verifier's
+    (calibrated) probability of Supported, not the model's own, and the verdict says why it is uncertain."""
+    claim = "The Colosseum in Rome had 12 million visitors in 2023."
+    docs = [Document("flavian", "Colosseum history", "The Colosseum was built under the emperors of the Flavian "
+                     "dynasty, and gladiators fought there for centuries.", url="https://example.org/history")]
+    config = load_config(overrides={"verifier.use": "on"})
+    backend = SureScripted(rules('web_search("Colosseum visitors 2023")', verdict="Supported"))
+    res = run(config, backend, claim=claim, docs=docs)
+    [checked] = stages(res, "evidence_verifier")
+    [judge] = stages(res, "judge")
+    assert checked["probabilities"]["nei"] >= 0.5 and judge["decided_by"] == "model"
+    assert res.verdict.label == "Supported"
+    assert res.verdict.confidence == pytest.approx(checked["probabilities"]["supported"], abs=1e-4)
+    assert res.verdict.confidence < 0.5 and judge["confidence"] == res.verdict.confidence
+    assert judge["probabilities"]["Supported"] == 0.97  # the model's own, kept in the trace, not reported
+    assert res.verdict.uncertain and "do not settle the claim" in res.verdict.uncertain_reason
+    assert "Supported is the language model's choice" in res.verdict.uncertain_reason
+    assert "*The evidence was not decisive: the label is the model's" in to_markdown(res)
 
 
 def test_with_the_verifier_off_the_judge_prompt_has_no_scores():

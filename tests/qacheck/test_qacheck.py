@@ -271,6 +271,32 @@ def test_the_evidence_verifier_decides_the_reasoners_label_in_evidence_settings_
     assert not [s for s in auto.trace if s["stage"] == "evidence_verifier"]
 
 
+def test_when_the_evidence_is_not_decisive_the_reasoners_label_gets_the_verifiers_probability(monkeypatch):
+    """The verifier reads the retrieved evidence as not settling the claim (not enough information 0.6): the model's
+    True stands, but its confidence is the verifier's probability of Supported (0.1 / (0.1 + 0.3) on two labels),
+    never the model's, and the verdict is uncertain, saying why."""
+    import veracity.verify.decide as decide
+    from veracity.verify.result import Verification
+
+    class Unsettled:  # a verifier that reads any evidence as not settling the claim
+        name, binary_rule = "unsettled", "supported_vs_refuted"
+
+        def verify(self, claim, passages):
+            return Verification({"supported": 0.1, "refuted": 0.3, "nei": 0.6}, None,
+                                [{"supported": 0.1, "refuted": 0.3, "nei": 0.6} for _ in passages])
+
+    monkeypatch.setattr(decide, "get_verifier", lambda settings, kind="verifier": Unsettled())
+    rules = [(VERIFIER, "Yes, we can know."), (FIRST_Q, " Who wrote the novel Kestrel Bay?"),
+             (READER, " Mara Lind"), (VALIDATOR, " Yes"), (REASONER, "\nThe claim is true.\n"), (LABEL, " True")]
+    cfg = config(**{"verifier.use": "on"})
+    result = run_check(Claim("Mara Lind has two children."), get_pipeline("qacheck-retriever-reader", cfg),
+                       Model(ScriptedBackend(rules)), cfg, retriever=_bridge_index().retriever("bm25"))
+    assert [s["label"] for s in result.trace if s["stage"] == "evidence_verifier"][-1] == "Refuted"
+    assert result.verdict.label == "Supported" and result.verdict.confidence == pytest.approx(0.25)
+    assert result.verdict.uncertain and "do not settle the claim" in result.verdict.uncertain_reason
+    assert "Supported is the language model's choice" in result.verdict.uncertain_reason
+
+
 def test_direct_and_cot_read_the_claims_evidence_in_evidence_settings():
     claim = "The Orrin Bridge stands in Tallinn."
     direct_rules = [(r"Given the evidence, is this claim true or false\?\nAnswer:$", " True")]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, veracity_cmd
-from veracity.verify.decide import label_for
+from veracity.verify.decide import EvidenceDecision, label_for, probability_of
 from veracity.verify import evidence_text, synthetic
 from veracity.verify.data import fm2_part, read_fm2
 from veracity.verify.lexical import FEATURES, LexicalModel, features, fit_lexical
@@ -104,6 +104,36 @@ def test_labels_map_onto_the_callers_label_set():
     with pytest.raises(ValueError, match="two labels or more"):
         label_for(v, ("Accurate",), "supported_vs_refuted")
     assert label_for(v, ("Accurate", "Inaccurate"), "supported_vs_refuted")[0] == "Accurate"
+
+
+def test_the_verifiers_probability_of_any_label_of_the_callers_set():
+    v = Verification({"supported": 0.1, "refuted": 0.3, "nei": 0.6}, None,
+                     [{"supported": 0.6, "refuted": 0.1, "nei": 0.3}, {"supported": 0.1, "refuted": 0.7, "nei": 0.2}])
+    two = ("Supported", "Refuted")
+    assert probability_of(v, "Refuted", two, "supported_vs_refuted") == pytest.approx(0.75)  # 0.3 / (0.1 + 0.3)
+    assert probability_of(v, "Supported", two, "supported_vs_refuted") == pytest.approx(0.25)
+    assert probability_of(v, "Not Supported", ("Supported", "Not Supported"), "supported_vs_refuted") == \
+        pytest.approx(0.9)  # LEAF's set: the supported mass against all the rest
+    four = ("Supported", "Refuted", "Not Enough Evidence", "Conflicting Evidence/Cherrypicking")
+    assert [probability_of(v, x, four, "supported_vs_refuted") for x in four[:3]] == [0.1, 0.3, 0.6]
+    assert probability_of(v, four[3], four, "supported_vs_refuted") == pytest.approx(0.6 * 0.7)
+    assert probability_of(v, "Unverified", four, "supported_vs_refuted") is None  # a parse failure's label
+    # the label the verifier would give has the probability it gives it
+    for labels in (two, four):
+        label, p = label_for(v, labels, "supported_vs_refuted")
+        assert probability_of(v, label, labels, "supported_vs_refuted") == pytest.approx(p)
+
+
+def test_a_label_chosen_against_an_undecisive_reading_gets_the_verifiers_probability_and_a_reason():
+    v = Verification({"supported": 0.1, "refuted": 0.3, "nei": 0.6}, 0, [{"supported": 0.1, "refuted": 0.3,
+                                                                           "nei": 0.6}])
+    labels = ("Supported", "Refuted", "Not Enough Information")
+    d = EvidenceDecision(*label_for(v, labels, "supported_vs_refuted"), v, "", labels, "supported_vs_refuted")
+    assert not d.decisive and d.label == "Not Enough Information"
+    p, why = d.undecided("Supported")
+    assert p == 0.1 and why.startswith("the sources read do not settle the claim")
+    assert "reads Not Enough Information, 0.60, and gives Supported 0.10" in why
+    assert d.undecided("Not Enough Information") == (0.6, "")  # the model agrees with the verifier: no reason
 
 
 def test_evidence_text_is_the_bare_text_as_the_verifier_was_trained_on():

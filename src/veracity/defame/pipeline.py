@@ -75,14 +75,14 @@ class Defame(Pipeline):
         call = ToolCall(claim_date=claim.date, images=store, claim=claim.text)
         executed: set[tuple[str, str]] = set()
         notes: list[str] = []  # what the verdict's reader should know about its evidence (possibly stale sources)
-        label, confidence = nei or labels[0], None
+        label, confidence, reason = nei or labels[0], None, ""
         for n in range(1, self.max_rounds + 1):
             rnd = record.new_round()
             actions = self._plan(rnd, record, toolbox, store, executed, ctx, failures)
             if not actions and n > 1:  # nothing new to do: the last judgement is final
                 if nei not in labels:  # ... but "not enough information" is not an answer here: decide now
-                    label, confidence = self._judge(record.rounds[-2], record, store, labels, nei, rules, ctx,
-                                                    failures, final=True)
+                    label, confidence, reason = self._judge(record.rounds[-2], record, store, labels, nei, rules,
+                                                            ctx, failures, final=True)
                 break
             outputs = self._execute(actions, toolbox, call, ctx, n)
             notes += [x for out, _ in outputs for x in out.notes if x.startswith(STALE) and x not in notes]
@@ -92,12 +92,14 @@ class Defame(Pipeline):
             if self.develop_stage:
                 self._develop(rnd, record, store, ctx)
             final = n == self.max_rounds
-            label, confidence = self._judge(rnd, record, store, labels, nei, rules, ctx, failures, final=final)
+            label, confidence, reason = self._judge(rnd, record, store, labels, nei, rules, ctx, failures,
+                                                    final=final)
             if label != nei or (nei in labels and final):
                 break
         justification = self._justify(record, store, label, ctx)
         return Verdict(label=label, rationale=justification, confidence=confidence, parse_failures=failures,
-                       basis="evidence" if record.findings() or claim.images else "memory", notes=notes)
+                       basis="evidence" if record.findings() or claim.images else "memory", notes=notes,
+                       uncertain_reason=reason)
 
     def _summaries(self, results: list, record: Record, ctx: Context, failures: list[str]) -> list:
         """One summarize reply per result of one action, each against the record as it stands before any of them
@@ -297,7 +299,10 @@ class Defame(Pipeline):
         self._add(record, ctx, Develop(round=rnd.number, text=text))
 
     def _judge(self, rnd: Round, record: Record, store: ImageStore, labels: tuple[str, ...], nei: str | None,
-               rules: str, ctx: Context, failures: list[str], *, final: bool) -> tuple[str, float | None]:
+               rules: str, ctx: Context, failures: list[str], *, final: bool) -> tuple[str, float | None, str]:
+        """The round's label, its confidence, and why it is uncertain ("" unless the model chose the label against
+        the verifier's undecisive reading). When the verifier read the evidence, the confidence is its probability
+        of the label, whoever chose it (verify/decide.py `undecided`)."""
         options = list(labels)
         if nei and nei not in options and not final:
             options.append(nei)
@@ -305,6 +310,7 @@ class Defame(Pipeline):
         slots = dict(LABELS=label_block(options, rules), RECORD=record, SCORES=scores)
         images = self._images_for_model(store, ctx)
         findings = self.prompts["judge"].ask(ctx.model, images=images, **slots).value
+        reason = ""
         if decision is not None and decision.decisive:  # the trained verifier settles what the evidence shows
             label, confidence, probabilities, by = decision.label, decision.confidence, None, "verifier"
         else:
@@ -312,10 +318,12 @@ class Defame(Pipeline):
                 ctx, self.prompts["judge.label"], options, fallback=nei if nei in options else UNVERIFIED,
                 failures=failures, images=images, FINDINGS=findings, **slots)  # no default label
             by = "model"
+            if decision is not None:  # not decisive: the model's label, with the verifier's probability of it
+                confidence, reason = decision.undecided(label)
         self._add(record, ctx, Judge(round=rnd.number, label=label, confidence=confidence, findings=findings,
                                      probabilities=probabilities, final=final or label != nei, verifier=scores or None,
                                      decided_by=by))
-        return label, confidence
+        return label, confidence, reason
 
     def _verify(self, record: Record, options: list[str], ctx: Context
                 ) -> "tuple[EvidenceDecision | None, list[dict[str, Any]]]":

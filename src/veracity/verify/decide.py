@@ -30,6 +30,24 @@ def verifier_enabled(settings: "VerifierConfig", model_id: str) -> bool:
     return use == "on" or (use == "auto" and model_id == f"gguf:{EMBEDDED_DEFAULT}")
 
 
+def _names(labels: Sequence[str]) -> tuple[str, str, str | None, str | None]:
+    """Which of `labels` are supported, refuted, not enough information and conflicting (the last two or None)."""
+    by_lower = {x.lower(): x for x in labels}
+    supported = by_lower.get("supported") or by_lower.get("true") or labels[0]
+    refuted = (by_lower.get("refuted") or by_lower.get("false") or by_lower.get("not supported")
+               or next(x for x in labels if x != supported))
+    nei = next((by_lower[n] for n in _NEI_NAMES if n in by_lower), None)
+    conflict = next((x for x in labels if x.lower().startswith(_CONFLICT_PREFIX)), None)
+    return supported, refuted, nei, conflict
+
+
+def _conflict_probability(v: Verification) -> float:
+    """One passage supports and another refutes: the product of the strongest of each (0 with one reading)."""
+    if not v.per_passage:
+        return 0.0
+    return max(p["supported"] for p in v.per_passage) * max(p["refuted"] for p in v.per_passage)
+
+
 def label_for(v: Verification, labels: Sequence[str], binary_rule: str) -> tuple[str, float]:
     """The verifier's conclusion as one of `labels` (a pipeline's or an evaluation's set), with its probability.
 
@@ -40,12 +58,7 @@ def label_for(v: Verification, labels: Sequence[str], binary_rule: str) -> tuple
     labels = tuple(dict.fromkeys(labels))
     if len(labels) < 2:
         raise ValueError(f"the verifier chooses between two labels or more, not {labels!r}")
-    by_lower = {x.lower(): x for x in labels}
-    supported = by_lower.get("supported") or by_lower.get("true") or labels[0]
-    refuted = (by_lower.get("refuted") or by_lower.get("false") or by_lower.get("not supported")
-               or next(x for x in labels if x != supported))
-    nei = next((by_lower[n] for n in _NEI_NAMES if n in by_lower), None)
-    conflict = next((x for x in labels if x.lower().startswith(_CONFLICT_PREFIX)), None)
+    supported, refuted, nei, conflict = _names(labels)
     if conflict and v.per_passage:
         best_s = max(p["supported"] for p in v.per_passage)
         best_r = max(p["refuted"] for p in v.per_passage)
@@ -57,6 +70,23 @@ def label_for(v: Verification, labels: Sequence[str], binary_rule: str) -> tuple
         name, p = v.binary(rule)
         return (supported if name == "supported" else refuted), p
     return {"supported": supported, "refuted": refuted, "nei": nei}[v.label], v.confidence
+
+
+def probability_of(v: Verification, label: str, labels: Sequence[str], binary_rule: str) -> float | None:
+    """The verifier's probability of `label`, one of `labels`, read as `label_for` reads it (None for a label
+    outside the set, such as a parse failure's)."""
+    labels = tuple(dict.fromkeys(labels))
+    if label not in labels or len(labels) < 2:
+        return None
+    supported, refuted, nei, conflict = _names(labels)
+    if label == conflict:
+        return _conflict_probability(v)
+    if nei is None:
+        rule = "supported_vs_rest" if refuted.lower() == "not supported" else binary_rule
+        name, p = v.binary(rule)
+        return p if (label == supported) == (name == "supported") else 1.0 - p
+    key = {supported: "supported", refuted: "refuted", nei: "nei"}.get(label)
+    return None if key is None else v.probabilities[key]
 
 
 def explain(v: Verification, label: str, passages: Sequence["Evidence"], verifier: str) -> str:
@@ -79,11 +109,25 @@ class EvidenceDecision:
     confidence: float
     verification: Verification
     rationale: str
+    labels: tuple[str, ...] = ()
+    binary_rule: str = "supported_vs_refuted"
 
     @property
     def decisive(self) -> bool:
         """The evidence settles the claim one way or the other (not-enough-information below one half)."""
         return self.verification.probabilities["nei"] < 0.5
+
+    def undecided(self, label: str) -> tuple[float | None, str]:
+        """The evidence is not decisive, so `label` is the language model's choice: its confidence is the verifier's
+        probability of it (calibrated on held-apart data; the small model's own probability is not, and on
+        AVeriTeC its surest verdicts were its least accurate), and the reason it is uncertain, when the model chose
+        otherwise than the verifier's reading ("" when they agree)."""
+        p = probability_of(self.verification, label, self.labels, self.binary_rule)
+        if label == self.label:
+            return p, ""
+        given = f", and gives {label} {p:.2f}" if p is not None else ""
+        return p, (f"the sources read do not settle the claim (the trained verifier reads {self.label}, "
+                   f"{self.confidence:.2f}{given}); {label} is the language model's choice")
 
 
 def check_evidence(settings: "VerifierConfig", tracer: "Tracer", claim: str, passages: Sequence["Evidence"],
@@ -96,4 +140,4 @@ def check_evidence(settings: "VerifierConfig", tracer: "Tracer", claim: str, pas
     tracer.emit("evidence_verifier", verifier=verifier.name, label=label, confidence=confidence,
                 probabilities={k: round(x, 4) for k, x in v.probabilities.items()}, passage=v.passage,
                 rationale=rationale)
-    return EvidenceDecision(label, confidence, v, rationale)
+    return EvidenceDecision(label, confidence, v, rationale, tuple(dict.fromkeys(labels)), verifier.binary_rule)
