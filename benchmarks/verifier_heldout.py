@@ -9,8 +9,9 @@ each pair is read as the pipelines read it (`verify_many`: a passage too long fo
 verify/windows.py); `--read cut` scores each pair once, cut at the model's maximum length, as calibration does.
 The last rows (verify/train.py `passage_sets`) read claims against several passages, one by one and together, the
 most decisive deciding, the path the pipelines take: fm2_heldout_retrieved (each held-out FM2 claim against its
-page's ten retrieved sentences) and joined_heldout_passages (joined held-apart claims against their evidence
-sentences one by one, as a multi-hop claim's gold evidence comes).
+page's ten retrieved sentences), joined_heldout_passages (joined held-apart claims against their evidence
+sentences one by one, as a multi-hop claim's gold evidence comes) and offtopic_heldout_passages (held-apart claims
+against their evidence among two unrelated passages, and against three unrelated passages only: nei).
 """
 
 from __future__ import annotations

@@ -154,6 +154,26 @@ def test_fm2_is_split_by_page_with_no_page_on_two_sides():
     assert 0.15 < share < 0.35
 
 
+def test_off_topic_pairs_put_a_claim_against_another_sources_passage_as_not_enough_information():
+    from veracity.verify.data import OFFTOPIC_WORDS, Pair, offtopic_pairs, offtopic_passages
+
+    pool = [Pair(f"Claim {i} of {src}.", f"Passage {i} of {src}.", "supported", src)
+            for src in ("a", "b", "c") for i in range(20)]
+    pool.append(Pair("A long one.", " ".join(["word"] * (OFFTOPIC_WORDS + 1)), "refuted", "d"))
+    out = offtopic_pairs(pool, pool, random.Random(0), 30)
+    assert len(out) == 30 and {p.label for p in out} == {"nei"} and {p.source for p in out} == {"offtopic"}
+    of = {p.claim: p.source for p in pool} | {p.evidence: p.source for p in pool}
+    assert all(of[p.claim] != of[p.evidence] for p in out)  # never the claim's own source
+    assert all(len(p.evidence.split()) <= OFFTOPIC_WORDS for p in out)
+    assert len({p.claim for p in out}) == 30  # each claim once
+    read = offtopic_passages(pool[:5], pool, random.Random(1))
+    assert [lab for _, _, lab in read] == ["supported", "nei"] * 5
+    for (claim, mixed, _), (same, others, _) in zip(read[::2], read[1::2]):
+        own = next(p for p in pool if p.claim == claim)
+        assert same == claim and own.evidence in mixed and len(mixed) == 3 and own.evidence not in others
+        assert len(others) == 3 and all(of[e] != own.source for e in others)
+
+
 # -- the shipped verifier ------------------------------------------------------------------------------
 
 @pytest.mark.skipif(not SHIPPED, reason="no trained verifier in verify/weights")

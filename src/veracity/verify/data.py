@@ -128,6 +128,9 @@ class TrainingData:
     calibration_retrieved: list[tuple[str, list[str], str]] = field(default_factory=list)  # as heldout_retrieved
     heldout_compound: list[Pair] = field(default_factory=list)  # two-part claims of held-out pages (3 labels)
     heldout_joined: list[Pair] = field(default_factory=list)  # held-apart real claims joined in twos and threes
+    heldout_offtopic: list[Pair] = field(default_factory=list)  # held-apart pairs, and their claims off-topic (nei)
+    #: held-apart claims against their evidence among unrelated passages, and against unrelated passages only
+    heldout_offtopic_passages: list[tuple[str, list[str], str]] = field(default_factory=list)
 
 
 SYNTHETIC_CAP, CAD_CAP, COMPOUND_CAP = 4000, 4000, 4000  # training pairs from FM2 page edits, CAD-SNLI, two-part claims
@@ -143,6 +146,47 @@ def joined_claim_pairs(fm2: list[FM2Claim], pairs: list, part: str, count: int, 
     items = ([(c.claim, " ".join(c.gold), c.label) for c in fm2]
              + [(p.claim, p.evidence, p.label) for p in pairs if p.part == part and p.source in JOINED_SOURCES])
     return [Pair(cl, ev, lab, "joined") for cl, ev, lab in joined_pairs(items, random.Random(seed), count=count)]
+
+
+OFFTOPIC_CAP = 4000  # training pairs whose evidence is another source's, unrelated to the claim (nei)
+OFFTOPIC_WORDS = 80  # at most this many words of off-topic evidence (what a retriever returns: a passage)
+
+
+def _unrelated(p, pool: list, rng: random.Random):
+    """A pair of `pool` from another source than `p` (so on another subject), or None after a few tries."""
+    for _ in range(8):
+        other = rng.choice(pool)
+        if other.source != p.source and other.claim != p.claim:
+            return other
+    return None
+
+
+def offtopic_pairs(claims: list, evidence: list, rng: random.Random, count: int) -> list[Pair]:
+    """Up to `count` claims of `claims` each against the evidence of a pair of another source in `evidence`: what
+    a retriever returns when nothing on the claim was found, which does not settle it (nei). The shipped verifier
+    read such passages as refuting about a third of the time (an unrelated bridge "refuted" that the Eiffel Tower
+    is in Paris): SNLI reads an unrelated scene as a contradiction, and nothing here said otherwise."""
+    pool = [p for p in evidence if len(p.evidence.split()) <= OFFTOPIC_WORDS]
+    out: list[Pair] = []
+    for p in rng.sample(claims, min(count, len(claims))):
+        other = _unrelated(p, pool, rng)
+        if other is not None:
+            out.append(Pair(p.claim, other.evidence, "nei", "offtopic"))
+    return out
+
+
+def offtopic_passages(pairs: list, evidence: list, rng: random.Random,
+                      distractors: int = 2) -> list[tuple[str, list[str], str]]:
+    """Each pair's claim against its own evidence among `distractors` unrelated passages (its label), and against
+    unrelated passages only (nei): what a retriever over a mixed collection returns, read as the pipelines read."""
+    pool = [p for p in evidence if len(p.evidence.split()) <= OFFTOPIC_WORDS]
+    out = []
+    for p in pairs:
+        others = [o.evidence for o in (_unrelated(p, pool, rng) for _ in range(distractors + 1)) if o is not None]
+        mixed = others[:distractors] + [p.evidence]
+        rng.shuffle(mixed)
+        out += [(p.claim, mixed, p.label), (p.claim, others, "nei")]
+    return out
 
 
 def build(root: Path, seed: int = 13, *, sources: tuple[str, ...] | None = None) -> TrainingData:
@@ -170,6 +214,20 @@ def build(root: Path, seed: int = 13, *, sources: tuple[str, ...] | None = None)
     # drawn with their own seeds after everything else, so the other sets are the same with or without them
     train += joined_claim_pairs(parts["train"], pairs, "train", JOINED_CAP, seed + 5)
     calibration += joined_claim_pairs(parts["calibration"], pairs, "calibration", CALIBRATION_CAP, seed + 6)
+    by_part = {part: [Pair(p.claim, p.evidence, p.label, p.source) for p in pairs if p.part == part]
+               for part in ("train", "calibration", "heldout")}
+    fm2_own = {part: [Pair(c.claim, " ".join(c.gold), c.label, "fm2") for c in parts[fm2]]
+               for part, fm2 in (("train", "train"), ("calibration", "calibration"), ("heldout", "test"))}
+    train += offtopic_pairs(by_part["train"] + fm2_own["train"], by_part["train"] + fm2_own["train"],
+                            random.Random(seed + 8), OFFTOPIC_CAP)
+    calibration += offtopic_pairs(by_part["calibration"] + fm2_own["calibration"],
+                                  by_part["calibration"] + fm2_own["calibration"], random.Random(seed + 9),
+                                  CALIBRATION_CAP)
+    # held apart: pairs of three-label sets beside their own claims against an unrelated passage (both read well?)
+    own = [p for p in by_part["heldout"] + fm2_own["heldout"] if p.label in LABELS]
+    own = random.Random(seed + 10).sample(own, min(HELDOUT_CAP // 2, len(own)))
+    offtopic_heldout = own + offtopic_pairs(own, by_part["heldout"] + fm2_own["heldout"], random.Random(seed + 11),
+                                            len(own))
     rng.shuffle(train)
     heldout = [Pair(c.claim, " ".join(c.gold), c.label, "fm2-heldout") for c in parts["test"]]
     synthetic_test = synthetic_pairs(parts["test"], random.Random(seed + 1))
@@ -178,5 +236,7 @@ def build(root: Path, seed: int = 13, *, sources: tuple[str, ...] | None = None)
                         heldout_sources, [(c.claim, list(c.retrieved), c.label) for c in parts["calibration"]],
                         capped(compound_claim_pairs(parts["test"], random.Random(seed + 4)), HELDOUT_CAP,
                                random.Random(seed + 4)),
-                        joined_claim_pairs(parts["test"], pairs, "heldout", HELDOUT_CAP, seed + 7))
+                        joined_claim_pairs(parts["test"], pairs, "heldout", HELDOUT_CAP, seed + 7), offtopic_heldout,
+                        offtopic_passages(own[: HELDOUT_CAP // 4], by_part["heldout"] + fm2_own["heldout"],
+                                          random.Random(seed + 12)))
 

@@ -305,10 +305,12 @@ def several_passages(pairs: list[Pair]) -> list[tuple[str, list[str], str]]:
 def passage_sets(data: TrainingData) -> list[tuple[str, list[tuple[str, list[str], str]]]]:
     """The held-apart claims read against several passages, as the pipelines read them (`verify_many`: each
     passage, in windows when long, and all of them together; the most decisive deciding): held-out FM2 claims
-    against their page's ten retrieved sentences, and the joined held-apart claims against their evidence
-    sentences one by one."""
+    against their page's ten retrieved sentences, the joined held-apart claims against their evidence
+    sentences one by one, and held-apart claims against their evidence among two unrelated passages (their label)
+    and against three unrelated passages only (nei)."""
     return [("fm2_heldout_retrieved", data.heldout_retrieved),
-            ("joined_heldout_passages", several_passages(data.heldout_joined))]
+            ("joined_heldout_passages", several_passages(data.heldout_joined)),
+            ("offtopic_heldout_passages", data.heldout_offtopic_passages)]
 
 
 def fit_aggregate_temperature(verifier, claims: list[tuple[str, list[str], str]]) -> float:
@@ -327,10 +329,12 @@ def fit_aggregate_temperature(verifier, claims: list[tuple[str, list[str], str]]
 
 def held_apart_sets(data: TrainingData) -> list[tuple[str, list[Pair]]]:
     """Every held-apart set measured (never the benchmarks): FM2's held-out pages, CAD-SNLI test, the synthetic
-    edits of held-out pages, and the held-apart part of each JSONL source."""
+    edits of held-out pages, two-part and joined claims, held-apart pairs beside their claims against an unrelated
+    passage (offtopic_heldout), and the held-apart part of each JSONL source."""
     return [("fm2_heldout", data.heldout_fm2), ("cad_snli_test", data.cad_test),
             ("synthetic_heldout", data.heldout_synthetic), ("compound_heldout", data.heldout_compound),
-            ("joined_heldout", data.heldout_joined), *sorted(data.heldout_sources.items())]
+            ("joined_heldout", data.heldout_joined), ("offtopic_heldout", data.heldout_offtopic),
+            *sorted(data.heldout_sources.items())]
 
 
 def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: TrainingData | None = None) -> dict:
@@ -350,6 +354,7 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
         data.heldout_synthetic = data.heldout_synthetic[: s.eval_limit]
         data.heldout_compound = data.heldout_compound[: s.eval_limit]
         data.heldout_joined = data.heldout_joined[: s.eval_limit]
+        data.heldout_offtopic = data.heldout_offtopic[: s.eval_limit]
         data.heldout_retrieved = data.heldout_retrieved[: s.eval_limit // 10 or 1]
         data.calibration_retrieved = data.calibration_retrieved[: s.eval_limit // 10 or 1]
         data.heldout_sources = {k: v[: s.eval_limit] for k, v in data.heldout_sources.items()}
@@ -528,6 +533,10 @@ def model_card(settings: dict) -> str:
         "(FM2 with its gold evidence, VitaminC, FEVER-Symmetric) joined into one claim, against their evidence "
         "sentences together, sometimes with an unrelated one; supported when every part is, refuted when one part "
         "is refuted, nei when one part's evidence does not settle it (`joined_heldout`: held-apart claims).",
+        "- Off-topic pairs (verify/data.py `offtopic_pairs`): a claim of one part against the evidence of a pair of "
+        "another source (up to 80 words), nei: what a retriever returns when nothing on the claim was found "
+        "(`offtopic_heldout`: held-apart pairs of three-label sets beside their claims against an unrelated "
+        "passage, half each).",
         "- CAD-SNLI (Apache-2.0, built on SNLI, CC BY-SA 4.0): its own train / dev / test.",
         "- The ten JSONL sources of `../shared/training` (VitaminC real and synthetic, FEVER-NLI and MultiNLI from "
         "DocNLI, FEVER-Symmetric, SNLI, BEGIN, SummEdits, Factcheck-GPT, Check-COVID, Breaking NLI; licences in "
@@ -537,7 +546,9 @@ def model_card(settings: dict) -> str:
         "'refuted or nei' (the log of their summed probability), never as refuted.",
         "- `fm2_heldout_retrieved`: the held-out FM2 claims against their page's ten retrieved sentences (gold "
         "among them); `joined_heldout_passages`: the joined held-apart claims against their evidence sentences "
-        "one by one, as a multi-hop claim's gold evidence comes. Both read as the pipelines read (`verify_many`: "
+        "one by one, as a multi-hop claim's gold evidence comes; `offtopic_heldout_passages`: held-apart claims "
+        "against their evidence among two unrelated passages (their label) and against three unrelated passages "
+        "only (nei). All read as the pipelines read (`verify_many`: "
         "each passage, in windows when long, and all together, the most decisive deciding, tempered by the "
         "several-passages temperature fitted the same way on the calibration part's FM2 and joined claims).",
         f"- Sizes: {settings.get('data')}.", "",
