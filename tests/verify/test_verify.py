@@ -174,6 +174,29 @@ def test_off_topic_pairs_put_a_claim_against_another_sources_passage_as_not_enou
         assert len(others) == 3 and all(of[e] != own.source for e in others)
 
 
+def test_evidence_about_another_subject_names_someone_else_everywhere_and_is_not_enough_information():
+    from veracity.verify.data import Pair, other_subject_pairs
+
+    assert synthetic.subject("The Eiffel Tower was completed in 1889.") == "Eiffel Tower"
+    assert synthetic.subject("As of 27 March, Sao Tome had no case.") is None  # its first name is not its subject
+    changed = synthetic.other_subject("Michael Vick is American.", "Michael Dwayne Vick (born 1980) is a former "
+                                      "American quarterback; Vick played 13 seasons.", "Gegard Mousasi")
+    assert changed == "Gegard Mousasi (born 1980) is a former American quarterback; Gegard Mousasi played 13 seasons."
+    # evidence that does not name the subject, or a replacement that shares its name, gives nothing
+    assert synthetic.other_subject("Mara Lind was born in Riga.", "She was born in Riga.", "John Smith") is None
+    assert synthetic.other_subject("Mara Lind was born in Riga.", "Mara Lind was born in Riga.", "Anna Lind") is None
+    pool = [Pair(f"{first} Smith{i} was born in {city}.", f"{first} Smith{i} was born in {city} in 1950.", "supported",
+                 "vitaminc_real") for i, (first, city) in enumerate([("Anna", "Riga"), ("Boris", "Oslo"),
+                                                                      ("Carla", "Lima"), ("Dmitri", "Kyiv")])]
+    out = other_subject_pairs(pool + [Pair("Snow is cold.", "Snow is cold.", "supported", "snli")],
+                              random.Random(0), 10)
+    assert len(out) == 4 and {p.label for p in out} == {"nei"} and {p.source for p in out} == {"other-subject"}
+    for p in out:
+        own = synthetic.subject(p.claim)
+        assert own not in p.evidence and p.evidence.endswith("in 1950.")
+        assert p.claim.split(" was born in ")[1].rstrip(".") in p.evidence  # the same sentence, another subject
+
+
 # -- the shipped verifier ------------------------------------------------------------------------------
 
 @pytest.mark.skipif(not SHIPPED, reason="no trained verifier in verify/weights")

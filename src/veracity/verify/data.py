@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from .sources import SOURCES, CALIBRATION_CAP, HELDOUT_CAP, capped, read_sources
-from .synthetic import compound_pairs, joined_pairs, pairs_from_page
+from .synthetic import compound_pairs, joined_pairs, other_subject, pairs_from_page, subject
 
 LABELS = ("supported", "refuted", "nei")
 _FM2 = {"SUPPORTS": "supported", "REFUTES": "refuted"}
@@ -131,6 +131,7 @@ class TrainingData:
     heldout_offtopic: list[Pair] = field(default_factory=list)  # held-apart pairs, and their claims off-topic (nei)
     #: held-apart claims against their evidence among unrelated passages, and against unrelated passages only
     heldout_offtopic_passages: list[tuple[str, list[str], str]] = field(default_factory=list)
+    heldout_other_subject: list[Pair] = field(default_factory=list)  # held-apart pairs, and about another subject
 
 
 SYNTHETIC_CAP, CAD_CAP, COMPOUND_CAP = 4000, 4000, 4000  # training pairs from FM2 page edits, CAD-SNLI, two-part claims
@@ -172,6 +173,30 @@ def offtopic_pairs(claims: list, evidence: list, rng: random.Random, count: int)
         other = _unrelated(p, pool, rng)
         if other is not None:
             out.append(Pair(p.claim, other.evidence, "nei", "offtopic"))
+    return out
+
+
+OTHER_SUBJECT_CAP = 4000  # training pairs whose evidence is about another subject (nei)
+#: the sources whose evidence names the claim's subject often enough: Wikipedia claims and sentences
+SUBJECT_SOURCES = ("vitaminc_real", "vitaminc_synthetic", "fever_symmetric", "fm2")
+
+
+def other_subject_pairs(pairs: list, rng: random.Random, count: int) -> list[Pair]:
+    """Up to `count` pairs of the SUBJECT_SOURCES with their evidence about someone else (synthetic.other_subject:
+    the subject's name replaced by another claim's subject), nei. The same sentence with one name changed is what
+    a search for a name returns about a namesake or a neighbour; the shipped verifier read "Mara Lind was born in
+    Oslo" against "... Mara Lind's brother John was born in Riga"-like sentences by their shape, not their subject."""
+    mine = [p for p in pairs if p.source in SUBJECT_SOURCES and p.label in ("supported", "refuted")]
+    names = sorted({n for n in (subject(p.claim) for p in mine) if n and len(n.split()) > 1})  # "Walt Disney"
+    out: list[Pair] = []
+    for p in rng.sample(mine, len(mine)):
+        if len(out) >= count or not names:
+            break
+        for _ in range(3):  # a drawn name may be the claim's own
+            changed = other_subject(p.claim, p.evidence, rng.choice(names))
+            if changed:
+                out.append(Pair(p.claim, changed, "nei", "other-subject"))
+                break
     return out
 
 
@@ -223,6 +248,12 @@ def build(root: Path, seed: int = 13, *, sources: tuple[str, ...] | None = None)
     calibration += offtopic_pairs(by_part["calibration"] + fm2_own["calibration"],
                                   by_part["calibration"] + fm2_own["calibration"], random.Random(seed + 9),
                                   CALIBRATION_CAP)
+    train += other_subject_pairs(by_part["train"] + fm2_own["train"], random.Random(seed + 13), OTHER_SUBJECT_CAP)
+    calibration += other_subject_pairs(by_part["calibration"] + fm2_own["calibration"], random.Random(seed + 14),
+                                       CALIBRATION_CAP)
+    swapped = other_subject_pairs(by_part["heldout"] + fm2_own["heldout"], random.Random(seed + 15), HELDOUT_CAP // 2)
+    originals = {(p.claim): p for p in by_part["heldout"] + fm2_own["heldout"] if p.source in SUBJECT_SOURCES}
+    other_subject_heldout = [originals[p.claim] for p in swapped if p.claim in originals] + swapped
     # held apart: pairs of three-label sets beside their own claims against an unrelated passage (both read well?)
     own = [p for p in by_part["heldout"] + fm2_own["heldout"] if p.label in LABELS]
     own = random.Random(seed + 10).sample(own, min(HELDOUT_CAP // 2, len(own)))
@@ -238,5 +269,5 @@ def build(root: Path, seed: int = 13, *, sources: tuple[str, ...] | None = None)
                                random.Random(seed + 4)),
                         joined_claim_pairs(parts["test"], pairs, "heldout", HELDOUT_CAP, seed + 7), offtopic_heldout,
                         offtopic_passages(own[: HELDOUT_CAP // 4], by_part["heldout"] + fm2_own["heldout"],
-                                          random.Random(seed + 12)))
+                                          random.Random(seed + 12)), other_subject_heldout)
 

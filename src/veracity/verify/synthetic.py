@@ -6,6 +6,9 @@ From one sentence `s` of a page:
 - refuted: `s` with one fact changed (a number or year, a name swapped for another name on the same page, a
   negation added or removed, a word turned into its opposite), checked against the original;
 - not enough information: another sentence of the same page checked against `s` (same topic, no support).
+
+And from a real claim and its evidence (`other_subject`): the evidence about someone else, its subject's name
+replaced by another claim's subject, so it no longer says anything about the claim's subject (nei).
 """
 
 from __future__ import annotations
@@ -232,4 +235,40 @@ def joined_pairs(items: list[tuple[str, str, str]], rng: random.Random, *, count
         claim, evidence = joined_claim(*[c for c, _ in parts]) + ".", " ".join(dict.fromkeys(block))
         if len(claim.split()) + len(evidence.split()) <= JOINED_MAX_WORDS:
             out.append((claim, evidence, label))
+    return out
+
+
+#: a run of capitalised words (a name), joined by spaces; a word may carry an accent, a hyphen or an apostrophe
+_NAME = re.compile(r"[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*)*")
+
+
+def subject(claim: str) -> str | None:
+    """The name the claim opens with (a run of capitalised words, a leading "The" dropped), taken as what it is
+    about; None when it opens otherwise ("As of 27 March, ...": its first name need not be its subject)."""
+    m = _NAME.match(claim.strip())
+    if not m:
+        return None
+    words_ = m.group(0).split()
+    while words_ and words_[0].lower() in STOPWORDS:  # "The Eiffel Tower" -> "Eiffel Tower"
+        words_ = words_[1:]
+    return " ".join(words_) or None
+
+
+def other_subject(claim: str, evidence: str, replacement: str) -> str | None:
+    """`evidence` about `replacement` instead of the claim's subject: every name in it sharing a word with the
+    subject replaced by `replacement`; None when the evidence does not name the subject, or still would."""
+    name = subject(claim)
+    if not name:
+        return None
+    keys = {w for w in name.split() if len(w) > 3 and w.lower() not in STOPWORDS}
+    if not keys or keys & set(replacement.split()):
+        return None
+    hits = [m for m in _NAME.finditer(evidence) if keys & set(m.group(0).split())]
+    if not hits:
+        return None
+    out = evidence
+    for m in reversed(hits):
+        out = out[: m.start()] + replacement + out[m.end():]
+    if any(re.search(rf"\b{re.escape(k)}\b", out) for k in keys):
+        return None
     return out
