@@ -330,11 +330,12 @@ def fit_aggregate_temperature(verifier, claims: list[tuple[str, list[str], str]]
 def held_apart_sets(data: TrainingData) -> list[tuple[str, list[Pair]]]:
     """Every held-apart set measured (never the benchmarks): FM2's held-out pages, CAD-SNLI test, the synthetic
     edits of held-out pages, two-part and joined claims, held-apart pairs beside their claims against an unrelated
-    passage (offtopic_heldout), and the held-apart part of each JSONL source."""
+    passage (offtopic_heldout), held-apart Wikipedia pairs beside their evidence made about another subject
+    (other_subject_heldout), and the held-apart part of each JSONL source."""
     return [("fm2_heldout", data.heldout_fm2), ("cad_snli_test", data.cad_test),
             ("synthetic_heldout", data.heldout_synthetic), ("compound_heldout", data.heldout_compound),
             ("joined_heldout", data.heldout_joined), ("offtopic_heldout", data.heldout_offtopic),
-            *sorted(data.heldout_sources.items())]
+            ("other_subject_heldout", data.heldout_other_subject), *sorted(data.heldout_sources.items())]
 
 
 def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: TrainingData | None = None) -> dict:
@@ -355,6 +356,7 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
         data.heldout_compound = data.heldout_compound[: s.eval_limit]
         data.heldout_joined = data.heldout_joined[: s.eval_limit]
         data.heldout_offtopic = data.heldout_offtopic[: s.eval_limit]
+        data.heldout_other_subject = data.heldout_other_subject[: s.eval_limit]
         data.heldout_retrieved = data.heldout_retrieved[: s.eval_limit // 10 or 1]
         data.calibration_retrieved = data.calibration_retrieved[: s.eval_limit // 10 or 1]
         data.heldout_sources = {k: v[: s.eval_limit] for k, v in data.heldout_sources.items()}
@@ -537,6 +539,9 @@ def model_card(settings: dict) -> str:
         "another source (up to 80 words), nei: what a retriever returns when nothing on the claim was found "
         "(`offtopic_heldout`: held-apart pairs of three-label sets beside their claims against an unrelated "
         "passage, half each).",
+        "- Evidence about another subject (verify/data.py `other_subject_pairs`): a Wikipedia claim's evidence "
+        "(VitaminC, FEVER-Symmetric, FM2) with every name sharing a word with the claim's opening name replaced by another "
+        "claim's, nei (`other_subject_heldout`: held-apart pairs beside their changed copies).",
         "- CAD-SNLI (Apache-2.0, built on SNLI, CC BY-SA 4.0): its own train / dev / test.",
         "- The ten JSONL sources of `../shared/training` (VitaminC real and synthetic, FEVER-NLI and MultiNLI from "
         "DocNLI, FEVER-Symmetric, SNLI, BEGIN, SummEdits, Factcheck-GPT, Check-COVID, Breaking NLI; licences in "
