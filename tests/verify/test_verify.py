@@ -212,8 +212,27 @@ def test_the_shipped_verifier_tells_support_from_a_changed_fact_and_from_an_unre
     ])
     assert ok.label == "supported"
     assert wrong.probabilities["refuted"] > wrong.probabilities["supported"]
-    assert unrelated.label != "supported"
+    assert unrelated.label == "nei"
     assert abs(sum(ok.probabilities.values()) - 1) < 1e-6 and ok.passage == 0
+
+
+@pytest.mark.skipif(not SHIPPED, reason="no trained verifier in verify/weights")
+def test_the_shipped_verifier_reads_evidence_about_someone_else_as_not_settling_the_claim():
+    """The same sentence about another subject, or passages on other subjects, settle nothing (the weights before
+    read Curie against Einstein as refuted 0.92, and the Chrysler Building against the Eiffel Tower as supported)."""
+    from veracity.verify import load_verifier
+
+    v = load_verifier()
+    readings = v.verify_many([
+        ("Marie Curie was born in Warsaw.", ["Albert Einstein was born in Ulm."]),
+        ("Lionel Messi plays for Inter Miami.", ["Cristiano Ronaldo plays for Al Nassr."]),
+        ("The Chrysler Building was completed in 1889.", ["The Eiffel Tower was completed in 1889 and is 330 metres "
+                                                          "tall."]),
+        ("Photosynthesis takes place in chloroplasts.", ["Kestrel Bay is a 1998 novel written by Mara Lind.",
+                                                         "The Orrin Bridge is a stone bridge in Tallinn."]),
+        ("Marie Curie was born in Warsaw.", ["Marie Curie was born in Paris."]),
+    ])
+    assert [r.label for r in readings] == ["nei", "nei", "nei", "nei", "refuted"]
 
 
 @pytest.mark.skipif(not SHIPPED, reason="no trained verifier in verify/weights")
