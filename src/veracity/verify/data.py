@@ -164,9 +164,9 @@ def _unrelated(p, pool: list, rng: random.Random):
 
 def offtopic_pairs(claims: list, evidence: list, rng: random.Random, count: int) -> list[Pair]:
     """Up to `count` claims of `claims` each against the evidence of a pair of another source in `evidence`: what
-    a retriever returns when nothing on the claim was found, which does not settle it (nei). The shipped verifier
-    read such passages as refuting about a third of the time (an unrelated bridge "refuted" that the Eiffel Tower
-    is in Paris): SNLI reads an unrelated scene as a contradiction, and nothing here said otherwise."""
+    a retriever returns when nothing on the claim was found, which does not settle it (nei). The verifier trained
+    before these read such held-apart passages as refuting 35% of the time (an unrelated bridge "refuted" that the
+    Eiffel Tower is in Paris): SNLI reads an unrelated scene as a contradiction, and nothing here said otherwise."""
     pool = [p for p in evidence if len(p.evidence.split()) <= OFFTOPIC_WORDS]
     out: list[Pair] = []
     for p in rng.sample(claims, min(count, len(claims))):
@@ -183,9 +183,10 @@ SUBJECT_SOURCES = ("vitaminc_real", "vitaminc_synthetic", "fever_symmetric", "fm
 
 def other_subject_pairs(pairs: list, rng: random.Random, count: int) -> list[Pair]:
     """Up to `count` pairs of the SUBJECT_SOURCES with their evidence about someone else (synthetic.other_subject:
-    the subject's name replaced by another claim's subject), nei. The same sentence with one name changed is what
-    a search for a name returns about a namesake or a neighbour; the shipped verifier read "Mara Lind was born in
-    Oslo" against "... Mara Lind's brother John was born in Riga"-like sentences by their shape, not their subject."""
+    the subject's name replaced by another claim's subject), nei. The same sentence about someone else is what a
+    search returns about a namesake or a neighbour; the verifier trained before these read sentences by their
+    shape, not their subject ("Marie Curie was born in Warsaw" against "Albert Einstein was born in Ulm": refuted
+    0.92), and such held-apart pairs as nei only 7% of the time."""
     mine = [p for p in pairs if p.source in SUBJECT_SOURCES and p.label in ("supported", "refuted")]
     names = sorted({n for n in (subject(p.claim) for p in mine) if n and len(n.split()) > 1})  # "Walt Disney"
     out: list[Pair] = []
@@ -252,9 +253,10 @@ def build(root: Path, seed: int = 13, *, sources: tuple[str, ...] | None = None)
     calibration += other_subject_pairs(by_part["calibration"] + fm2_own["calibration"], random.Random(seed + 14),
                                        CALIBRATION_CAP)
     swapped = other_subject_pairs(by_part["heldout"] + fm2_own["heldout"], random.Random(seed + 15), HELDOUT_CAP // 2)
-    originals = {(p.claim): p for p in by_part["heldout"] + fm2_own["heldout"] if p.source in SUBJECT_SOURCES}
+    # beside each changed copy, a held-apart pair of the same claim (the last one read, when a claim has several)
+    originals = {p.claim: p for p in by_part["heldout"] + fm2_own["heldout"] if p.source in SUBJECT_SOURCES}
     other_subject_heldout = [originals[p.claim] for p in swapped if p.claim in originals] + swapped
-    # held apart: pairs of three-label sets beside their own claims against an unrelated passage (both read well?)
+    # held apart: pairs of three-label sets beside their own claims against an unrelated passage
     own = [p for p in by_part["heldout"] + fm2_own["heldout"] if p.label in LABELS]
     own = random.Random(seed + 10).sample(own, min(HELDOUT_CAP // 2, len(own)))
     offtopic_heldout = own + offtopic_pairs(own, by_part["heldout"] + fm2_own["heldout"], random.Random(seed + 11),
