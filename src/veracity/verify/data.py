@@ -153,6 +153,11 @@ OFFTOPIC_CAP = 4000  # training pairs whose evidence is another source's, unrela
 OFFTOPIC_WORDS = 80  # at most this many words of off-topic evidence (what a retriever returns: a passage)
 
 
+def _passages(pairs: list) -> list:
+    """The pairs whose evidence is passage-sized (at most OFFTOPIC_WORDS words), to stand as unrelated evidence."""
+    return [p for p in pairs if len(p.evidence.split()) <= OFFTOPIC_WORDS]
+
+
 def _unrelated(p, pool: list, rng: random.Random):
     """A pair of `pool` from another source than `p` (so on another subject), or None after a few tries."""
     for _ in range(8):
@@ -167,7 +172,7 @@ def offtopic_pairs(claims: list, evidence: list, rng: random.Random, count: int)
     a retriever returns when nothing on the claim was found, which does not settle it (nei). The verifier trained
     before these read such held-apart passages as refuting 35% of the time (an unrelated bridge "refuted" that the
     Eiffel Tower is in Paris): SNLI reads an unrelated scene as a contradiction, and nothing here said otherwise."""
-    pool = [p for p in evidence if len(p.evidence.split()) <= OFFTOPIC_WORDS]
+    pool = _passages(evidence)
     out: list[Pair] = []
     for p in rng.sample(claims, min(count, len(claims))):
         other = _unrelated(p, pool, rng)
@@ -205,7 +210,7 @@ def offtopic_passages(pairs: list, evidence: list, rng: random.Random,
                       distractors: int = 2) -> list[tuple[str, list[str], str]]:
     """Each pair's claim against its own evidence among `distractors` unrelated passages (its label), and against
     unrelated passages only (nei): what a retriever over a mixed collection returns, read as the pipelines read."""
-    pool = [p for p in evidence if len(p.evidence.split()) <= OFFTOPIC_WORDS]
+    pool = _passages(evidence)
     out = []
     for p in pairs:
         others = [o.evidence for o in (_unrelated(p, pool, rng) for _ in range(distractors + 1)) if o is not None]

@@ -41,11 +41,12 @@ def _names(labels: Sequence[str]) -> tuple[str, str, str | None, str | None]:
     return supported, refuted, nei, conflict
 
 
-def _conflict_probability(v: Verification) -> float:
-    """One passage supports and another refutes: the product of the strongest of each (0 with one reading)."""
+def _strongest(v: Verification) -> tuple[float, float]:
+    """The strongest support and the strongest refutation among the passages read one by one (0, 0 with none):
+    one passage supporting and another refuting is a conflict, of probability their product."""
     if not v.per_passage:
-        return 0.0
-    return max(p["supported"] for p in v.per_passage) * max(p["refuted"] for p in v.per_passage)
+        return 0.0, 0.0
+    return max(p["supported"] for p in v.per_passage), max(p["refuted"] for p in v.per_passage)
 
 
 def label_for(v: Verification, labels: Sequence[str], binary_rule: str) -> tuple[str, float]:
@@ -59,11 +60,9 @@ def label_for(v: Verification, labels: Sequence[str], binary_rule: str) -> tuple
     if len(labels) < 2:
         raise ValueError(f"the verifier chooses between two labels or more, not {labels!r}")
     supported, refuted, nei, conflict = _names(labels)
-    if conflict and v.per_passage:
-        best_s = max(p["supported"] for p in v.per_passage)
-        best_r = max(p["refuted"] for p in v.per_passage)
-        if best_s > 0.5 and best_r > 0.5:
-            return conflict, best_s * best_r
+    best_s, best_r = _strongest(v)
+    if conflict and best_s > 0.5 and best_r > 0.5:
+        return conflict, best_s * best_r
     if nei is None:
         # "Not Supported" (LEAF) means refuted or not settled: the supported mass against all the rest
         rule = "supported_vs_rest" if refuted.lower() == "not supported" else binary_rule
@@ -80,7 +79,8 @@ def probability_of(v: Verification, label: str, labels: Sequence[str], binary_ru
         return None
     supported, refuted, nei, conflict = _names(labels)
     if label == conflict:
-        return _conflict_probability(v)
+        best_s, best_r = _strongest(v)
+        return best_s * best_r
     if nei is None:
         rule = "supported_vs_rest" if refuted.lower() == "not supported" else binary_rule
         name, p = v.binary(rule)
