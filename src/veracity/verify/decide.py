@@ -49,6 +49,12 @@ def _strongest(v: Verification) -> tuple[float, float]:
     return max(p["supported"] for p in v.per_passage), max(p["refuted"] for p in v.per_passage)
 
 
+def _two_label_rule(refuted: str, binary_rule: str) -> str:
+    """The rule for a set without a not-enough-information label: "Not Supported" (LEAF) means refuted or not
+    settled, the supported mass against all the rest; otherwise the artifact's rule for two-label sets."""
+    return "supported_vs_rest" if refuted.lower() == "not supported" else binary_rule
+
+
 def label_for(v: Verification, labels: Sequence[str], binary_rule: str) -> tuple[str, float]:
     """The verifier's conclusion as one of `labels` (a pipeline's or an evaluation's set), with its probability.
 
@@ -64,9 +70,7 @@ def label_for(v: Verification, labels: Sequence[str], binary_rule: str) -> tuple
     if conflict and best_s > 0.5 and best_r > 0.5:
         return conflict, best_s * best_r
     if nei is None:
-        # "Not Supported" (LEAF) means refuted or not settled: the supported mass against all the rest
-        rule = "supported_vs_rest" if refuted.lower() == "not supported" else binary_rule
-        name, p = v.binary(rule)
+        name, p = v.binary(_two_label_rule(refuted, binary_rule))
         return (supported if name == "supported" else refuted), p
     return {"supported": supported, "refuted": refuted, "nei": nei}[v.label], v.confidence
 
@@ -82,8 +86,7 @@ def probability_of(v: Verification, label: str, labels: Sequence[str], binary_ru
         best_s, best_r = _strongest(v)
         return best_s * best_r
     if nei is None:
-        rule = "supported_vs_rest" if refuted.lower() == "not supported" else binary_rule
-        name, p = v.binary(rule)
+        name, p = v.binary(_two_label_rule(refuted, binary_rule))
         return p if (label == supported) == (name == "supported") else 1.0 - p
     key = {supported: "supported", refuted: "refuted", nei: "nei"}.get(label)
     return None if key is None else v.probabilities[key]
