@@ -153,6 +153,10 @@ def joined_claim(first: str, second: str, *more: str) -> str:
     return ", ".join(inner) + ", and " + parts[-1]
 
 
+#: of the refuted two-part and joined claims, the share whose other part (one of them) the evidence does not settle
+REFUTED_BESIDE_UNSETTLED = 0.4
+
+
 def _whole(s: str) -> str:
     """A sentence kept whole as a claim's part, a parenthesis dropped (a trailing clause cut could leave a fragment)."""
     return re.sub(r"\s*\([^)]*\)", "", s)
@@ -161,8 +165,10 @@ def _whole(s: str) -> str:
 def compound_pairs(sentences: list[str], rng: random.Random, *, count: int = 4) -> list[tuple[str, str, str]]:
     """(claim, evidence, label) triples whose claim joins two statements and whose evidence is several sentences
     (as FEVEROUS- and HoVer-style claims are checked): supported when both parts are in the evidence, refuted
-    when one part has a fact changed, not enough information when one part is another sentence of the page
-    that the evidence does not hold. The whole claim must be covered, not just most of its words."""
+    when one part has a fact changed (the other in the evidence, or, in a share REFUTED_BESIDE_UNSETTLED of them, a
+    sentence the evidence does not hold: a claim with one false part is false whatever its other parts say), not
+    enough information when one part is another sentence of the page that the evidence does not hold. The whole
+    claim must be covered, not just most of its words."""
     sentences = [s for s in dict.fromkeys(sentences) if 6 <= len(s.split()) <= 40]
     if len(sentences) < 3:
         return []
@@ -182,6 +188,8 @@ def compound_pairs(sentences: list[str], rng: random.Random, *, count: int = 4) 
             if not bad:
                 continue
             second, label = bad, "refuted"
+            if c not in block and rng.random() < REFUTED_BESIDE_UNSETTLED:
+                first = _whole(c)  # the other part unsettled: the changed fact still refutes the claim
         else:
             if c in block:
                 continue
@@ -200,7 +208,9 @@ def joined_pairs(items: list[tuple[str, str, str]], rng: random.Random, *, count
     own evidence sentence: VitaminC, FEVER, FM2 pairs of one part) and whose evidence is their evidence sentences
     together, shuffled, sometimes with an unrelated sentence among them, as multi-hop claims are checked against
     several gold sentences: supported when every part is supported, refuted when one part is refuted (the others
-    supported), not enough information when one part's evidence does not settle it. Unlike `compound_pairs`, the
+    supported, or, in a share REFUTED_BESIDE_UNSETTLED of them, one unsettled by its evidence: many of FEVEROUS's
+    false claims are of this kind, one fact changed among parts their evidence does not mention), not enough
+    information when one part's evidence does not settle it and none is refuted. Unlike `compound_pairs`, the
     parts are paraphrases of their evidence, not copies, so the whole claim must be read, not matched."""
     def clean(text: str) -> str:
         return re.sub(r"\s+([.,;:!?'])", r"\1", " ".join(text.split())).strip()
@@ -226,6 +236,9 @@ def joined_pairs(items: list[tuple[str, str, str]], rng: random.Random, *, count
         parts = rng.sample(supported, n - (label != "supported"))
         if label != "supported":
             parts.insert(rng.randrange(n), rng.choice(by_label[label]))
+        if label == "refuted" and by_label.get("nei") and rng.random() < REFUTED_BESIDE_UNSETTLED:
+            unsettled = rng.choice(by_label["nei"])  # in place of a supported part: the claim stays refuted
+            parts[next(i for i, p in enumerate(parts) if p in supported)] = unsettled
         if len({c.lower() for c, _ in parts}) < n or len({e for _, e in parts}) < n:
             continue
         block = [e for _, e in parts]
