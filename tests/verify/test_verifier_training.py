@@ -272,3 +272,61 @@ def test_the_several_passages_temperature_is_fitted_on_what_verify_many_returns_
     # a joined pair's evidence becomes its sentences, one passage each
     [(claim, passages, label)] = several_passages([Pair("A and b.", "A is so. B is so too.", "supported", "joined")])
     assert passages == ["A is so.", "B is so too."] and label == "supported"
+
+
+def _two_label_readings(n: int, seed: int) -> tuple[list[list[float]], list[str]]:
+    """Readings of a two-label set in which "not enough information" leans refuted: a refuted claim is read as
+    nei-heavy (a changed fact among parts the evidence does not mention), a supported one is not."""
+    rng = random.Random(seed)
+    probs, gold = [], []
+    for _ in range(n):
+        label = "supported" if rng.random() < 0.5 else "refuted"
+        nei = rng.uniform(0.4, 0.9) if (label == "refuted") == (rng.random() < 0.8) else rng.uniform(0.0, 0.3)
+        lean = rng.uniform(0.55, 0.8) if rng.random() < 0.7 else rng.uniform(0.2, 0.45)
+        s = (1 - nei) * (lean if label == "supported" else 1 - lean)
+        probs.append([s, 1 - nei - s, nei])
+        gold.append(label)
+    return probs, gold
+
+
+def test_the_fitted_two_label_rule_learns_where_not_enough_information_leans_and_is_calibrated():
+    from veracity.eval.metrics import expected_calibration_error
+    from veracity.verify.result import binary_label, describe_rule
+    from veracity.verify.train import fit_two_label_rule
+
+    probs, gold = _two_label_readings(2000, 1)
+    rule = fit_two_label_rule(probs, gold, ["a"] * 1000 + ["b"] * 1000, seed=0)
+    assert rule["weights"][2] < 0 and "log nei" in describe_rule(rule)
+    # a nei-heavy reading that leans supported is refuted in such a set; the named rule says supported
+    assert binary_label(0.25, 0.15, "supported_vs_refuted")[0] == "supported"
+    assert binary_label(0.25, 0.15, rule)[0] == "refuted"
+    test_probs, test_gold = _two_label_readings(2000, 2)
+
+    def scored(r):
+        decided = [binary_label(s, rf, r) for s, rf, _ in test_probs]
+        right = [d == g for (d, _), g in zip(decided, test_gold)]
+        return sum(right) / len(right), expected_calibration_error([c for _, c in decided], right)
+
+    (acc_fitted, ece_fitted), (acc_named, ece_named) = scored(rule), scored("supported_vs_refuted")
+    assert acc_fitted > acc_named + 0.05 and ece_fitted < 0.05 < ece_named
+    # its weights (1, -1, 0) and bias 0 are the named rule supported_vs_refuted
+    same = {"name": "fitted", "weights": [1.0, -1.0, 0.0], "bias": 0.0}
+    assert math.isclose(binary_label(0.3, 0.1, same)[1], binary_label(0.3, 0.1, "supported_vs_refuted")[1])
+
+
+def test_the_two_label_rule_is_fitted_only_on_sources_with_two_labels():
+    from veracity.verify.data import Pair
+    from veracity.verify.train import TWO_LABEL_MIN, choose_two_label_rule
+
+    probs, gold = _two_label_readings(400, 3)
+    pairs = [Pair("c", "e", g, "fm2") for g in gold]
+    # a three-way source whose refuted pairs are read as sure refutations, and its nei pairs as nei
+    three = [([0.05, 0.9, 0.05], "refuted"), ([0.1, 0.1, 0.8], "nei"), ([0.9, 0.05, 0.05], "supported")] * 300
+    rule, scores = choose_two_label_rule(probs + [p for p, _ in three],
+                                         pairs + [Pair("c", "e", g, "snli") for _, g in three], seed=0)
+    alone, _ = choose_two_label_rule(probs, pairs, seed=0)
+    assert rule == alone and rule["name"] == "fitted" and set(scores) == {"supported_vs_refuted",
+                                                                          "supported_vs_rest", "fitted"}
+    few = pairs[: TWO_LABEL_MIN - 1]
+    named, scores = choose_two_label_rule(probs[: len(few)], few, seed=0)
+    assert named == max(scores, key=scores.get) and "fitted" not in scores

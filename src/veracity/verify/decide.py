@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from . import evidence_text, get_verifier
-from .result import Verification
+from .result import TwoLabelRule, Verification
 
 if TYPE_CHECKING:
     from ..config import VerifierConfig
@@ -49,13 +49,13 @@ def _strongest(v: Verification) -> tuple[float, float]:
     return max(p["supported"] for p in v.per_passage), max(p["refuted"] for p in v.per_passage)
 
 
-def _two_label_rule(refuted: str, binary_rule: str) -> str:
+def _two_label_rule(refuted: str, binary_rule: TwoLabelRule) -> TwoLabelRule:
     """The rule for a set without a not-enough-information label: "Not Supported" (LEAF) means refuted or not
     settled, the supported mass against all the rest; otherwise the artifact's rule for two-label sets."""
     return "supported_vs_rest" if refuted.lower() == "not supported" else binary_rule
 
 
-def label_for(v: Verification, labels: Sequence[str], binary_rule: str) -> tuple[str, float]:
+def label_for(v: Verification, labels: Sequence[str], binary_rule: TwoLabelRule) -> tuple[str, float]:
     """The verifier's conclusion as one of `labels` (a pipeline's or an evaluation's set), with its probability.
 
     Two labels (Supported/Refuted, or True/False): the artifact's rule for two-label sets. With a
@@ -75,7 +75,7 @@ def label_for(v: Verification, labels: Sequence[str], binary_rule: str) -> tuple
     return {"supported": supported, "refuted": refuted, "nei": nei}[v.label], v.confidence
 
 
-def probability_of(v: Verification, label: str, labels: Sequence[str], binary_rule: str) -> float | None:
+def probability_of(v: Verification, label: str, labels: Sequence[str], binary_rule: TwoLabelRule) -> float | None:
     """The verifier's probability of `label`, one of `labels`, read as `label_for` reads it (None for a label
     outside the set, such as a parse failure's)."""
     labels = tuple(dict.fromkeys(labels))
@@ -113,7 +113,7 @@ class EvidenceDecision:
     verification: Verification
     rationale: str
     labels: tuple[str, ...] = ()
-    binary_rule: str = "supported_vs_refuted"
+    binary_rule: TwoLabelRule = "supported_vs_refuted"
 
     @property
     def decisive(self) -> bool:

@@ -3,15 +3,37 @@ conclusion (`aggregate`); shared by the trained verifier (model.py) and the lexi
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Mapping, Protocol, Sequence, Union
+
+#: how a two-label set (supported / refuted) is decided from three-way probabilities: "supported_vs_refuted",
+#: "supported_vs_rest", or a rule fitted on calibration pairs of two-label sources (verify/train.py
+#: `fit_two_label_rule`): {"name": "fitted", "weights": [w_supported, w_refuted, w_nei], "bias": b}, the
+#: probability of supported being the logistic function of b + the weights times the log-probabilities
+TwoLabelRule = Union[str, Mapping]
 
 
-def binary_label(supported: float, refuted: float, rule: str = "supported_vs_refuted") -> tuple[str, float]:
+def binary_label(supported: float, refuted: float, rule: TwoLabelRule = "supported_vs_refuted") -> tuple[str, float]:
     """A two-label decision from three-way probabilities: ("supported" | "refuted", its probability).
-    supported_vs_refuted sets the not-enough-information mass aside; supported_vs_rest counts it as refuted."""
-    s = supported if rule == "supported_vs_rest" else supported / max(supported + refuted, 1e-9)
+    supported_vs_refuted sets the not-enough-information mass aside; supported_vs_rest counts it as refuted; a
+    fitted rule weighs the three log-probabilities as calibration pairs of two-label sources asked."""
+    if isinstance(rule, Mapping):
+        nei = max(1.0 - supported - refuted, 0.0)
+        z = rule["bias"] + sum(w * math.log(max(p, 1e-6)) for w, p in zip(rule["weights"], (supported, refuted, nei)))
+        s = 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+    else:
+        s = supported if rule == "supported_vs_rest" else supported / max(supported + refuted, 1e-9)
     return ("supported", s) if s >= 0.5 else ("refuted", 1 - s)
+
+
+def describe_rule(rule: TwoLabelRule) -> str:
+    """The two-label rule in words, for the model card and `veracity verifier info`."""
+    if isinstance(rule, Mapping):
+        ws, wr, wn = rule["weights"]
+        return (f"fitted: supported with probability logistic({rule['bias']:.3f} + {ws:.3f} log supported "
+                f"{wr:+.3f} log refuted {wn:+.3f} log nei)")
+    return rule
 
 
 @dataclass
@@ -30,7 +52,7 @@ class Verification:
     def confidence(self) -> float:
         return self.probabilities[self.label]
 
-    def binary(self, rule: str = "supported_vs_refuted") -> tuple[str, float]:
+    def binary(self, rule: TwoLabelRule = "supported_vs_refuted") -> tuple[str, float]:
         """("supported" | "refuted", probability) for two-label sets, by the artifact's chosen rule."""
         return binary_label(self.probabilities["supported"], self.probabilities["refuted"], rule)
 
@@ -41,7 +63,7 @@ class Verification:
 
 class Verifier(Protocol):
     name: str
-    binary_rule: str
+    binary_rule: TwoLabelRule
 
     def verify(self, claim: str, passages: Sequence[str]) -> Verification: ...
 

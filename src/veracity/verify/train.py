@@ -24,7 +24,7 @@ from ..eval.metrics import accuracy, expected_calibration_error, macro_f1
 from .data import LABELS, Pair, TrainingData, build
 from .sources import NOT_SUPPORTED
 from .lexical import fit_lexical
-from .result import binary_label
+from .result import TwoLabelRule, binary_label, describe_rule
 
 
 
@@ -213,7 +213,48 @@ def fit_temperature(logits: list[list[float]], gold: list[str]) -> float:
     return round(min(fine, key=nll), 3)
 
 
-def decisions(probs: list[list[float]], gold: list[str], rule: str) -> tuple[list[str], list[float], list[str]]:
+TWO_LABEL_MIN = 100  # calibration pairs of two-label sources needed to fit the two-label rule (else a named one)
+
+
+def fit_two_label_rule(probs: list[list[float]], gold: list[str], groups: list[str], *, seed: int) -> dict:
+    """The rule for two-label sets fitted on calibration pairs of two-label sources (supported / refuted and
+    nothing else): a logistic regression on the three log-probabilities, every source weighing the same. The
+    named rules are points of it or near it (supported_vs_refuted is weights 1, -1, 0); fitted, it also learns
+    how far the not-enough-information mass leans either way in such sets, and how sure the two-label decision
+    is (a temperature on it), so its probability is calibrated as the three-way one is."""
+    import numpy as np
+
+    from .lexical import fit_softmax
+
+    X = np.asarray([[math.log(max(p, 1e-6)) for p in row] for row in probs], float)
+    size = Counter(groups)
+    W, b, mean, scale = fit_softmax(X, [int(g == "supported") for g in gold], 2, seed=seed, l2=1e-2, steps=1500,
+                                    weights=np.asarray([1.0 / size[g] for g in groups]))
+    w = (W[1] - W[0]) / scale  # the standardisation folded into the weights, so the rule reads raw probabilities
+    bias = float(b[1] - b[0] - (w * mean).sum())
+    return {"name": "fitted", "weights": [round(float(x), 4) for x in w], "bias": round(bias, 4)}
+
+
+def choose_two_label_rule(probs: list[list[float]], pairs: list[Pair], *, seed: int) -> tuple[TwoLabelRule, dict]:
+    """The rule for two-label sets, and each candidate's macro-F1 on the calibration pairs of two-label sources:
+    the fitted rule when there are TWO_LABEL_MIN such pairs, else the named rule of the higher macro-F1."""
+    labels_of: dict[str, set[str]] = {}
+    for p in pairs:
+        labels_of.setdefault(p.source, set()).add(p.label)
+    two = [i for i, p in enumerate(pairs) if labels_of[p.source] == {"supported", "refuted"}]
+    chosen = [probs[i] for i in two]
+    candidates: dict[str, TwoLabelRule] = {x: x for x in ("supported_vs_refuted", "supported_vs_rest")}
+    if len(two) >= TWO_LABEL_MIN:
+        candidates["fitted"] = fit_two_label_rule(chosen, [pairs[i].label for i in two],
+                                                  [pairs[i].source for i in two], seed=seed)
+    scores = {name: figures(chosen, [pairs[i] for i in two], rule)["macro_f1"] for name, rule in candidates.items()}
+    if "fitted" in candidates:
+        return candidates["fitted"], scores
+    return candidates[max(scores, key=scores.get)], scores
+
+
+def decisions(probs: list[list[float]], gold: list[str],
+              rule: TwoLabelRule) -> tuple[list[str], list[float], list[str]]:
     """(predicted labels, their confidences, the label set) the way a set's labels ask: two labels
     (supported / refuted) by the two-label rule; supported / not_supported as supported against the rest;
     otherwise the most probable of the three."""
@@ -233,7 +274,7 @@ def accuracy_of_most_confident(conf: list[float], correct: list[bool], share: fl
     return sum(correct[i] for i in top) / n if conf else 0.0
 
 
-def figures(probs: list[list[float]], pairs: list[Pair], rule: str) -> dict[str, float]:
+def figures(probs: list[list[float]], pairs: list[Pair], rule: TwoLabelRule) -> dict[str, float]:
     gold = [p.label for p in pairs]
     pred, conf, labels = decisions(probs, gold, rule)
     correct = [g == p for g, p in zip(gold, pred)]
@@ -383,21 +424,20 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
         return [stack.apply(pr, features(p.claim, p.evidence)) for pr, p in zip(probs, pairs)]
 
     cal_stacked = stacked(cal_probs, data.calibration)
-    two = [i for i, p in enumerate(data.calibration) if p.label in ("supported", "refuted")]
-    rules = {}
-    for rule in ("supported_vs_refuted", "supported_vs_rest"):
-        rules[rule] = figures([cal_probs[i] for i in two], [data.calibration[i] for i in two], rule)["macro_f1"]
-    rule = max(rules, key=rules.get)
+    # the two-label rule of each output (the cross-encoder's, the stacker's), fitted on its calibration readings
+    rule_of, rules = {}, {}
+    for model_name, chosen_probs in (("cross_encoder", cal_probs), ("stacked", cal_stacked)):
+        rule_of[model_name], rules[model_name] = choose_two_label_rule(chosen_probs, data.calibration, seed=s.seed)
 
     results: dict[str, dict] = {}
     for name, pairs in held_apart_sets(data):
         if not pairs:
             continue
         probs = [softmax(r, temperature) for r in logits_of(model, tok, pairs, max_length)]
-        results.setdefault("cross_encoder", {})[name] = figures(probs, pairs, rule)
-        results.setdefault("stacked", {})[name] = figures(stacked(probs, pairs), pairs, rule)
+        results.setdefault("cross_encoder", {})[name] = figures(probs, pairs, rule_of["cross_encoder"])
+        results.setdefault("stacked", {})[name] = figures(stacked(probs, pairs), pairs, rule_of["stacked"])
         lex = [[lexical.probabilities(p.claim, p.evidence)[lab] for lab in LABELS] for p in pairs]
-        results.setdefault("lexical", {})[name] = figures(lex, pairs, rule)
+        results.setdefault("lexical", {})[name] = figures(lex, pairs, "supported_vs_refuted")
 
     sample = data.heldout_fm2[:256]  # speed: milliseconds per claim-evidence pair, batched 32, as pipelines call it
     t1 = time.time()
@@ -416,7 +456,7 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
             raw.stack = chosen_stack
             verdicts = raw.verify_many([(c, ps) for c, ps, _ in claims])
             results[model_name][name] = figures([[v.probabilities[x] for x in LABELS] for v in verdicts],
-                                                gold_pairs, rule)
+                                                gold_pairs, rule_of[model_name])
     raw.stack = None
 
     # the shipped decision: the stacker or the cross-encoder alone, whichever has the higher mean macro-F1 over
@@ -424,6 +464,7 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
     mean = {m: round(sum(f["macro_f1"] for f in results[m].values()) / len(results[m]), 2)
             for m in ("cross_encoder", "stacked")}
     use_stack = mean["stacked"] > mean["cross_encoder"]
+    rule = rule_of["stacked" if use_stack else "cross_encoder"]
 
     # the uncertain threshold: on the calibration part, the lowest confidence at which decided verdicts are right
     # UNCERTAIN_TARGET of the time (each pair decided the way its label set asks)
@@ -437,8 +478,11 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
         correct += [g == x for g, x in zip(gold, pred)]
     threshold, kept_accuracy, kept_share = uncertain_threshold(conf, correct, UNCERTAIN_TARGET)
     # what the weights were trained on: counted here when called by the training, else kept from verifier.json (a
-    # later calibration builds the mix with its own seed and today's sources, which the weights may never have seen)
-    seen = data.train[: s.limit] if s.limit else data.train
+    # later calibration builds the mix with its own seed and today's sources, which the weights may never have seen;
+    # a calibration of weights whose training was stopped before its own calibration counts them with the
+    # training's limit: right when given the training's seed)
+    limit = s.limit or settings.get("settings", {}).get("limit")
+    seen = data.train[:limit] if limit else data.train
     trained = ({"train_pairs": len(seen), "train_by_source": dict(Counter(p.source for p in seen).most_common())}
                if retraining or "train_pairs" not in settings.get("data", {})
                else {k: settings["data"][k] for k in ("train_pairs", "train_by_source") if k in settings["data"]})
@@ -451,7 +495,8 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
                            "calibration_share_decided": round(kept_share, 4), "calibration_pairs": len(conf)},
         "data": {**trained, "calibration_pairs": len(data.calibration), "heldout_fm2_claims": len(data.heldout_fm2),
                  "cad_test_pairs": len(data.cad_test)},
-        "figures": results, "binary_rule_on_calibration": rules, "ms_per_pair": ms_per_pair,
+        "figures": results, "binary_rule_on_calibration": rules["stacked" if use_stack else "cross_encoder"],
+        "ms_per_pair": ms_per_pair,
         "calibrated_with": asdict(s),
     })
     (out / "verifier.json").write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
@@ -510,8 +555,9 @@ def model_card(settings: dict) -> str:
         "(choosing the most decisive of several looks surer than it is; fitted through `verify_many`, long passages "
         "in windows, on calibration FM2 claims against their page's retrieved sentences and joined claims against "
         "their evidence sentences). "
-        f"Two-label sets use the rule `{settings['binary_rule']}` (chosen on the calibration part: "
-        f"{settings.get('binary_rule_on_calibration')}).",
+        f"Two-label sets use the rule `{describe_rule(settings['binary_rule'])}` (macro-F1 of each candidate on the "
+        f"calibration pairs of two-label sources: {settings.get('binary_rule_on_calibration')}; a fitted rule is "
+        "used when there are enough of them, as the temperature is).",
         *([uncertain] if uncertain else []),
         f"- **Maximum length:** {settings['max_length']} word pieces per pair.",
         f"- **Decision shipped:** `{settings.get('chosen')}` (mean held-out macro-F1 "
