@@ -236,6 +236,29 @@ def test_the_shipped_verifier_reads_evidence_about_someone_else_as_not_settling_
 
 
 @pytest.mark.skipif(not SHIPPED, reason="no trained verifier in verify/weights")
+def test_the_shipped_verifier_refutes_a_claim_with_one_false_part_beside_parts_its_evidence_does_not_mention():
+    """One changed fact refutes the claim whatever its other parts say, and a two-label set (Supported / Refuted)
+    is decided by the rule fitted on calibration pairs of two-label sources, whose probability is the one reported."""
+    from veracity.verify import load_verifier
+    from veracity.verify.decide import label_for, probability_of
+    from veracity.verify.result import binary_label
+
+    v = load_verifier()
+    assert v.binary_rule["name"] == "fitted"
+    readings = v.verify_many([
+        ("Marie Curie was born in Paris and won three Nobel Prizes.",
+         ["Marie Curie was born in Warsaw, then part of the Russian Empire."]),
+        ("The Eiffel Tower was completed in 1925 and is visited by millions of tourists every year.",
+         ["The Eiffel Tower was completed in 1889 for the World's Fair."]),
+    ])
+    for r in readings:
+        label, p = label_for(r, ("Supported", "Refuted"), v.binary_rule)
+        assert r.label == "refuted" and label == "Refuted" and p > 0.75
+        assert p == binary_label(r.probabilities["supported"], r.probabilities["refuted"], v.binary_rule)[1]
+        assert probability_of(r, "Supported", ("Supported", "Refuted"), v.binary_rule) == pytest.approx(1 - p)
+
+
+@pytest.mark.skipif(not SHIPPED, reason="no trained verifier in verify/weights")
 def test_the_shipped_weights_match_their_recorded_hash():
     from veracity.verify.model import sha256
 
