@@ -235,10 +235,10 @@ def joined_pairs(items: list[tuple[str, str, str]], rng: random.Random, *, count
             continue
         parts = rng.sample(supported, n - (label != "supported"))
         if label != "supported":
-            parts.insert(rng.randrange(n), rng.choice(by_label[label]))
-        if label == "refuted" and by_label.get("nei") and rng.random() < REFUTED_BESIDE_UNSETTLED:
-            unsettled = rng.choice(by_label["nei"])  # in place of a supported part: the claim stays refuted
-            parts[next(i for i, p in enumerate(parts) if p in supported)] = unsettled
+            at = rng.randrange(n)
+            parts.insert(at, rng.choice(by_label[label]))
+            if label == "refuted" and by_label.get("nei") and rng.random() < REFUTED_BESIDE_UNSETTLED:
+                parts[1 if at == 0 else 0] = rng.choice(by_label["nei"])  # a supported part unsettled: still refuted
         if len({c.lower() for c, _ in parts}) < n or len({e for _, e in parts}) < n:
             continue
         block = [e for _, e in parts]
