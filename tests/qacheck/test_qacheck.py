@@ -297,6 +297,35 @@ def test_when_the_evidence_is_not_decisive_the_reasoners_label_gets_the_verifier
     assert "Supported is the language model's choice" in result.verdict.uncertain_reason
 
 
+def test_in_a_two_label_set_a_sure_refutation_with_nei_above_half_decides_against_the_models_true(monkeypatch):
+    """Nei 0.55, but on Supported / Refuted the verifier's two-label reading is Refuted 0.89, above the uncertain
+    threshold: the evidence is decisive, so the model's True does not stand (before, it stood as Supported 0.11,
+    uncertain, with a reason quoting Refuted 0.89), and the claim verifier's "enough?" is not put to the model."""
+    import veracity.verify.decide as decide
+    from veracity.verify.result import Verification
+
+    reading = {"supported": 0.05, "refuted": 0.40, "nei": 0.55}
+
+    class SureOnTwoLabels:
+        name, binary_rule = "sure-on-two-labels", "supported_vs_refuted"
+
+        def verify(self, claim, passages):
+            return Verification(dict(reading), None, [dict(reading) for _ in passages])
+
+    monkeypatch.setattr(decide, "get_verifier", lambda settings, kind="verifier": SureOnTwoLabels())
+    rules = [(VERIFIER, "Yes, we can know."), (FIRST_Q, " Who wrote the novel Kestrel Bay?"),
+             (READER, " Mara Lind"), (VALIDATOR, " Yes"), (REASONER, "\nThe claim is true.\n"), (LABEL, " True")]
+    cfg = config(**{"verifier.use": "on", "verifier.uncertain_below": 0.77})
+    backend = ScriptedBackend(rules)
+    result = run_check(Claim("Kestrel Bay was written by Mara Lind in 2004."),
+                       get_pipeline("qacheck-retriever-reader", cfg), Model(backend), cfg,
+                       retriever=_bridge_index().retriever("bm25"))
+    assert result.verdict.label == "Refuted" and result.verdict.confidence == pytest.approx(0.40 / 0.45)
+    assert not result.verdict.uncertain
+    assert [s["by"] for s in result.trace if s["stage"] == "verifier"] == ["evidence_verifier"]
+    assert "The model's own reasoning concluded Supported" in result.verdict.rationale
+
+
 def test_direct_and_cot_read_the_claims_evidence_in_evidence_settings():
     claim = "The Orrin Bridge stands in Tallinn."
     direct_rules = [(r"Given the evidence, is this claim true or false\?\nAnswer:$", " True")]

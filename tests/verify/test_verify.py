@@ -136,6 +136,22 @@ def test_a_label_chosen_against_an_undecisive_reading_gets_the_verifiers_probabi
     assert d.undecided("Not Enough Information") == (0.6, "")  # the model agrees with the verifier: no reason
 
 
+def test_in_a_two_label_set_a_sure_two_label_reading_is_decisive_even_when_nei_is_half_or_more():
+    """Supported / Refuted: the verifier reads Refuted 0.81 with nei 0.55; that is sure enough not to be uncertain
+    (threshold 0.77), so it decides; a three-way set, an unsure reading, or no threshold leave it to the model."""
+    v = Verification({"supported": 0.05, "refuted": 0.40, "nei": 0.55}, 0, [])
+    two = ("Supported", "Refuted")
+    label, p = label_for(v, two, "supported_vs_refuted")
+    assert label == "Refuted" and p == pytest.approx(0.40 / 0.45)
+    d = EvidenceDecision(label, p, v, "", two, "supported_vs_refuted", 0.77)
+    assert d.decisive
+    assert not EvidenceDecision(label, p, v, "", two, "supported_vs_refuted", 0.95).decisive  # not sure enough
+    assert not EvidenceDecision(label, p, v, "", two, "supported_vs_refuted").decisive  # no threshold: as before
+    three = ("Supported", "Refuted", "Not Enough Information")
+    assert not EvidenceDecision(*label_for(v, three, "supported_vs_refuted"), v, "", three, "supported_vs_refuted",
+                                0.5).decisive  # with a nei label, nei 0.55 is the reading
+
+
 def test_evidence_text_is_the_bare_text_as_the_verifier_was_trained_on():
     assert evidence_text("It  opened\nin 1883.", "Brooklyn Bridge") == "It opened in 1883."
 

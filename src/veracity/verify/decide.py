@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
-from . import evidence_text, get_verifier
+from . import evidence_text, get_verifier, uncertain_threshold
 from .result import TwoLabelRule, Verification
 
 if TYPE_CHECKING:
@@ -114,11 +114,18 @@ class EvidenceDecision:
     rationale: str
     labels: tuple[str, ...] = ()
     binary_rule: TwoLabelRule = "supported_vs_refuted"
+    threshold: float | None = None  # the uncertain threshold (verifier.uncertain_below) the pipeline reports with
 
     @property
     def decisive(self) -> bool:
-        """The evidence settles the claim one way or the other (not-enough-information below one half)."""
-        return self.verification.probabilities["nei"] < 0.5
+        """The evidence settles the claim one way or the other: not-enough-information below one half, or, in a
+        set without a not-enough-information label, a two-label reading sure enough not to be uncertain (at least
+        `threshold`). Without the second, a reading of Refuted 0.81 with nei 0.55 was "not decisive", and the
+        model's Supported stood, with 0.19 and a reason that quoted the 0.81."""
+        if self.verification.probabilities["nei"] < 0.5:
+            return True
+        two_label = len(self.labels) >= 2 and _names(self.labels)[2] is None
+        return two_label and self.threshold is not None and self.confidence >= self.threshold
 
     def undecided(self, label: str) -> tuple[float | None, str]:
         """The evidence is not decisive, so `label` is the language model's choice: its confidence is the verifier's
@@ -143,4 +150,5 @@ def check_evidence(settings: "VerifierConfig", tracer: "Tracer", claim: str, pas
     tracer.emit("evidence_verifier", verifier=verifier.name, label=label, confidence=confidence,
                 probabilities={k: round(x, 4) for k, x in v.probabilities.items()}, passage=v.passage,
                 rationale=rationale)
-    return EvidenceDecision(label, confidence, v, rationale, tuple(dict.fromkeys(labels)), verifier.binary_rule)
+    return EvidenceDecision(label, confidence, v, rationale, tuple(dict.fromkeys(labels)), verifier.binary_rule,
+                            uncertain_threshold(settings))
