@@ -218,21 +218,28 @@ TWO_LABEL_MIN = 100  # calibration pairs of two-label sources needed to fit the 
 
 def fit_two_label_rule(probs: list[list[float]], gold: list[str], groups: list[str], *, seed: int) -> dict:
     """The rule for two-label sets fitted on calibration pairs of two-label sources (supported / refuted and
-    nothing else): a logistic regression on the three log-probabilities, every source weighing the same. The
-    named rules are points of it or near it (supported_vs_refuted is weights 1, -1, 0); fitted, it also learns
-    how far the not-enough-information mass leans either way in such sets, and how sure the two-label decision
-    is (a temperature on it), so its probability is calibrated as the three-way one is."""
+    nothing else): a logistic regression on the log-odds of supported against refuted and the log-probability of
+    not enough information, every source weighing the same. supported_vs_refuted is its point (1, 0, bias 0);
+    fitted, it also learns how far the not-enough-information mass leans either way in such sets, and how sure the
+    two-label decision is (a temperature on it), so its probability is calibrated as the three-way one is.
+
+    Supported and refuted weigh the same and opposite: with free weights on the three log-probabilities, a reading
+    of nothing but nei (supported and refuted both near 0, which two-label calibration pairs hardly have) was
+    decided by their weights' small difference times a large logarithm (one such reading came out Supported 0.78);
+    here it is decided by the bias alone."""
     import numpy as np
 
     from .lexical import fit_softmax
 
-    X = np.asarray([[math.log(max(p, 1e-6)) for p in row] for row in probs], float)
+    logs = [[math.log(max(p, 1e-6)) for p in row] for row in probs]
+    X = np.asarray([[s - r, n] for s, r, n in logs], float)
     size = Counter(groups)
     W, b, mean, scale = fit_softmax(X, [int(g == "supported") for g in gold], 2, seed=seed, l2=1e-2, steps=1500,
                                     weights=np.asarray([1.0 / size[g] for g in groups]))
     w = (W[1] - W[0]) / scale  # the standardisation folded into the weights, so the rule reads raw probabilities
     bias = float(b[1] - b[0] - (w * mean).sum())
-    return {"name": "fitted", "weights": [round(float(x), 4) for x in w], "bias": round(bias, 4)}
+    odds, nei = (round(float(x), 4) for x in w)
+    return {"name": "fitted", "weights": [odds, -odds, nei], "bias": round(bias, 4)}
 
 
 def choose_two_label_rule(probs: list[list[float]], pairs: list[Pair], *, seed: int) -> tuple[TwoLabelRule, dict]:
