@@ -248,9 +248,9 @@ def test_training_runs_on_the_cpu_here_and_a_missing_gpu_is_a_clear_error():
 
 
 def test_the_several_passages_temperature_is_fitted_on_what_verify_many_returns_for_two_label_claims():
-    from veracity.verify.result import Verification
-    from veracity.verify.train import fit_aggregate_temperature, several_passages
     from veracity.verify.data import Pair
+    from veracity.verify.result import Verification, several_temperature
+    from veracity.verify.train import fit_aggregate_temperature, several_passages
 
     class Overconfident:  # says supported 0.95 to every claim, whatever its passages
         seen: list = []
@@ -261,17 +261,42 @@ def test_the_several_passages_temperature_is_fitted_on_what_verify_many_returns_
 
     v = Overconfident()
     claims = [(f"claim {i}", ["one.", "two."], "supported" if i % 10 < 7 else "refuted") for i in range(100)]
-    t = fit_aggregate_temperature(v, claims + [("unsettled", ["three."], "nei")])
+    fitted = fit_aggregate_temperature(v, claims + [("unsettled", ["three."], "nei")])
     assert len(v.seen) == 100  # the nei claim is not asked: the fit is on the two-label decision
+    assert fitted["beta"] == 0  # one count of passages only: one temperature
+    t = several_temperature(fitted, 2)
     # right 70% of the time at 0.96: tempered until the supported odds are about 70:30
     odds = (0.95 / 0.04) ** (1 / t)
     assert 2.0 < odds < 2.7 and t > 3
-    right = [(f"c {i}", ["x."], "supported" if i % 100 < 96 else "refuted") for i in range(100)]
-    assert 0.8 < fit_aggregate_temperature(v, right) < 1.3
+    right = [(f"c {i}", ["x.", "y."], "supported" if i % 100 < 96 else "refuted") for i in range(100)]
+    assert 0.8 < several_temperature(fit_aggregate_temperature(v, right), 2) < 1.3
     assert fit_aggregate_temperature(v, []) == 1.0
     # a joined pair's evidence becomes its sentences, one passage each
     [(claim, passages, label)] = several_passages([Pair("A and b.", "A is so. B is so too.", "supported", "joined")])
     assert passages == ["A is so.", "B is so too."] and label == "supported"
+
+
+def test_the_several_passages_temperature_grows_with_the_count_of_passages_chosen_among():
+    """The same 0.96 reading is right 96% of the time when chosen among two passages and 70% among ten (the most
+    decisive of many looks surer than it is): the fitted temperature keeps the first and tempers the second, and a
+    fixed number still reads as one temperature for every count."""
+    from veracity.verify.result import Verification, aggregate, describe_several, several_temperature
+    from veracity.verify.train import fit_aggregate_temperature
+
+    class Overconfident:
+        def verify_many(self, items):
+            return [Verification({"supported": 0.95, "refuted": 0.04, "nei": 0.01}, 0) for _ in items]
+
+    two = [(f"a {i}", ["x."] * 2, "supported" if i % 100 < 96 else "refuted") for i in range(300)]
+    ten = [(f"b {i}", ["x."] * 10, "supported" if i % 10 < 7 else "refuted") for i in range(300)]
+    fitted = fit_aggregate_temperature(Overconfident(), two + ten)
+    assert fitted["beta"] > 0.5
+    assert 0.8 < several_temperature(fitted, 2) < 1.3 and several_temperature(fitted, 10) > 3
+    for n, share in ((2, 0.96), (10, 0.70)):  # calibrated at both counts
+        probs = aggregate([{"supported": 0.95, "refuted": 0.04, "nei": 0.01}] * (n + 1), n, fitted).probabilities
+        assert abs(probs["supported"] / (probs["supported"] + probs["refuted"]) - share) < 0.03, (n, probs)
+    assert several_temperature(1.82, 2) == several_temperature(1.82, 10) == 1.82
+    assert "for 10" in describe_several(fitted) and describe_several(1.82) == "1.82"
 
 
 def _two_label_readings(n: int, seed: int) -> tuple[list[list[float]], list[str]]:

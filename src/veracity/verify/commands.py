@@ -124,7 +124,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_info(args: argparse.Namespace) -> int:
     from .model import WEIGHTS_DIR
-    from .result import describe_rule
+    from .result import describe_rule, describe_several
 
     f = WEIGHTS_DIR / "verifier.json"
     if not f.is_file():
@@ -136,6 +136,8 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"{data['name']}  (sha256 {data['sha256'][:16]}...)\nbase: {data['base']}")
     print(f"temperature {data['temperature']}, two-label rule {describe_rule(data['binary_rule'])}, "
           f"max length {data['max_length']}")
+    print(f"several passages: the deciding reading tempered by "
+          f"{describe_several(data.get('aggregate_temperature', 1.0))}")
     for model, sets in data.get("figures", {}).items():
         for name, fig in sets.items():
             print(f"{model:>14} {name:<14} macro-F1 {fig['macro_f1']:5.1f}  accuracy {fig['accuracy']:5.1f}  "

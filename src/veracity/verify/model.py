@@ -93,7 +93,8 @@ class CrossEncoderVerifier:
         self.name = self.settings.get("name", folder.name)
         self.max_length = int(self.settings.get("max_length", 192))
         self.temperature = float(self.settings.get("temperature", 1.0))
-        self.aggregate_temperature = float(self.settings.get("aggregate_temperature", 1.0))
+        several = self.settings.get("aggregate_temperature", 1.0)  # a number, or one by count (result.py)
+        self.aggregate_temperature = several if isinstance(several, dict) else float(several)
         self.binary_rule = self.settings.get("binary_rule", "supported_vs_refuted")
         self.order = [self.settings["labels"].index(lab) for lab in LABELS]
         self.threads = threads

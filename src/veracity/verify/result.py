@@ -13,6 +13,30 @@ from typing import Mapping, Protocol, Sequence, Union
 #: probability of supported being the logistic function of b + the weights times the log-probabilities
 TwoLabelRule = Union[str, Mapping]
 
+#: the temperature on the deciding reading when several passages are read: one number, or one that depends on how
+#: many passages there are, {"alpha": a, "beta": b}: exp(a + b ln n) for n passages (verify/train.py
+#: `fit_aggregate_temperature`; the most decisive of ten retrieved sentences looks far surer than it is, the most
+#: decisive of two gold sentences hardly)
+SeveralTemperature = Union[float, Mapping]
+SEVERAL_TEMPERATURE_RANGE = (0.25, 20.0)
+
+
+def several_temperature(setting: SeveralTemperature, n_passages: int) -> float:
+    """The temperature for a reading of `n_passages` passages under `setting` (verifier.json
+    `aggregate_temperature`)."""
+    if isinstance(setting, Mapping):
+        low, high = SEVERAL_TEMPERATURE_RANGE
+        return min(max(math.exp(setting["alpha"] + setting["beta"] * math.log(max(n_passages, 1))), low), high)
+    return float(setting)
+
+
+def describe_several(setting: SeveralTemperature) -> str:
+    """The several-passages temperature in words, for the model card and `veracity verifier info`."""
+    if isinstance(setting, Mapping):
+        at = ", ".join(f"{several_temperature(setting, n):.2f} for {n}" for n in (2, 3, 5, 10))
+        return f"exp({setting['alpha']:.3f} + {setting['beta']:.3f} ln n) for n passages ({at})"
+    return f"{float(setting):g}"
+
 
 def binary_label(supported: float, refuted: float, rule: TwoLabelRule = "supported_vs_refuted") -> tuple[str, float]:
     """A two-label decision from three-way probabilities: ("supported" | "refuted", its probability).
@@ -82,13 +106,15 @@ def most_decisive(readings: Sequence[dict[str, float]]) -> int:
     return min(range(len(readings)), key=lambda i: readings[i]["nei"])
 
 
-def aggregate(per_candidate: list[dict[str, float]], n_passages: int, temperature: float = 1.0) -> Verification:
+def aggregate(per_candidate: list[dict[str, float]], n_passages: int,
+              temperature: SeveralTemperature = 1.0) -> Verification:
     """Candidates are the passages one by one, then (when there are several) all of them together.
 
     The most decisive candidate (the least not-enough-information) decides; its index is the deciding
     passage, or None when the joined passages decided. Choosing the most decisive of several makes the choice
     look surer than it is: with several candidates its probabilities are tempered by `temperature` (fitted on
-    held-apart claims with several passages; 1.0: as they are). A passage read in several windows
+    held-apart claims with several passages, a number or one growing with `n_passages`: `several_temperature`;
+    1.0: as they are). A passage read in several windows
     (verify/windows.py) is one candidate, its most decisive window, and is not tempered: on held-apart data that
     temperature cost more macro-F1 than it won in calibration.
     """
@@ -97,8 +123,9 @@ def aggregate(per_candidate: list[dict[str, float]], n_passages: int, temperatur
     best = most_decisive(per_candidate)
     passage = best if best < n_passages else None
     probs = dict(per_candidate[best])
-    if len(per_candidate) > 1 and temperature != 1.0:
-        probs = tempered(probs, temperature)
+    t = several_temperature(temperature, n_passages)
+    if len(per_candidate) > 1 and t != 1.0:
+        probs = tempered(probs, t)
     return Verification(probs, passage, per_candidate[:n_passages])
 
 
