@@ -295,8 +295,29 @@ def test_the_several_passages_temperature_grows_with_the_count_of_passages_chose
     for n, share in ((2, 0.96), (10, 0.70)):  # calibrated at both counts
         probs = aggregate([{"supported": 0.95, "refuted": 0.04, "nei": 0.01}] * (n + 1), n, fitted).probabilities
         assert abs(probs["supported"] / (probs["supported"] + probs["refuted"]) - share) < 0.03, (n, probs)
+    # read through a fitted two-label rule that already halves the log-odds, half the temperature is left to fit
+    halving = {"name": "fitted", "weights": [0.5, -0.5, 0.0], "bias": 0.0}
+    through_rule = fit_aggregate_temperature(Overconfident(), two + ten, halving)
+    assert 0.4 < several_temperature(through_rule, 10) / several_temperature(fitted, 10) < 0.6
     assert several_temperature(1.82, 2) == several_temperature(1.82, 10) == 1.82
     assert "for 10" in describe_several(fitted) and describe_several(1.82) == "1.82"
+
+
+def test_the_two_label_probability_for_arrays_is_binary_label_s():
+    import numpy as np
+
+    from veracity.verify.result import binary_label
+    from veracity.verify.train import two_label_probability
+
+    rng = random.Random(5)
+    rules = ["supported_vs_refuted", "supported_vs_rest", {"name": "fitted", "weights": [0.8, -0.8, 0.3], "bias": -0.2}]
+    for _ in range(300):
+        raw = [rng.random() ** 3 + 1e-9 for _ in range(3)]
+        p = [x / sum(raw) for x in raw]
+        for rule in rules:
+            name, q = binary_label(p[0], p[1], rule)
+            assert float(two_label_probability(np.log(np.asarray(p)), rule)) == pytest.approx(
+                q if name == "supported" else 1 - q, abs=1e-6)
 
 
 def _two_label_readings(n: int, seed: int) -> tuple[list[list[float]], list[str]]:

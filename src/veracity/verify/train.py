@@ -19,6 +19,7 @@ import random
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Mapping
 
 from ..eval.metrics import accuracy, expected_calibration_error, macro_f1
 from .data import LABELS, Pair, TrainingData, build
@@ -362,11 +363,14 @@ def passage_sets(data: TrainingData) -> list[tuple[str, list[tuple[str, list[str
             ("offtopic_heldout_passages", data.heldout_offtopic_passages)]
 
 
-def fit_aggregate_temperature(verifier, claims: list[tuple[str, list[str], str]]) -> SeveralTemperature:
+def fit_aggregate_temperature(verifier, claims: list[tuple[str, list[str], str]],
+                              rule: TwoLabelRule = "supported_vs_refuted") -> SeveralTemperature:
     """The temperature on the deciding candidate's log-probabilities when several passages are read (the most
     decisive of them is chosen, which looks surer than it is): fitted through the pipelines' own path
     (`verifier.verify_many`, its aggregate temperature at 1.0) on calibration claims with several passages and a
-    supported / refuted label. 1.0 without such claims.
+    supported / refuted label, whose two-label probability is read as the pipelines read it, by `rule` (a fitted
+    rule tempers the odds itself: fitted on the odds alone, the two temperatures would both be applied).
+    1.0 without such claims.
 
     The more passages the choice is among, the surer the chosen one looks: on the fifth stage's calibration claims
     one temperature was 1.82, but 1.03 for two or three passages and 3.6 for seven or more. So it grows with the
@@ -378,23 +382,37 @@ def fit_aggregate_temperature(verifier, claims: list[tuple[str, list[str], str]]
     if not claims:
         return 1.0
     verdicts = verifier.verify_many([(c, ps) for c, ps, _ in claims])
-    # the two-label decision is what these claims ask: a temperature on its log-odds
-    logs = np.asarray([[math.log(max(v.probabilities[x], 1e-9)) for x in ("supported", "refuted")]
-                       for v in verdicts])
-    gold = np.asarray([0 if lab == "supported" else 1 for _, _, lab in claims])
+    logs = np.asarray([[math.log(max(v.probabilities[x], 1e-9)) for x in LABELS] for v in verdicts])
+    supported = np.asarray([lab == "supported" for _, _, lab in claims])
     log_n = np.log(np.asarray([max(len([p for p in ps if p and p.strip()]), 1) for _, ps, _ in claims], float))
     low, high = SEVERAL_TEMPERATURE_RANGE
-    margin = (logs[:, 0] - logs[:, 1]) * np.where(gold == 0, 1.0, -1.0)  # the gold label's log-odds, untempered
 
     def nll(alpha: float, betas: "np.ndarray") -> "np.ndarray":
-        t = np.clip(np.exp(alpha + np.outer(betas, log_n)), low, high)  # (betas, claims)
-        return np.logaddexp(0.0, -margin / t).mean(axis=1)  # -log sigmoid(margin / t)
+        t = np.clip(np.exp(alpha + np.outer(betas, log_n)), low, high)[..., None]  # (betas, claims, 1)
+        tempered = logs / t
+        tempered = tempered - np.logaddexp.reduce(tempered, axis=-1, keepdims=True)  # (betas, claims, 3)
+        p = two_label_probability(tempered, rule)
+        return -np.log(np.clip(np.where(supported, p, 1.0 - p), 1e-12, 1.0)).mean(axis=1)
 
     betas = np.round(np.arange(-1.0, 1.5001, 0.02), 4) if len(set(log_n.tolist())) > 1 else np.zeros(1)
     best = min(((float(nll(a, betas).min()), a, float(betas[int(nll(a, betas).argmin())]))
                 for a in np.round(np.arange(-2.0, 3.0001, 0.02), 4)))
     _, alpha, beta = best
     return {"alpha": round(float(alpha), 3), "beta": round(beta, 3)}
+
+
+def two_label_probability(logs: "np.ndarray", rule: TwoLabelRule) -> "np.ndarray":
+    """The probability of supported that `rule` gives readings of log-probabilities (the last axis: supported,
+    refuted, nei): result.py `binary_label`, for arrays."""
+    import numpy as np
+
+    if isinstance(rule, Mapping):
+        clipped = np.maximum(logs, math.log(1e-6))
+        z = rule["bias"] + (clipped * np.asarray(rule["weights"], float)).sum(axis=-1)
+        return 1.0 / (1.0 + np.exp(-z))
+    if rule == "supported_vs_rest":
+        return np.exp(logs[..., 0])
+    return 1.0 / (1.0 + np.exp(logs[..., 1] - logs[..., 0]))
 
 
 def held_apart_sets(data: TrainingData) -> list[tuple[str, list[Pair]]]:
@@ -477,7 +495,7 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
     # several-passages temperature fitted the same way on calibration claims (FM2 retrieved, joined claims)
     raw.temperature, raw.aggregate_temperature = temperature, 1.0
     several = data.calibration_retrieved + several_passages([p for p in data.calibration if p.source == "joined"])
-    aggregate_temperature = fit_aggregate_temperature(raw, several)
+    aggregate_temperature = fit_aggregate_temperature(raw, several, rule_of["cross_encoder"])
     raw.aggregate_temperature = aggregate_temperature
     for name, claims in passage_sets(data):
         gold_pairs = [Pair(c, "", lab, name) for c, _, lab in claims]
