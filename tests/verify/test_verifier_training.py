@@ -299,6 +299,7 @@ def test_the_several_passages_temperature_grows_with_the_count_of_passages_chose
     halving = {"name": "fitted", "weights": [0.5, -0.5, 0.0], "bias": 0.0}
     through_rule = fit_aggregate_temperature(Overconfident(), two + ten, halving)
     assert 0.4 < several_temperature(through_rule, 10) / several_temperature(fitted, 10) < 0.6
+    assert several_temperature(through_rule, 2) == 1.0  # never sharpened: the choice only makes readings look surer
     assert several_temperature(1.82, 2) == several_temperature(1.82, 10) == 1.82
     assert "for 10" in describe_several(fitted) and describe_several(1.82) == "1.82"
 

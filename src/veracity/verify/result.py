@@ -18,7 +18,9 @@ TwoLabelRule = Union[str, Mapping]
 #: `fit_aggregate_temperature`; the most decisive of ten retrieved sentences looks far surer than it is, the most
 #: decisive of two gold sentences hardly)
 SeveralTemperature = Union[float, Mapping]
-SEVERAL_TEMPERATURE_RANGE = (0.25, 20.0)
+#: at least 1: choosing the most decisive of several readings can only make it look surer, never less sure (fitted
+#: freely, two gold sentences got 0.74, sharpening readings that were no more often right than single ones)
+SEVERAL_TEMPERATURE_RANGE = (1.0, 20.0)
 
 
 def several_temperature(setting: SeveralTemperature, n_passages: int) -> float:
