@@ -288,7 +288,8 @@ def test_when_the_evidence_is_not_decisive_the_reasoners_label_gets_the_verifier
     monkeypatch.setattr(decide, "get_verifier", lambda settings, kind="verifier": Unsettled())
     rules = [(VERIFIER, "Yes, we can know."), (FIRST_Q, " Who wrote the novel Kestrel Bay?"),
              (READER, " Mara Lind"), (VALIDATOR, " Yes"), (REASONER, "\nThe claim is true.\n"), (LABEL, " True")]
-    cfg = config(**{"verifier.use": "on"})
+    # above 0.75, the two-label reading's confidence, so it is not decisive (a sure one is: the test below)
+    cfg = config(**{"verifier.use": "on", "verifier.uncertain_below": 0.8})
     result = run_check(Claim("Mara Lind has two children."), get_pipeline("qacheck-retriever-reader", cfg),
                        Model(ScriptedBackend(rules)), cfg, retriever=_bridge_index().retriever("bm25"))
     assert [s["label"] for s in result.trace if s["stage"] == "evidence_verifier"][-1] == "Refuted"
