@@ -12,6 +12,8 @@ from typing import Mapping, Protocol, Sequence, Union
 #: `fit_two_label_rule`): {"name": "fitted", "weights": [w_supported, w_refuted, w_nei], "bias": b}, the
 #: probability of supported being the logistic function of b + the weights times the log-probabilities
 TwoLabelRule = Union[str, Mapping]
+#: the floor under each probability before a fitted rule takes its logarithm: one value for fitting and reading
+RULE_FLOOR = 1e-6
 
 #: the temperature on the deciding reading when several passages are read: one number, or one that depends on how
 #: many passages there are, {"alpha": a, "beta": b}: exp(a + b ln n) for n passages (verify/train.py
@@ -46,7 +48,8 @@ def binary_label(supported: float, refuted: float, rule: TwoLabelRule = "support
     fitted rule weighs the three log-probabilities as calibration pairs of two-label sources asked."""
     if isinstance(rule, Mapping):
         nei = max(1.0 - supported - refuted, 0.0)
-        z = rule["bias"] + sum(w * math.log(max(p, 1e-6)) for w, p in zip(rule["weights"], (supported, refuted, nei)))
+        z = rule["bias"] + sum(w * math.log(max(p, RULE_FLOOR))
+                                for w, p in zip(rule["weights"], (supported, refuted, nei)))
         s = 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
     else:
         s = supported if rule == "supported_vs_rest" else supported / max(supported + refuted, 1e-9)

@@ -25,8 +25,8 @@ from ..eval.metrics import accuracy, expected_calibration_error, macro_f1
 from .data import LABELS, Pair, TrainingData, build
 from .sources import NOT_SUPPORTED
 from .lexical import fit_lexical
-from .result import (SEVERAL_TEMPERATURE_RANGE, SeveralTemperature, TwoLabelRule, binary_label, describe_rule,
-                     describe_several)
+from .result import (RULE_FLOOR, SEVERAL_TEMPERATURE_RANGE, SeveralTemperature, TwoLabelRule, binary_label,
+                     candidates, describe_rule, describe_several)
 
 
 
@@ -233,7 +233,7 @@ def fit_two_label_rule(probs: list[list[float]], gold: list[str], groups: list[s
 
     from .lexical import fit_softmax
 
-    logs = [[math.log(max(p, 1e-6)) for p in row] for row in probs]
+    logs = [[math.log(max(p, RULE_FLOOR)) for p in row] for row in probs]
     X = np.asarray([[s - r, n] for s, r, n in logs], float)
     size = Counter(groups)
     W, b, mean, scale = fit_softmax(X, [int(g == "supported") for g in gold], 2, seed=seed, l2=1e-2, steps=1500,
@@ -384,7 +384,7 @@ def fit_aggregate_temperature(verifier, claims: list[tuple[str, list[str], str]]
     verdicts = verifier.verify_many([(c, ps) for c, ps, _ in claims])
     logs = np.asarray([[math.log(max(v.probabilities[x], 1e-9)) for x in LABELS] for v in verdicts])
     supported = np.asarray([lab == "supported" for _, _, lab in claims])
-    log_n = np.log(np.asarray([max(len([p for p in ps if p and p.strip()]), 1) for _, ps, _ in claims], float))
+    log_n = np.log(np.asarray([max(len(candidates(ps)[0]), 1) for _, ps, _ in claims], float))
     low, high = SEVERAL_TEMPERATURE_RANGE
 
     def nll(alpha: float, betas: "np.ndarray") -> "np.ndarray":
@@ -395,8 +395,11 @@ def fit_aggregate_temperature(verifier, claims: list[tuple[str, list[str], str]]
         return -np.log(np.clip(np.where(supported, p, 1.0 - p), 1e-12, 1.0)).mean(axis=1)
 
     betas = np.round(np.arange(-1.0, 1.5001, 0.02), 4) if len(set(log_n.tolist())) > 1 else np.zeros(1)
-    best = min(((float(nll(a, betas).min()), a, float(betas[int(nll(a, betas).argmin())]))
-                for a in np.round(np.arange(-2.0, 3.0001, 0.02), 4)))
+    best = (math.inf, 0.0, 0.0)
+    for alpha in np.round(np.arange(-2.0, 3.0001, 0.02), 4):
+        losses = nll(alpha, betas)
+        i = int(losses.argmin())
+        best = min(best, (float(losses[i]), float(alpha), float(betas[i])))
     _, alpha, beta = best
     return {"alpha": round(float(alpha), 3), "beta": round(beta, 3)}
 
@@ -407,7 +410,7 @@ def two_label_probability(logs: "np.ndarray", rule: TwoLabelRule) -> "np.ndarray
     import numpy as np
 
     if isinstance(rule, Mapping):
-        clipped = np.maximum(logs, math.log(1e-6))
+        clipped = np.maximum(logs, math.log(RULE_FLOOR))
         z = rule["bias"] + (clipped * np.asarray(rule["weights"], float)).sum(axis=-1)
         return 1.0 / (1.0 + np.exp(-z))
     if rule == "supported_vs_rest":
