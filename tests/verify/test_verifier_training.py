@@ -401,3 +401,22 @@ def test_the_two_label_rule_is_fitted_only_on_sources_with_two_labels():
     few = pairs[: TWO_LABEL_MIN - 1]
     named, scores = choose_two_label_rule(probs[: len(few)], few, seed=0)
     assert named == max(scores, key=scores.get) and "fitted" not in scores
+
+
+def test_joined_claims_against_some_of_their_parts_evidence_are_refuted_only_when_a_false_parts_evidence_is_there():
+    from veracity.verify.synthetic import joined_pairs
+
+    triples = joined_pairs(REAL, random.Random(5), count=300, partial=True)
+    assert len(triples) == 300 and {lab for _, _, lab in triples} == {"refuted", "nei"}
+    label_of = {c.rstrip(" ."): lab for c, _, lab in REAL}
+    evidence_of = {c.rstrip(" ."): " ".join(e.split()).replace(" ,", ",").replace(" .", ".") for c, e, _ in REAL}
+    for claim, evidence, label in triples:
+        found = [c for c in label_of if c.strip(" .").lower() in claim.lower()]
+        present = [c for c in found if evidence_of[c] in evidence]
+        # at least one part's evidence is there, never all of them: the rest of the claim is unsettled
+        assert 1 <= len(present) < len(found), (claim, evidence)
+        false_there = any(label_of[c] == "refuted" for c in present)
+        assert label == ("refuted" if false_there else "nei"), (claim, evidence, label)
+    # a supported joined claim read against one part's evidence is among them, and is nei
+    assert any(all(label_of[c] == "supported" for c in label_of if c.strip(" .").lower() in claim.lower())
+               for claim, _, label in triples if label == "nei")

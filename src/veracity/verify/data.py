@@ -132,6 +132,7 @@ class TrainingData:
     #: held-apart claims against their evidence among unrelated passages, and against unrelated passages only
     heldout_offtopic_passages: list[tuple[str, list[str], str]] = field(default_factory=list)
     heldout_other_subject: list[Pair] = field(default_factory=list)  # held-apart pairs, and about another subject
+    heldout_partial: list[Pair] = field(default_factory=list)  # held-apart joined claims against some parts' evidence
 
 
 SYNTHETIC_CAP, CAD_CAP, COMPOUND_CAP = 4000, 4000, 4000  # training pairs from FM2 page edits, CAD-SNLI, two-part claims
@@ -140,13 +141,21 @@ JOINED_CAP = 8000  # training pairs whose claim joins two or three real claims (
 JOINED_SOURCES = ("vitaminc_real", "vitaminc_synthetic", "fever_symmetric")
 
 
-def joined_claim_pairs(fm2: list[FM2Claim], pairs: list, part: str, count: int, seed: int) -> list[Pair]:
+def joined_claim_pairs(fm2: list[FM2Claim], pairs: list, part: str, count: int, seed: int, *,
+                       partial: bool = False) -> list[Pair]:
     """Real claims of one part (FM2 claims with their gold evidence, and the JOINED_SOURCES' pairs) joined in twos
-    and threes against their evidence sentences together (synthetic.joined_pairs). Only one part's claims are
-    joined, so nothing crosses from training to the held-apart side."""
+    and threes against their evidence sentences together (synthetic.joined_pairs), or with `partial` against some
+    parts' evidence only (source "partial"). Only one part's claims are joined, so nothing crosses from training
+    to the held-apart side."""
     items = ([(c.claim, " ".join(c.gold), c.label) for c in fm2]
              + [(p.claim, p.evidence, p.label) for p in pairs if p.part == part and p.source in JOINED_SOURCES])
-    return [Pair(cl, ev, lab, "joined") for cl, ev, lab in joined_pairs(items, random.Random(seed), count=count)]
+    triples = joined_pairs(items, random.Random(seed), count=count, partial=partial)
+    return [Pair(cl, ev, lab, "partial" if partial else "joined") for cl, ev, lab in triples]
+
+
+#: training pairs whose joined claim is read against some of its parts' evidence only (synthetic.joined_pairs'
+#: `partial`): how each of a multi-hop claim's gold passages is read alone
+PARTIAL_CAP = 6000
 
 
 OFFTOPIC_CAP = 4000  # training pairs whose evidence is another source's, unrelated to the claim (nei)
@@ -266,6 +275,10 @@ def build(root: Path, seed: int = 13, *, sources: tuple[str, ...] | None = None)
     own = random.Random(seed + 10).sample(own, min(HELDOUT_CAP // 2, len(own)))
     offtopic_heldout = own + offtopic_pairs(own, by_part["heldout"] + fm2_own["heldout"], random.Random(seed + 11),
                                             len(own))
+    # joined claims against some of their parts' evidence, drawn last with their own seeds (the sets above unchanged)
+    train += joined_claim_pairs(parts["train"], pairs, "train", PARTIAL_CAP, seed + 16, partial=True)
+    calibration += joined_claim_pairs(parts["calibration"], pairs, "calibration", CALIBRATION_CAP, seed + 17,
+                                      partial=True)
     rng.shuffle(train)
     heldout = [Pair(c.claim, " ".join(c.gold), c.label, "fm2-heldout") for c in parts["test"]]
     synthetic_test = synthetic_pairs(parts["test"], random.Random(seed + 1))
@@ -276,5 +289,6 @@ def build(root: Path, seed: int = 13, *, sources: tuple[str, ...] | None = None)
                                random.Random(seed + 4)),
                         joined_claim_pairs(parts["test"], pairs, "heldout", HELDOUT_CAP, seed + 7), offtopic_heldout,
                         offtopic_passages(own[: HELDOUT_CAP // 4], by_part["heldout"] + fm2_own["heldout"],
-                                          random.Random(seed + 12)), other_subject_heldout)
+                                          random.Random(seed + 12)), other_subject_heldout,
+                        joined_claim_pairs(parts["test"], pairs, "heldout", HELDOUT_CAP, seed + 18, partial=True))
 

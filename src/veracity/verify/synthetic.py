@@ -203,7 +203,8 @@ def compound_pairs(sentences: list[str], rng: random.Random, *, count: int = 4) 
 JOINED_MAX_WORDS = 95  # claim and evidence together, so that a joined pair fits in 128 word pieces, nothing cut
 
 
-def joined_pairs(items: list[tuple[str, str, str]], rng: random.Random, *, count: int) -> list[tuple[str, str, str]]:
+def joined_pairs(items: list[tuple[str, str, str]], rng: random.Random, *, count: int,
+                 partial: bool = False) -> list[tuple[str, str, str]]:
     """(claim, evidence, label) triples whose claim joins two or three real claims (human-written, each with its
     own evidence sentence: VitaminC, FEVER, FM2 pairs of one part) and whose evidence is their evidence sentences
     together, shuffled, sometimes with an unrelated sentence among them, as multi-hop claims are checked against
@@ -211,7 +212,12 @@ def joined_pairs(items: list[tuple[str, str, str]], rng: random.Random, *, count
     supported, or, in a share REFUTED_BESIDE_UNSETTLED of them, one unsettled by its evidence: many of FEVEROUS's
     false claims are of this kind, one fact changed among parts their evidence does not mention), not enough
     information when one part's evidence does not settle it and none is refuted. Unlike `compound_pairs`, the
-    parts are paraphrases of their evidence, not copies, so the whole claim must be read, not matched."""
+    parts are paraphrases of their evidence, not copies, so the whole claim must be read, not matched.
+
+    With `partial`, the evidence is some parts' evidence only (one part's of two; one or two of three), as
+    the pipelines read each of several gold passages alone: refuted when a refuted part's evidence is there,
+    else not enough information (the rest of the claim is unsettled). Without these, a supported multi-hop
+    claim read against one of its passages came out refuted, and the most decisive passage decided so."""
     def clean(text: str) -> str:
         return re.sub(r"\s+([.,;:!?'])", r"\1", " ".join(text.split())).strip()
 
@@ -242,8 +248,14 @@ def joined_pairs(items: list[tuple[str, str, str]], rng: random.Random, *, count
         if len({c.lower() for c, _ in parts}) < n or len({e for _, e in parts}) < n:
             continue
         block = [e for _, e in parts]
+        if partial:
+            kept = sorted(rng.sample(range(n), rng.randint(1, n - 1)))
+            block = [block[i] for i in kept]
+            label = "refuted" if label == "refuted" and at in kept else "nei"
         if rng.random() < 0.3:
-            block.append(rng.choice(others)[1])
+            extra = rng.choice(others)[1]
+            if extra not in [e for _, e in parts]:  # (a dropped part's own evidence would settle it)
+                block.append(extra)
         rng.shuffle(block)
         claim, evidence = joined_claim(*[c for c, _ in parts]) + ".", " ".join(dict.fromkeys(block))
         if len(claim.split()) + len(evidence.split()) <= JOINED_MAX_WORDS:

@@ -422,11 +422,13 @@ def held_apart_sets(data: TrainingData) -> list[tuple[str, list[Pair]]]:
     """Every held-apart set measured (never the benchmarks): FM2's held-out pages, CAD-SNLI test, the synthetic
     edits of held-out pages, two-part and joined claims, held-apart pairs beside their claims against an unrelated
     passage (offtopic_heldout), held-apart Wikipedia pairs beside their evidence made about another subject
-    (other_subject_heldout), and the held-apart part of each JSONL source."""
+    (other_subject_heldout), joined held-apart claims against some of their parts' evidence (partial_heldout), and
+    the held-apart part of each JSONL source."""
     return [("fm2_heldout", data.heldout_fm2), ("cad_snli_test", data.cad_test),
             ("synthetic_heldout", data.heldout_synthetic), ("compound_heldout", data.heldout_compound),
             ("joined_heldout", data.heldout_joined), ("offtopic_heldout", data.heldout_offtopic),
-            ("other_subject_heldout", data.heldout_other_subject), *sorted(data.heldout_sources.items())]
+            ("other_subject_heldout", data.heldout_other_subject), ("partial_heldout", data.heldout_partial),
+            *sorted(data.heldout_sources.items())]
 
 
 def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: TrainingData | None = None) -> dict:
@@ -448,6 +450,7 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
         data.heldout_joined = data.heldout_joined[: s.eval_limit]
         data.heldout_offtopic = data.heldout_offtopic[: s.eval_limit]
         data.heldout_other_subject = data.heldout_other_subject[: s.eval_limit]
+        data.heldout_partial = data.heldout_partial[: s.eval_limit]
         data.heldout_retrieved = data.heldout_retrieved[: s.eval_limit // 10 or 1]
         data.calibration_retrieved = data.calibration_retrieved[: s.eval_limit // 10 or 1]
         data.heldout_sources = {k: v[: s.eval_limit] for k, v in data.heldout_sources.items()}
@@ -632,6 +635,9 @@ def model_card(settings: dict) -> str:
         "(FM2 with its gold evidence, VitaminC, FEVER-Symmetric) joined into one claim, against their evidence "
         "sentences together, sometimes with an unrelated one; supported when every part is, refuted when one part "
         "is refuted, nei when one part's evidence does not settle it (`joined_heldout`: held-apart claims).",
+        "- The same joined claims against some of their parts' evidence only (`joined_pairs` with `partial`), as "
+        "each of a multi-hop claim's gold passages is read alone: refuted when a refuted part's evidence is there, "
+        "else nei (`partial_heldout`: held-apart claims).",
         "- Off-topic pairs (verify/data.py `offtopic_pairs`): a claim of one part against the evidence of a pair of "
         "another source (up to 80 words), nei: what a retriever returns when nothing on the claim was found "
         "(`offtopic_heldout`: held-apart pairs of three-label sets beside their claims against an unrelated "
