@@ -398,7 +398,14 @@ def test_the_verifier_reads_the_end_of_a_passage_longer_than_its_window():
               "Roebling, and his son Washington Roebling oversaw much of the work after his father's death. Emily "
               "Warren Roebling supervised construction in the later years. Several workers died during the "
               "construction, and many more suffered from caisson disease. The bridge has been renovated several "
-              "times, most recently in the 2010s. It is a National Historic Landmark. ")
+              "times, most recently in the 2010s. It is a National Historic Landmark. Its deck carries six lanes "
+              "of traffic on two levels of roadway. The anchorages are massive blocks of masonry on each shore. "
+              "Painters, photographers and poets have made the bridge a subject of their work. It appears in many "
+              "films and on postcards of the city. Tolls were once charged to cross it on foot, by carriage and by "
+              "train. Elevated trains and streetcars ran across it until the middle of the twentieth century. "
+              "Its cables were spun on site from thousands of galvanized steel wires. A fraud by one supplier of "
+              "wire was discovered during the work, and extra wires were added to make up for it. Ferries had "
+              "carried people across the river before it was built. ")
     ev = filler + "The Brooklyn Bridge was opened to traffic on May 24, 1883."
     claim = "The Brooklyn Bridge opened in 1883."
     assert len(v.tokenizer(claim, ev)["input_ids"]) > v.max_length  # the dated sentence lies past the cut
