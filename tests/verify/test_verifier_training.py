@@ -420,3 +420,28 @@ def test_joined_claims_against_some_of_their_parts_evidence_are_refuted_only_whe
     # a supported joined claim read against one part's evidence is among them, and is nei
     assert any(all(label_of[c] == "supported" for c in label_of if c.strip(" .").lower() in claim.lower())
                for claim, _, label in triples if label == "nei")
+
+
+def test_training_counts_per_source_the_pairs_it_cuts_at_the_maximum_length_and_the_model_card_says_so():
+    import json
+
+    from transformers import AutoTokenizer
+
+    from veracity.verify.model import WEIGHTS_DIR, base_model_path
+    from veracity.verify.train import cut_by_source, model_card
+
+    tok = AutoTokenizer.from_pretrained(base_model_path(), local_files_only=True)
+    page = " ".join(["The bridge crosses the river near the old town."] * 6)  # ~60 word pieces
+    pairs = [Pair("The bridge opened in 1883.", page, "supported", "pages"),
+             Pair("The bridge opened in 1883.", "It opened in 1883.", "supported", "pages"),
+             Pair("A short claim.", "A short passage.", "nei", "short")]
+    cut = cut_by_source(pairs, tok, 32)
+    assert cut == {"pages": [1, 2], "short": [0, 1]} and list(cut) == ["pages", "short"]  # the most cut first
+    assert cut_by_source(pairs, tok, 128) == {"pages": [0, 2], "short": [0, 1]}
+
+    settings = json.loads((WEIGHTS_DIR / "verifier.json").read_text(encoding="utf-8"))
+    settings["max_length"] = 32
+    settings.setdefault("data", {})["cut_at_max_length"] = cut
+    card = model_card(settings)
+    assert "1 of the last training stage's 3 pairs (33.3%) were longer than 32 and were cut" in card
+    assert "(pages 50%)" in card

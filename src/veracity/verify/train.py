@@ -344,6 +344,28 @@ def run(training_dir: Path, out: Path, s: TrainSettings, *, progress: bool = Tru
     return settings
 
 
+def cut_by_source(pairs: list[Pair], tok, max_length: int) -> dict[str, list[int]]:
+    """Per source, [its pairs longer than `max_length` word pieces, its pairs]: the ones training cut, so that their
+    label may not hold for what the model read (a supported pair whose supporting sentence was cut); the sources
+    most cut first. Tells whoever trains what a longer --max-length would read."""
+    size: Counter = Counter(p.source for p in pairs)
+    cut: Counter = Counter()
+    for start in range(0, len(pairs), 1024):
+        chunk = pairs[start:start + 1024]
+        ids = tok([p.claim for p in chunk], [p.evidence for p in chunk], verbose=False)["input_ids"]
+        cut.update(p.source for p, x in zip(chunk, ids) if len(x) > max_length)
+    return {src: [cut[src], size[src]] for src in sorted(size, key=lambda x: (-cut[x] / size[x], x))}
+
+
+def describe_cut(cut: dict[str, list[int]], max_length: int) -> str:
+    """The pairs training cut at the maximum length, in words, for the model card."""
+    total, n = sum(c for c, _ in cut.values()), sum(m for _, m in cut.values())
+    most = ", ".join(f"{src} {100 * c / m:.0f}%" for src, (c, m) in cut.items() if c)
+    return (f"{total:,} of the last training stage's {n:,} pairs ({100 * total / max(n, 1):.1f}%) were longer than "
+            f"{max_length} and were cut, so their label may not hold for what was read"
+            + (f" ({most})" if most else ""))
+
+
 def several_passages(pairs: list[Pair]) -> list[tuple[str, list[str], str]]:
     """Each pair's evidence split into its sentences, one passage each, as a multi-hop claim's gold evidence
     comes (several sentences, each on its own)."""
@@ -536,9 +558,11 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
     # training's limit: right when given the training's seed)
     limit = s.limit or settings.get("settings", {}).get("limit")
     seen = data.train[:limit] if limit else data.train
-    trained = ({"train_pairs": len(seen), "train_by_source": dict(Counter(p.source for p in seen).most_common())}
+    trained = ({"train_pairs": len(seen), "train_by_source": dict(Counter(p.source for p in seen).most_common()),
+                "cut_at_max_length": cut_by_source(seen, tok, max_length)}
                if retraining or "train_pairs" not in settings.get("data", {})
-               else {k: settings["data"][k] for k in ("train_pairs", "train_by_source") if k in settings["data"]})
+               else {k: settings["data"][k] for k in ("train_pairs", "train_by_source", "cut_at_max_length")
+                     if k in settings["data"]})
     settings.update({
         "temperature": temperature, "aggregate_temperature": aggregate_temperature,
         "binary_rule": rule, "stack": stack.to_json() if use_stack else None,
@@ -613,7 +637,9 @@ def model_card(settings: dict) -> str:
         f"calibration pairs of two-label sources: {settings.get('binary_rule_on_calibration')}; a fitted rule is "
         "used when there are enough of them, as the temperature is).",
         *([uncertain] if uncertain else []),
-        f"- **Maximum length:** {settings['max_length']} word pieces per pair.",
+        f"- **Maximum length:** {settings['max_length']} word pieces per pair"
+        + (f"; {describe_cut(cut, settings['max_length'])}." if (cut := settings.get("data", {}).get(
+            "cut_at_max_length")) else "."),
         f"- **Decision shipped:** `{settings.get('chosen')}` (mean held-out macro-F1 "
         f"{settings.get('mean_macro_f1_heldout')}): the cross-encoder alone, or a logistic regression over its "
         "log-probabilities and the lexical features fitted on the calibration part, whichever scores higher on "
@@ -659,7 +685,7 @@ def model_card(settings: dict) -> str:
         "only (nei). All read as the pipelines read (`verify_many`: "
         "each passage, in windows when long, and all together, the most decisive deciding, tempered by the "
         "several-passages temperature fitted the same way on the calibration part's FM2 and joined claims).",
-        f"- Sizes: {settings.get('data')}.", "",
+        f"- Sizes: { {k: v for k, v in (settings.get('data') or {}).items() if k != 'cut_at_max_length'} }.", "",
         "## How it was built", "", "```", *build_commands(settings, cmd), "```", "",
         f"{'The last stage trained' if settings.get('stages') else 'Trained'} on 2 CPU cores in "
         f"{settings.get('train_seconds')} s (torch 2.13.0 CPU). Seeded; a killed run "
