@@ -601,6 +601,8 @@ def build_commands(settings: dict, cmd: str) -> list[str]:
 def model_card(settings: dict) -> str:
     """MODEL_CARD.md beside the weights: what it is, the data and their licences, how it was built, its figures."""
     fig = settings.get("figures", {})
+    data = dict(settings.get("data") or {})
+    cut = data.pop("cut_at_max_length", None)  # its own line under Maximum length, not among the sizes
     rows = []
     for name in dict.fromkeys(n for sets in fig.values() for n in sets):
         for model, sets in fig.items():
@@ -638,8 +640,7 @@ def model_card(settings: dict) -> str:
         "used when there are enough of them, as the temperature is).",
         *([uncertain] if uncertain else []),
         f"- **Maximum length:** {settings['max_length']} word pieces per pair"
-        + (f"; {describe_cut(cut, settings['max_length'])}." if (cut := settings.get("data", {}).get(
-            "cut_at_max_length")) else "."),
+        + (f"; {describe_cut(cut, settings['max_length'])}." if cut else "."),
         f"- **Decision shipped:** `{settings.get('chosen')}` (mean held-out macro-F1 "
         f"{settings.get('mean_macro_f1_heldout')}): the cross-encoder alone, or a logistic regression over its "
         "log-probabilities and the lexical features fitted on the calibration part, whichever scores higher on "
@@ -685,7 +686,7 @@ def model_card(settings: dict) -> str:
         "only (nei). All read as the pipelines read (`verify_many`: "
         "each passage, in windows when long, and all together, the most decisive deciding, tempered by the "
         "several-passages temperature fitted the same way on the calibration part's FM2 and joined claims).",
-        f"- Sizes: { {k: v for k, v in (settings.get('data') or {}).items() if k != 'cut_at_max_length'} }.", "",
+        f"- Sizes: {data}.", "",
         "## How it was built", "", "```", *build_commands(settings, cmd), "```", "",
         f"{'The last stage trained' if settings.get('stages') else 'Trained'} on 2 CPU cores in "
         f"{settings.get('train_seconds')} s (torch 2.13.0 CPU). Seeded; a killed run "
