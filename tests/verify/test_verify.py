@@ -413,3 +413,28 @@ def test_the_verifier_reads_the_end_of_a_passage_longer_than_its_window():
     true, false = v.verify_many([(claim, [ev]), ("The Brooklyn Bridge opened in 1902.", [ev])])
     assert true.label == "supported" and true.passage == 0
     assert false.probabilities["refuted"] > false.probabilities["supported"]
+
+
+@pytest.mark.skipif(not SHIPPED, reason="no trained verifier in verify/weights")
+def test_reading_a_passage_longer_than_the_model_prints_no_tokenizer_warning():
+    # measuring a 1,000-word page to cut it into windows printed transformers' "Token indices sequence length is
+    # longer than the specified maximum ... indexing errors" on every first long page: alarming, and untrue
+    import logging
+
+    from veracity.verify import load_verifier
+
+    v = load_verifier()
+    v.tokenizer.deprecation_warnings.clear()  # (transformers warns once per tokenizer)
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    logger = logging.getLogger("transformers")
+    logger.addHandler(handler)
+    try:
+        page = " ".join(f"The station on line {i} opened in {1900 + i} with {i + 2} platforms." for i in range(90))
+        assert len(v.tokenizer(page, verbose=False)["input_ids"]) > 512
+        parts = v.read_whole("The station on line 80 opened in 1980.", [page])[0]
+    finally:
+        logger.removeHandler(handler)
+    assert len(parts) > 4 and "line 80 opened in 1980" in " ".join(parts)
+    assert not [m for m in seen if "sequence length" in m], seen

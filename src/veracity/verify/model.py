@@ -138,8 +138,8 @@ class CrossEncoderVerifier:
         from .windows import windows
 
         with self._lock:  # a fast tokenizer is not to be used by two threads at once
-            def count(text: str) -> int:
-                return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+            def count(text: str) -> int:  # (a text past the model's 512 pieces is counted here, not read: no warning)
+                return len(self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
 
             n_claim = count(claim)
             return [windows(n_claim, t, count, self.max_length) for t in texts]
