@@ -445,3 +445,33 @@ def test_training_counts_per_source_the_pairs_it_cuts_at_the_maximum_length_and_
     card = model_card(settings)
     assert "1 of the last training stage's 3 pairs (33.3%) were longer than 32 and were cut" in card
     assert "(pages 50%)" in card
+
+
+def test_a_draw_with_a_cap_per_source_keeps_the_mix_order_and_no_source_dominates():
+    import json
+
+    from veracity.verify.model import WEIGHTS_DIR
+    from veracity.verify.train import model_card, training_draw
+
+    mix = ([Pair(f"big {i}", "e", "supported", "vitaminc_real") for i in range(10)]
+           + [Pair(f"small {i}", "e", "refuted", "check_covid") for i in range(3)])
+    random.Random(5).shuffle(mix)
+    drawn = training_draw(mix, per_source=4)
+    assert [p.source for p in drawn].count("vitaminc_real") == 4 and [p.source for p in drawn].count("check_covid") == 3
+    assert drawn == [p for p in mix if p in drawn]  # the mix's own (seeded) order, nothing reshuffled
+    assert {p.claim for p in drawn if p.source == "vitaminc_real"} == {
+        p.claim for p in mix if p.source == "vitaminc_real"}.intersection(
+        [p.claim for p in mix if p.source == "vitaminc_real"][:4])  # the first four the mix holds
+    assert training_draw(mix, limit=5, per_source=4) == drawn[:5]
+    assert training_draw(mix, limit=5) == mix[:5] and training_draw(mix) == mix
+
+    settings = json.loads((WEIGHTS_DIR / "verifier.json").read_text(encoding="utf-8"))
+    settings["settings"] = {**settings["settings"], "per_source": 1500}
+    assert "--limit 30000 --per-source 1500" in model_card(settings)
+
+
+def test_the_training_command_refuses_a_cap_per_source_below_one(capsys):
+    from veracity.cli import main
+
+    assert main(["verifier", "train", "--per-source", "0", "--out", "/nonexistent"]) != 0
+    assert "--per-source must be at least 1" in capsys.readouterr().err

@@ -33,6 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--frozen-layers", type=int, default=2, help="lowest encoder layers left as the base model has them")
     t.add_argument("--seed", type=int, default=13)
     t.add_argument("--limit", type=int, default=None, help="at most this many training pairs (a quick run)")
+    t.add_argument("--per-source", type=int, default=None,
+                   help="at most this many training pairs of each source (a draw where no source dominates)")
     t.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     t.add_argument("--init-from", default=None, help="continue from a trained verifier folder")
     t.add_argument("--device", default="auto", help="auto (a CUDA GPU when torch sees one, else the CPU), cpu, cuda")
@@ -69,8 +71,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     for name, lo in (("epochs", 1), ("batch_size", 1), ("max_length", 16), ("threads", 1), ("checkpoint_every", 1)):
         if getattr(args, name) < lo:
             raise UserError(f"--{name.replace('_', '-')} must be at least {lo}")
+    if args.per_source is not None and args.per_source < 1:
+        raise UserError("--per-source must be at least 1")
     s = TrainSettings(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_length=args.max_length,
                       frozen_layers=args.frozen_layers, seed=args.seed, limit=args.limit, threads=args.threads,
+                      per_source=args.per_source,
                       init_from=args.init_from, checkpoint_every=args.checkpoint_every, device=args.device)
     result = run(data, out, s, progress=True)
     print(json.dumps({k: result[k] for k in ("sha256", "temperature", "binary_rule", "figures", "ms_per_pair")},
