@@ -475,3 +475,23 @@ def test_the_training_command_refuses_a_cap_per_source_below_one(capsys):
 
     assert main(["verifier", "train", "--per-source", "0", "--out", "/nonexistent"]) != 0
     assert "--per-source must be at least 1" in capsys.readouterr().err
+
+
+def test_a_calibration_with_another_seed_counts_the_pairs_the_weights_were_trained_on(monkeypatch, tmp_path):
+    # weights whose training stopped before its own calibration are counted from the training's draw, not from the
+    # calibration's (another seed shuffles the mix otherwise: the model card would list pairs never read)
+    from veracity.verify import train as T
+
+    def mix(seed: int) -> TrainingData:
+        pairs = [Pair(f"claim {i}", "e", "supported", "vitaminc_real" if i % 3 else "check_covid") for i in range(30)]
+        random.Random(seed).shuffle(pairs)
+        return TrainingData(pairs, [], [], [], [], [], {})
+
+    built: list[int] = []
+    monkeypatch.setattr(T, "build", lambda root, seed=13, **kw: (built.append(seed), mix(seed))[1])
+    calibration = mix(31)
+    s = TrainSettings(seed=31, limit=8, per_source=5)
+    pool = T.trained_pool(tmp_path, {"seed": 37, "limit": 8, "per_source": 5}, s, calibration)
+    assert built == [37] and pool == mix(37).train != calibration.train
+    assert T.training_draw(pool, 8, 5) == T.training_draw(mix(37).train, 8, 5)
+    assert T.trained_pool(tmp_path, {"seed": 31}, s, calibration) is calibration.train and built == [37]

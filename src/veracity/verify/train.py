@@ -469,6 +469,13 @@ def held_apart_sets(data: TrainingData) -> list[tuple[str, list[Pair]]]:
             *sorted(data.heldout_sources.items())]
 
 
+def trained_pool(training_dir: Path, trained_with: dict, s: TrainSettings, data: TrainingData) -> list[Pair]:
+    """The training mix as the training that made these weights shuffled it (its seed, recorded in verifier.json's
+    settings): `data`'s own when the calibration's seed is the same, else built again with the training's."""
+    seed = trained_with.get("seed", s.seed)
+    return data.train if seed == s.seed else build(training_dir, seed=seed).train
+
+
 def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: TrainingData | None = None) -> dict:
     """Fit the lexical baseline (training pairs), then on the calibration part the temperature, the stacker
     (a logistic regression over the cross-encoder's log-probabilities and the lexical features), the rule
@@ -570,11 +577,12 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
     threshold, kept_accuracy, kept_share = uncertain_threshold(conf, correct, UNCERTAIN_TARGET)
     # what the weights were trained on: counted here when called by the training, else kept from verifier.json (a
     # later calibration builds the mix with its own seed and today's sources, which the weights may never have seen;
-    # a calibration of weights whose training was stopped before its own calibration counts them with the
-    # training's limit: right when given the training's seed)
+    # a calibration of weights whose training was stopped before its own calibration draws the training's mix
+    # again, with the training's seed, limit and cap per source)
     trained_with = settings.get("settings", {})
-    seen = training_draw(data.train, s.limit or trained_with.get("limit"),
-                         s.per_source or trained_with.get("per_source"))
+    if retraining or "train_pairs" not in settings.get("data", {}):
+        seen = data.train if retraining else trained_pool(training_dir, trained_with, s, data)
+        seen = training_draw(seen, s.limit or trained_with.get("limit"), s.per_source or trained_with.get("per_source"))
     trained = ({"train_pairs": len(seen), "train_by_source": dict(Counter(p.source for p in seen).most_common()),
                 "cut_at_max_length": cut_by_source(seen, tok, max_length)}
                if retraining or "train_pairs" not in settings.get("data", {})
