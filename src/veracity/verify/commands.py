@@ -66,13 +66,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     from .model import WEIGHTS_DIR
     from .train import TrainSettings, run
 
-    data = _data_dir(args.data)
     out = Path(args.out) if args.out else WEIGHTS_DIR
     for name, lo in (("epochs", 1), ("batch_size", 1), ("max_length", 16), ("threads", 1), ("checkpoint_every", 1)):
         if getattr(args, name) < lo:
             raise UserError(f"--{name.replace('_', '-')} must be at least {lo}")
     if args.per_source is not None and args.per_source < 1:
         raise UserError("--per-source must be at least 1")
+    data = _data_dir(args.data)  # (after the flags: a mistyped flag is told before a missing folder)
     s = TrainSettings(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_length=args.max_length,
                       frozen_layers=args.frozen_layers, seed=args.seed, limit=args.limit, threads=args.threads,
                       per_source=args.per_source,
