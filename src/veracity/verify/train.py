@@ -581,13 +581,13 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
     # again, with the training's seed, limit and cap per source)
     trained_with = settings.get("settings", {})
     if retraining or "train_pairs" not in settings.get("data", {}):
-        seen = data.train if retraining else trained_pool(training_dir, trained_with, s, data)
-        seen = training_draw(seen, s.limit or trained_with.get("limit"), s.per_source or trained_with.get("per_source"))
-    trained = ({"train_pairs": len(seen), "train_by_source": dict(Counter(p.source for p in seen).most_common()),
-                "cut_at_max_length": cut_by_source(seen, tok, max_length)}
-               if retraining or "train_pairs" not in settings.get("data", {})
-               else {k: settings["data"][k] for k in ("train_pairs", "train_by_source", "cut_at_max_length")
-                     if k in settings["data"]})
+        seen = training_draw(data.train if retraining else trained_pool(training_dir, trained_with, s, data),
+                             s.limit or trained_with.get("limit"), s.per_source or trained_with.get("per_source"))
+        trained = {"train_pairs": len(seen), "train_by_source": dict(Counter(p.source for p in seen).most_common()),
+                   "cut_at_max_length": cut_by_source(seen, tok, max_length)}
+    else:
+        trained = {k: settings["data"][k] for k in ("train_pairs", "train_by_source", "cut_at_max_length")
+                   if k in settings["data"]}
     settings.update({
         "temperature": temperature, "aggregate_temperature": aggregate_temperature,
         "binary_rule": rule, "stack": stack.to_json() if use_stack else None,
