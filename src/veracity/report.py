@@ -478,7 +478,10 @@ def _summary_line(r: Mapping[str, Any]) -> str:
 def _leaf_lines(item: ViewItem) -> str:
     rating = item.get("rating") or "no decision (counted as not supported)"
     conf = f" ({item['confidence']:.2f})" if item.get("confidence") is not None else ""
-    lines = [f"  [{item['index']}] {rating}{conf}: {item['sentence']}", f"      query: {item['query']}"]
+    lines = [f"  [{item['index']}] {rating}{conf}: {item['sentence']}"]
+    if item.get("read_as"):
+        lines.append(f"      read as: {item['read_as']}")
+    lines.append(f"      query: {item['query']}")
     for e in item.get("evidence") or []:
         src = e.get("source") or e.get("doc_id") or "passage"
         lines.append(f"      evidence: {_snippet(e.get('text', ''))} — {src}")

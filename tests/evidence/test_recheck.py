@@ -250,3 +250,35 @@ def test_the_report_quotes_each_passage_with_its_link_date_and_index_time(tmp_pa
     assert "## Evidence retrieved" in md
     assert (f"Its summit is 8,849 metres high. — *[Mount Everest](https://example.org/everest), published "
             f"2020-05-01 · indexed {indexed} UTC*") in md
+
+
+def test_an_answer_sentence_is_decided_again_as_it_was_read_its_pronoun_resolved(tmp_path, capsys):
+    from veracity.evidence.recheck import LEAF_LABELS
+    from veracity.leaf import AnswerChecker
+    from veracity.llm import UsageMeter
+    from veracity.trace import Tracer
+    from veracity.types import Evidence
+    from veracity.verify.decide import check_evidence
+
+    index = build(tmp_path / "idx", docs())
+    config = load_config(overrides={"cache": False, "verifier.use": "on", "leaf.top_k": 1}, env={})
+    tracer = Tracer()
+    answer = "The Nile is a river in Africa. It flows into the Red Sea."
+    AnswerChecker.from_config(config, write_queries=False).check(
+        "Tell me about the Nile.", answer, model=Model(ScriptedBackend([])).bind(UsageMeter(), tracer),
+        retriever=index.retriever(), tracer=tracer)
+    trace = tracer.to_list()
+    [read] = [s for s in trace if s["stage"] == "leaf_sentence" and "read_as" in s]
+    assert read["sentence"] == "It flows into the Red Sea." and read["read_as"] == "Nile flows into the Red Sea."
+    path = tmp_path / "answer.json"
+    path.write_text(json.dumps({"claim": {"text": "Tell me about the Nile."}, "pipeline": "answer-check",
+                                "model": "m", "verdict": {"label": "LEAF 0.50"}, "trace": trace}))
+    code, doc = recheck_json(capsys, str(path))
+    assert code == 0
+    [d] = [d for d in doc["decisions"] if d["group"] == "It flows into the Red Sea."]
+    assert d["holds"] and d["stored"] == d["now"] == read["rating"]
+    # taken again on the text the verifier read then, not on the sentence as written
+    evidence = [Evidence.from_dict(e) for e in read["evidence"]]
+    as_read, as_written = (check_evidence(config.verifier, Tracer(), text, evidence, LEAF_LABELS)
+                           for text in (read["read_as"], read["sentence"]))
+    assert d["confidence"] == round(as_read.confidence, 4) != round(as_written.confidence, 4)

@@ -17,12 +17,13 @@ from veracity.errors import UserError
 from veracity.eval.datasets import Dataset, EvalItem
 from veracity.eval.runner import run_eval
 from veracity.leaf import AnswerChecker, extract_letter, load_options_file, parse_options, split_sentences
+from veracity.verify import load_verifier
 from veracity.verify.model import WEIGHTS_DIR
 from veracity.leaf.analysis import auc, read_rows, summarize, to_markdown
 from veracity.llm import Model, UsageMeter
 from veracity.llm.scripted import ScriptedBackend
 from veracity.registry import available_pipelines, get_pipeline
-from veracity.retrieval import Index
+from veracity.retrieval import Document, Index
 from veracity.trace import Tracer
 from veracity.types import Claim
 
@@ -508,3 +509,49 @@ def test_with_the_verifier_on_the_rater_model_writes_queries_and_the_verifier_ra
     verified = [x for x in tracer.to_list() if x["stage"] == "evidence_verifier"]
     assert len(verified) == 1 and s.rating == verified[0]["label"] and s.rating in ("Supported", "Not Supported")
     assert s.reasoning.startswith(f"Label {s.rating}") and s.confidence == verified[0]["confidence"]
+
+
+RIVERS = [Document(id="danube", title="Danube",
+                   text="The Danube is the second-longest river in Europe. It flows through Vienna, Bratislava, "
+                        "Budapest and Belgrade."),
+          Document(id="seine", title="Seine", text="The Seine is a river in northern France. It flows through Paris.")]
+
+
+@pytest.mark.skipif(not (WEIGHTS_DIR / "verifier.json").is_file(), reason="no trained verifier")
+def test_the_verifier_reads_a_sentence_with_its_pronoun_resolved_and_searches_with_it():
+    """With no model writing queries (the proxy's verifier mode), "It flows through Paris." as its own query finds
+    the Seine, which does flow through Paris: the sentence means the Danube, and is read and searched as such."""
+    cfg = config(**{"verifier.use": "on"})
+    tracer = Tracer()
+    checker = AnswerChecker.from_config(cfg, write_queries=False)
+    answer = "The Danube is a river in Europe. It flows through Paris. He lost it."
+    result = checker.check("Tell me about the Danube.", answer, model=Model(ScriptedBackend([])).bind(UsageMeter(),
+                           tracer), retriever=Index.from_documents(RIVERS).retriever(), tracer=tracer)
+    first, second, third = result.sentences
+    assert second.sentence == "It flows through Paris." and second.read_as == "Danube flows through Paris."
+    assert second.query == second.read_as and [e.doc_id for e in second.evidence] == ["danube"]
+    assert second.rating == "Not Supported"
+    assert first.read_as == "" and first.query == first.sentence  # nothing to resolve: read as written
+    assert third.read_as == "" and third.query == "He lost it."  # nobody "he" can be: left as written
+    steps = [s for s in tracer.to_list() if s["stage"] == "leaf_sentence"]
+    assert steps[1]["read_as"] == "Danube flows through Paris." and "read_as" not in steps[0]
+    # the verifier's reading in the trace is that of the resolved sentence against the Danube's page
+    verified = [s for s in tracer.to_list() if s["stage"] == "evidence_verifier"][1]
+    v = load_verifier("default").verify("Danube flows through Paris.", [second.evidence[0].text])
+    assert verified["probabilities"] == {k: round(x, 4) for k, x in v.probabilities.items()}
+    # the check as printed says what was read
+    from veracity.report import item_lines
+    from veracity.steps import view_items
+
+    printed = "\n".join(line for it in view_items(tracer.to_list()) for line in item_lines(it))
+    assert "[2] Not Supported" in printed and "      read as: Danube flows through Paris.\n" in printed
+    assert printed.count("read as:") == 1
+    # the proxy's units: the span of the sentence as written, and what was read
+    from veracity.proxy.checking import result_view
+
+    units = result_view(tracer.to_list(), answer)["units"]
+    start = answer.index("It flows")
+    assert units[1]["span"] == [start, start + len("It flows through Paris.")]
+    assert units[1]["read_as"] == "Danube flows through Paris." and "read_as" not in units[0]
+    # as written, the same sentence is its own query and finds the Seine
+    assert [e.doc_id for e in Index.from_documents(RIVERS).retriever().search(second.sentence, k=1)] == ["seine"]

@@ -73,6 +73,7 @@ class Found:
     stored: str | None  # the run's label for that claim or sentence
     labels: str  # "claim": the pipeline's labels; "leaf": Supported / Not Supported
     evidence: dict[str, Any]
+    read_as: str = ""  # the sentence as the verifier read it when it differs (a LEAF sentence's pronoun resolved)
 
 
 # -- finding the evidence of a run ------------------------------------------------------------------------------
@@ -86,8 +87,10 @@ def evidence_of(run: StoredRun) -> list[Found]:
         if not isinstance(step, Mapping):
             continue
         stage = step.get("stage")
+        read_as = ""
         if stage == "leaf_sentence":
             group, stored, labels = str(step.get("sentence") or ""), step.get("rating"), "leaf"
+            read_as = str(step.get("read_as") or "")
         elif stage == "text_claim":
             group, stored, labels = str(step.get("text") or ""), step.get("label"), "claim"
         else:
@@ -102,7 +105,7 @@ def evidence_of(run: StoredRun) -> list[Found]:
                 k = (group, e.get("url"), e.get("doc_id"), e.get("text"), e.get("quote_start"))
                 if k not in seen:
                     seen.add(k)
-                    out.append(Found(group, stored if isinstance(stored, str) else None, labels, dict(e)))
+                    out.append(Found(group, stored if isinstance(stored, str) else None, labels, dict(e), read_as))
     return out
 
 
@@ -267,11 +270,12 @@ def decide(run: StoredRun, found: list[Found], items: list[RecheckItem], config:
         before = [Evidence.from_dict(f.evidence) for f, _ in pairs]
         now = [e for e in (_as_now(f.evidence, item) for f, item in pairs) if e is not None]
         unread = sum(item.status in (UNREACHABLE, REFUSED) for _, item in pairs)
+        claim = first.read_as or group  # read as the run read it
         try:
-            is_ = check_evidence(config.verifier, tracer, group, now, labels, kind=kind)
+            is_ = check_evidence(config.verifier, tracer, claim, now, labels, kind=kind)
             # nothing changed or gone: the evidence now is the evidence as stored, and so is the decision
             same = all(item.status not in (CHANGED, GONE) for _, item in pairs)
-            was = is_ if same else check_evidence(config.verifier, Tracer(), group, before, labels, kind=kind)
+            was = is_ if same else check_evidence(config.verifier, Tracer(), claim, before, labels, kind=kind)
             out.append(RecheckDecision(group=group, verifier=kind, stored=first.stored, before=was.label,
                                        now=is_.label, confidence=round(is_.confidence, 4), holds=was.label == is_.label,
                                        items=len(now),

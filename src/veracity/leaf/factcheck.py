@@ -6,6 +6,9 @@ For each sentence of an answer (see `sentences.py`):
 3. the rater decides Supported / Not Supported, seeing the passages, the question and the sentence
    (prompt `leaf_rate`): optionally a short reasoning first, then the decision through
    `choose` (scored by log-probability on the embedded model, never parsed from free text there).
+   Where the trained verifier rates instead (`verifier.use`), it reads the sentence as it reads on its own
+   (a leading pronoun resolved by rule: `sentences.py`), since it sees neither the question nor the sentences
+   before; so is the query when no model writes one (`write_queries=False`).
 
 LEAF score = supported sentences / checked sentences. Every sentence keeps its query, its evidence,
 the rater's reasoning and its rating, and is emitted as one `leaf_sentence` trace step; the result
@@ -29,7 +32,7 @@ from ..errors import UserError
 from ..types import Evidence
 from ..verify.decide import check_evidence, verifier_enabled
 from .prompts import NOT_SUPPORTED, QUERY, RATING, REASONING, SUPPORTED
-from .sentences import answer_units
+from .sentences import Sentences, answer_units
 
 if TYPE_CHECKING:
     from ..config import Config, LeafConfig, VerifierConfig
@@ -47,6 +50,7 @@ class SentenceCheck:
     rating: str | None = None  # Supported | Not Supported | None when the rater's decision was unusable
     reasoning: str = ""
     confidence: float | None = None  # probability of the rating, when the backend scores options
+    read_as: str = ""  # the sentence as the verifier read it, its pronoun resolved (leaf/sentences.py); "": as written
 
     @property
     def supported(self) -> bool:
@@ -55,7 +59,8 @@ class SentenceCheck:
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "sentence": self.sentence, "query": self.query,
                 "evidence": [e.to_dict() for e in self.evidence], "rating": self.rating,
-                "supported": self.supported, "reasoning": self.reasoning, "confidence": self.confidence}
+                "supported": self.supported, "reasoning": self.reasoning, "confidence": self.confidence,
+                **({"read_as": self.read_as} if self.read_as else {})}
 
 
 @dataclass
@@ -165,32 +170,37 @@ class AnswerChecker:
         result = LeafResult(sentences=[], total_sentences=split.total, max_sentences=self.settings.max_sentences)
         if split.capped or split.total == 0:
             tracer.emit("leaf_note", note=result.note, **label)
-        result.sentences.extend(self._check_all(split.checked, context, model, retriever, tracer, result, label))
+        result.sentences.extend(self._check_all(split, context, model, retriever, tracer, result, label))
         tracer.emit("leaf_score", score=result.score, supported=result.supported, checked=result.checked,
                     total_sentences=result.total_sentences, capped=result.capped, note=result.note, **label)
         return result
 
-    def _check_all(self, sentences: list[str], context: str, model: "RunModel", retriever: "Retriever",
+    def _check_all(self, split: Sentences, context: str, model: "RunModel", retriever: "Retriever",
                    tracer: "Tracer", result: LeafResult, label: dict[str, Any]) -> list[SentenceCheck]:
         """Check the sentences, up to `concurrency` at once when the backend runs calls in parallel
         (`RunModel.map_in_order`: the trace reads as if they had been checked one after the other); each keeps its
         own failure list, merged in the sentences' order."""
-        def one(item: tuple[int, str], run_model: "RunModel", own: "Tracer") -> tuple[SentenceCheck, LeafResult]:
+        def one(i: int, run_model: "RunModel", own: "Tracer") -> tuple[SentenceCheck, LeafResult]:
             scratch = LeafResult(sentences=[], total_sentences=0, max_sentences=0)
-            return self.check_sentence(*item, context, run_model, retriever, own, scratch, label), scratch
+            return self.check_sentence(i + 1, split.checked[i], context, run_model, retriever, own, scratch, label,
+                                       read_as=split.reading(i)), scratch
 
-        done = model.map_in_order(one, enumerate(sentences, 1), workers=self.concurrency, tracer=tracer)
+        done = model.map_in_order(one, range(len(split.checked)), workers=self.concurrency, tracer=tracer)
         for _, scratch in done:  # the parse failures in the sentences' order, however they ran
             result.parse_failures.extend(scratch.parse_failures)
         return [check for check, _ in done]
 
     def check_sentence(self, index: int, sentence: str, context: str, model: "RunModel",
                        retriever: "Retriever", tracer: "Tracer", result: LeafResult,
-                       label: dict[str, Any]) -> SentenceCheck:
+                       label: dict[str, Any], *, read_as: str = "") -> SentenceCheck:
+        """Check one sentence; `read_as` is the sentence as it reads on its own (leaf/sentences.py), which the
+        verifier reads and, when no model writes the queries, the query is (default: as written)."""
         t0 = time.perf_counter()
-        query = self.generate_query(sentence, context, model, tracer, result) if self.write_queries else sentence
+        read_as = read_as or sentence
+        query = self.generate_query(sentence, context, model, tracer, result) if self.write_queries else read_as
         evidence = retriever.search(query, k=self.settings.top_k)
-        check = SentenceCheck(index=index, sentence=sentence, query=query, evidence=evidence)
+        check = SentenceCheck(index=index, sentence=sentence, query=query, evidence=evidence,
+                              read_as=read_as if read_as != sentence else "")
         self.rate(check, context, model, tracer, result)
         tracer.emit("leaf_sentence", **label, **check.to_dict(), seconds=round(time.perf_counter() - t0, 3))
         return check
@@ -205,7 +215,8 @@ class AnswerChecker:
              result: LeafResult) -> None:
         if self.verifier is not None and verifier_enabled(self.verifier, model.model_id):
             # the trained verifier rates the sentence against the retrieved passages (verifier.use)
-            d = check_evidence(self.verifier, tracer, check.sentence, check.evidence, (SUPPORTED, NOT_SUPPORTED))
+            d = check_evidence(self.verifier, tracer, check.read_as or check.sentence, check.evidence,
+                               (SUPPORTED, NOT_SUPPORTED))
             check.rating, check.confidence, check.reasoning = d.label, d.confidence, d.rationale
             return
         slots = dict(KNOWLEDGE=check.evidence, CONTEXT=context, STATEMENT=check.sentence)

@@ -6,13 +6,20 @@ lines and list items), so that LEAF and `veracity check-text` agree on sentence 
 rule-based method: deterministic, no model call): atomic claims, with what is not checkable (questions,
 advice, opinions) left out. Claims that stay ambiguous are kept as they are written: LEAF's rater sees the
 question, where their antecedent usually is.
+
+Each sentence also has the text it reads as on its own (`read_as`): a leading pronoun resolved by the shared
+rules (`veracity.claims.decontext`: "The Eiffel Tower is in Paris. It opened in 1889." -> "The Eiffel Tower
+opened in 1889."), where nothing else could be meant. The trained verifier reads that text and, when no model
+writes the queries, it is the search query: neither sees the question or the sentences before. The sentence
+as written is what is shown and scored.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..claims.sentences import split_sentences
+from ..claims.decontext import Resolver
+from ..claims.sentences import sentence_spans, split_sentences
 from ..errors import UserError
 
 __all__ = ["Sentences", "answer_sentences", "answer_units", "split_sentences"]
@@ -24,6 +31,11 @@ class Sentences:
 
     checked: list[str]
     total: int
+    read_as: list[str] | None = None  # each checked unit as it reads on its own; None: as written
+
+    def reading(self, i: int) -> str:
+        """The text unit i (0-based) reads as on its own."""
+        return self.read_as[i] if self.read_as is not None else self.checked[i]
 
     @property
     def capped(self) -> bool:
@@ -36,11 +48,17 @@ def answer_sentences(answer: str, max_sentences: int, *, allow_empty: bool = Fal
     `allow_empty` is for answers a model wrote (a pipeline must not stop an evaluation because the
     model said nothing); an answer a user gives to be checked must say something.
     """
-    sentences = split_sentences(answer or "")
-    if not sentences and not allow_empty:
+    segments = sentence_spans(answer or "")
+    if not segments and not allow_empty:
         raise UserError("the answer is empty: give the text to fact-check" if not (answer or "").strip()
                         else "the answer has no words to fact-check")
-    return Sentences(checked=sentences[:max_sentences], total=len(sentences))
+    checked = segments[:max_sentences]
+    resolver = Resolver(answer or "")
+    read_as = []
+    for seg in checked:
+        resolver.sentence(seg.start, seg.end)
+        read_as.append(resolver.resolve(seg.text).text)
+    return Sentences(checked=[seg.text for seg in checked], total=len(segments), read_as=read_as)
 
 
 def answer_units(answer: str, max_units: int, *, units: str = "sentences", allow_empty: bool = False) -> Sentences:

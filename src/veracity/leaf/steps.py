@@ -46,6 +46,7 @@ class LeafSentence(Labelled):
     reasoning: str = ""
     confidence: float | None = None
     seconds: float | None = None
+    read_as: str | None = optional()  # the sentence as the verifier read it (its pronoun resolved), when it differs
 
     def fold(self, view: Fold) -> None:
         leaf = item("leaf", self.data, index=None, sentence="", query="", evidence=[], rating=None,

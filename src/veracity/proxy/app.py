@@ -179,7 +179,8 @@ async def _fc_rag(state: ProxyState, body: dict[str, Any], question: str, policy
 def _as_steps(veracity: dict[str, Any]) -> list[dict[str, Any]]:
     """The units of a `veracity` object as the `leaf_sentence` steps they came from (for `leaf_result`)."""
     return [{"stage": "leaf_sentence", "index": u["index"], "sentence": u["text"], "query": u.get("query", ""),
-             "evidence": u["evidence"], "rating": u["verdict"], "confidence": u.get("confidence")}
+             "evidence": u["evidence"], "rating": u["verdict"], "confidence": u.get("confidence"),
+             "read_as": u.get("read_as", "")}
             for u in veracity.get("units", [])]
 
 

@@ -141,7 +141,8 @@ def leaf_result(steps: list[dict[str, Any]]) -> LeafResult:
     """The LeafResult a run's `leaf_sentence` and `leaf_score` steps describe."""
     checks = [SentenceCheck(index=s["index"], sentence=s["sentence"], query=s.get("query", ""),
                             evidence=[Evidence.from_dict(e) for e in s.get("evidence", [])],
-                            rating=s.get("rating"), reasoning=s.get("reasoning", ""), confidence=s.get("confidence"))
+                            rating=s.get("rating"), reasoning=s.get("reasoning", ""), confidence=s.get("confidence"),
+                            read_as=s.get("read_as") or "")
               for s in steps if s.get("stage") == "leaf_sentence"]
     score = next((s for s in reversed(steps) if s.get("stage") == "leaf_score"), {})
     return LeafResult(sentences=checks, total_sentences=score.get("total_sentences", len(checks)),
@@ -155,6 +156,7 @@ def result_view(steps: list[dict[str, Any]], answer: str) -> dict[str, Any]:
     spans = unit_spans(answer, [s.sentence for s in result.sentences])
     units = [{"index": s.index, "text": s.sentence, "span": span, "verdict": s.rating, "supported": s.supported,
               "confidence": s.confidence, "query": s.query, "reasoning": s.reasoning,
+              **({"read_as": s.read_as} if s.read_as else {}),
               "evidence": [e.to_dict() for e in s.evidence]}
              for s, span in zip(result.sentences, spans)]
     score = next((s for s in reversed(steps) if s.get("stage") == "leaf_score"), {})

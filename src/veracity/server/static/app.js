@@ -476,7 +476,9 @@
         // one sentence of the answer: a disclosure with its query, evidence and rating
         const ev = it.evidence && it.evidence.length ? it.evidence.map(evidenceBlock)
                                                      : [el("p", { class: "hint" }, "No evidence found in the index.")];
-        const body = el("div", { class: "leaf-body" }, el("p", null, key("Query"), " ", it.query || ""), ...ev,
+        const body = el("div", { class: "leaf-body" },
+                        it.read_as ? el("p", { class: "read-as" }, key("Read as"), " ", it.read_as) : null,
+                        el("p", null, key("Query"), " ", it.query || ""), ...ev,
                         it.reasoning ? el("p", null, key("Reasoning"), " ", it.reasoning) : null);
         const summary = el("summary", null, el("span", { class: "sent" }, it.sentence || ""), " ",
                            el("span", { class: `badge ${it.supported ? "b-kept" : "b-dropped"}` },
