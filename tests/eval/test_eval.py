@@ -167,3 +167,24 @@ def test_a_larger_limit_extends_a_smaller_one():
     assert {i.id for i in small} <= {i.id for i in large}
     assert [int(i.id) for i in large] == sorted(int(i.id) for i in large)  # file order kept
     assert {i.id for i in select_items(items, 30, seed=1)} != {i.id for i in small}
+
+
+def test_the_evidence_given_with_a_claim_is_read_even_where_it_shares_no_word_with_the_claim(cli_env, tmp_path):
+    """A claim's own evidence (JSONL `evidence`, a benchmark's gold sentences) is its index: BM25 found nothing for
+    a sentence worded otherwise, and the verifier said "No evidence was found"."""
+    claims = tmp_path / "given.jsonl"
+    claims.write_text(json.dumps({"id": "sweden", "claim": "Sweden's population is almost entirely atheist.",
+                                  "label": "refuted", "evidence": [
+                                      "34% answered that they do not believe there is any sort of spirit, god, or "
+                                      "life force."]}) + "\n")
+    no_rules = tmp_path / "no-rules.json"
+    no_rules.write_text('{"rules": []}')
+    out = tmp_path / "run"
+    r = veracity("eval", "--dataset", "jsonl", "--path", str(claims), "--pipeline", "verifier", "--model",
+                 f"scripted:{no_rules}", "--out", str(out), "--no-progress", env=cli_env)
+    assert r.returncode == 0, r.stderr
+    [row] = rows(out)
+    assert "No evidence was found" not in row["verdict"]["rationale"]
+    assert 'decided by passage [1] (sweden-e0): "34% answered' in row["verdict"]["rationale"]
+    retrieved = [s for s in row["trace"] if s["stage"] == "retrieval"]
+    assert retrieved and retrieved[0]["results"][0]["found_by"]["retriever"] == "given"

@@ -227,6 +227,21 @@ def test_an_index_built_before_passages_kept_offsets_still_loads_and_searches(tm
     assert "quote_start" not in ev.to_dict()
 
 
+def test_the_evidence_given_with_a_claim_is_found_even_where_it_shares_no_word_with_the_query():
+    given = Index.from_documents([
+        Document("poll", "", "34% answered that they do not believe there is any sort of spirit, god, or life force."),
+        Document("size", "", "Sweden has a population of ten million."),
+        Document("flag", "", "Its flag shows a yellow cross on blue.")])
+    query = "Sweden's population is almost entirely atheist."
+    assert [e.doc_id for e in given.search(query, k=5)] == ["size"]  # BM25 alone: only what shares a word
+    found = given.given_evidence().search(query, k=5)
+    assert [e.doc_id for e in found] == ["size", "poll", "flag"]  # then the rest, in the order given
+    assert [e.found_by["retriever"] for e in found] == ["bm25", "given", "given"] and found[1].score == 0.0
+    assert [e.found_by["rank"] for e in found] == [1, 2, 3] and found[1].quote_start == 0
+    assert [e.doc_id for e in given.given_evidence().search(query, k=2)] == ["size", "poll"]
+    assert isinstance(given.given_evidence(), Retriever)
+
+
 def test_invalid_chunk_settings_are_user_errors():
     with pytest.raises(UserError):
         chunk_document(Document("x", "", "text"), max_words=10, overlap_words=10)

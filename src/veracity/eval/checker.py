@@ -60,7 +60,7 @@ class ItemChecker:
         plan, ds = self.plan, self.plan.dataset
         retriever = plan.retriever
         if item.evidence:
-            retriever = Index.from_documents(item.evidence).retriever("bm25")
+            retriever = Index.from_documents(item.evidence).given_evidence()  # read even when no word matches
         res = run_check(item.claim, self.pipes[name], self.model, plan.config, retriever=retriever,
                         labels=ds.labels, label_rules=ds.label_rules)
         pred = ds.label_map.get(res.verdict.label, res.verdict.label)

@@ -72,7 +72,8 @@ header row, then one claim per row). Fields:
               optional: paths or URLs, a string or a list (CSV: a JSON list, or ';'-separated)
     evidence  optional: a string or a list of strings (JSONL may also give objects with `text` and
               optional `title`, `url`); each becomes one of the item's own Documents. CSV: one
-              string, or a JSON list of strings.
+              string, or a JSON list of strings. An item's own Documents are searched with BM25, then
+              topped up with those that share no word with the query (`Index.given_evidence`).
 
 Other fields are kept in the item's metadata. The label set is Supported, Refuted (those present)
 then the other labels in order of first appearance; the metric is macro-F1; setting `user`.
