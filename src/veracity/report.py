@@ -297,6 +297,9 @@ def _record_sections(record: "Record", result: CheckResult, image_url: ImageLink
                               f"{v.get('refuted', 0):.2f} / {v.get('nei', 0):.2f}" for v in s.verifier]
                     if s.decided_by == "verifier":
                         lines += ["", "*The label is the verifier's: the evidence was decisive.*"]
+                    elif s.decided_by == "verifier-leaning":
+                        lines += ["", "*The evidence was not decisive, and the model chose the label the verifier "
+                                      "gives less than one half: the label is the verifier's, uncertain.*"]
                     else:
                         lines += ["", "*The evidence was not decisive: the label is the model's, and its confidence "
                                       "the verifier's probability of that label.*"]

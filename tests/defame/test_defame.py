@@ -604,3 +604,36 @@ def test_the_verifier_reads_the_source_not_a_summary_that_restates_the_claim():
     checked = stages(res, "evidence_verifier")[0]
     assert checked["label"] == "Refuted" and "12 million" in checked["rationale"], checked
     assert checked["probabilities"]["supported"] < 0.5
+
+
+def test_in_a_two_label_set_an_undecisive_reading_leaning_against_the_models_label_takes_the_verifiers(
+        monkeypatch):
+    """Supported / Refuted: the verifier reads the finding as not settling the claim (nei 0.6) but leans Refuted
+    (0.75 of the two-label mass); in the last round, where the model chooses between the two labels, its sure
+    Supported gives way to Refuted with 0.75, uncertain, and the judgement and the report say so."""
+    import veracity.verify.decide as decide
+    from veracity.verify.result import Verification
+
+    class Unsettled:  # a verifier that reads any evidence as not settling the claim, leaning Refuted
+        name, binary_rule = "unsettled", "supported_vs_refuted"
+
+        def verify(self, claim, passages):
+            return Verification({"supported": 0.1, "refuted": 0.3, "nei": 0.6}, None,
+                                [{"supported": 0.1, "refuted": 0.3, "nei": 0.6} for _ in passages])
+
+    monkeypatch.setattr(decide, "get_verifier", lambda settings, kind="verifier": Unsettled())
+    docs = [Document("flavian", "Colosseum history", "The Colosseum was built under the emperors of the Flavian "
+                     "dynasty, and gladiators fought there for centuries.", url="https://example.org/history")]
+    config = load_config(overrides={"verifier.use": "on", "verifier.uncertain_below": 0.8,
+                                    "defame.max_iterations": 2})
+    # not enough information sends the check back to planning; the last round chooses between the two labels
+    backend = SureScripted(rules(['web_search("Colosseum visitors 2023")', 'web_search("Colosseum history")'],
+                                 verdict=["Not Enough Information", "Supported"]))
+    res = run(config, backend, claim="The Colosseum in Rome had 12 million visitors in 2023.", docs=docs,
+              labels=["Supported", "Refuted"])
+    *earlier, judge = stages(res, "judge")
+    assert [j["decided_by"] for j in earlier] == ["model"]  # with nei among the options: as before
+    assert judge["decided_by"] == "verifier-leaning" and judge["probabilities"]["Supported"] == 0.97
+    assert res.verdict.label == "Refuted" and res.verdict.confidence == pytest.approx(0.75)
+    assert res.verdict.uncertain and "the language model chose Supported" in res.verdict.uncertain_reason
+    assert "the label is the verifier's, uncertain" in to_markdown(res)

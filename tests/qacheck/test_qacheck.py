@@ -271,10 +271,10 @@ def test_the_evidence_verifier_decides_the_reasoners_label_in_evidence_settings_
     assert not [s for s in auto.trace if s["stage"] == "evidence_verifier"]
 
 
-def test_when_the_evidence_is_not_decisive_the_reasoners_label_gets_the_verifiers_probability(monkeypatch):
-    """The verifier reads the retrieved evidence as not settling the claim (not enough information 0.6): the model's
-    True stands, but its confidence is the verifier's probability of Supported (0.1 / (0.1 + 0.3) on two labels),
-    never the model's, and the verdict is uncertain, saying why."""
+def test_when_the_evidence_is_not_decisive_the_verdict_is_uncertain_with_the_verifiers_leaning(monkeypatch):
+    """The verifier reads the retrieved evidence as not settling the claim (not enough information 0.6) and, on two
+    labels, leans Refuted (0.3 / (0.1 + 0.3)): the model's True gives way to Refuted with the verifier's 0.75,
+    never the model's confidence, and the verdict is uncertain, saying what the model chose."""
     import veracity.verify.decide as decide
     from veracity.verify.result import Verification
 
@@ -293,9 +293,11 @@ def test_when_the_evidence_is_not_decisive_the_reasoners_label_gets_the_verifier
     result = run_check(Claim("Mara Lind has two children."), get_pipeline("qacheck-retriever-reader", cfg),
                        Model(ScriptedBackend(rules)), cfg, retriever=_bridge_index().retriever("bm25"))
     assert [s["label"] for s in result.trace if s["stage"] == "evidence_verifier"][-1] == "Refuted"
-    assert result.verdict.label == "Supported" and result.verdict.confidence == pytest.approx(0.25)
+    assert result.verdict.label == "Refuted" and result.verdict.confidence == pytest.approx(0.75)
     assert result.verdict.uncertain and "do not settle the claim" in result.verdict.uncertain_reason
-    assert "Supported is the language model's choice" in result.verdict.uncertain_reason
+    assert "the language model chose Supported" in result.verdict.uncertain_reason
+    # the model's reasoning stays, marked as concluding otherwise than the label
+    assert "The claim is true." in result.verdict.rationale
 
 
 def test_in_a_two_label_set_a_sure_refutation_with_nei_above_half_decides_against_the_models_true(monkeypatch):

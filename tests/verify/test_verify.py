@@ -130,10 +130,28 @@ def test_a_label_chosen_against_an_undecisive_reading_gets_the_verifiers_probabi
     labels = ("Supported", "Refuted", "Not Enough Information")
     d = EvidenceDecision(*label_for(v, labels, "supported_vs_refuted"), v, "", labels, "supported_vs_refuted")
     assert not d.decisive and d.label == "Not Enough Information"
-    p, why = d.undecided("Supported")
-    assert p == 0.1 and why.startswith("the sources read do not settle the claim")
+    label, p, why = d.undecided("Supported")
+    assert (label, p) == ("Supported", 0.1) and why.startswith("the sources read do not settle the claim")
     assert "reads Not Enough Information, 0.60, and gives Supported 0.10" in why
-    assert d.undecided("Not Enough Information") == (0.6, "")  # the model agrees with the verifier: no reason
+    assert why.endswith("Supported is the language model's choice")
+    # the model agrees with the verifier: no reason
+    assert d.undecided("Not Enough Information") == ("Not Enough Information", 0.6, "")
+
+
+def test_in_a_two_label_set_an_undecisive_reading_that_leans_the_other_way_takes_the_label():
+    """Supported / Refuted, nei 0.6: not decisive, but the verifier gives Refuted 0.75 and the model's Supported
+    0.25; the verdict takes Refuted with 0.75 (below the threshold: uncertain) and says what the model chose."""
+    v = Verification({"supported": 0.1, "refuted": 0.3, "nei": 0.6}, 0, [{"supported": 0.1, "refuted": 0.3,
+                                                                           "nei": 0.6}])
+    two = ("Supported", "Refuted")
+    d = EvidenceDecision(*label_for(v, two, "supported_vs_refuted"), v, "", two, "supported_vs_refuted", 0.8)
+    assert not d.decisive and d.label == "Refuted"
+    label, p, why = d.undecided("Supported")
+    assert label == "Refuted" and p == pytest.approx(0.75)
+    assert why == ("the sources read do not settle the claim (the trained verifier reads Refuted, 0.75, and gives "
+                   "Supported 0.25); the language model chose Supported")
+    assert d.undecided("Refuted") == ("Refuted", pytest.approx(0.75), "")
+    assert d.undecided("Unverified")[0] == "Unverified"  # a label outside the set (a parse failure's) stands
 
 
 def test_in_a_two_label_set_a_sure_two_label_reading_is_decisive_even_when_nei_is_half_or_more():

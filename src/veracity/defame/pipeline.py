@@ -318,8 +318,10 @@ class Defame(Pipeline):
                 ctx, self.prompts["judge.label"], options, fallback=nei if nei in options else UNVERIFIED,
                 failures=failures, images=images, FINDINGS=findings, **slots)  # no default label
             by = "model"
-            if decision is not None:  # not decisive: the model's label, with the verifier's probability of it
-                confidence, reason = decision.undecided(label)
+            if decision is not None:  # not decisive: the model's label (or, in a two-label set, the verifier's
+                chosen = label       # leaning), with the verifier's probability of it (verify/decide.py)
+                label, confidence, reason = decision.undecided(label)
+                by = "model" if label == chosen else "verifier-leaning"
         self._add(record, ctx, Judge(round=rnd.number, label=label, confidence=confidence, findings=findings,
                                      probabilities=probabilities, final=final or label != nei, verifier=scores or None,
                                      decided_by=by))

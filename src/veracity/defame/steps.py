@@ -170,7 +170,8 @@ class Judge(RoundStep):
     final: bool = False
     #: the trained verifier's reading of each finding ({source, supported, refuted, nei}) when it is on
     verifier: list[dict[str, Any]] | None = None
-    decided_by: str = "model"  # "verifier" when its reading settled the label (the evidence was decisive)
+    decided_by: str = "model"  # "verifier" when its reading settled the label (the evidence was decisive);
+    # "verifier-leaning": not decisive, but in a two-label set the model chose the label the verifier reads under 1/2
 
     def fold(self, view: Fold) -> None:
         view.append({"kind": "judge", "round": self.round, "label": self.label, "confidence": self.confidence,

@@ -94,14 +94,15 @@ class QACheck(Pipeline):
         """R(c, C): the model's rationale and label; in evidence settings the trained verifier's reading of the
         retrieved evidence decides when it is decisive, and the rationale says so when the model concluded
         otherwise (verifier.use; ablation `qacheck-no-evidence-verifier`). When it is not decisive the model's label
-        stands, with the verifier's probability of it as its confidence, uncertain when the verifier read otherwise."""
+        stands, with the verifier's probability of it as its confidence, uncertain when the verifier read otherwise;
+        in a two-label set the verifier's leaning is taken instead, uncertain (`EvidenceDecision.undecided`)."""
         verdict = reason_then_label(ctx, self.p_reasoner, self.p_reasoner_label,
                                     failures=[] if failures is None else failures, CONTEXTS=context, CLAIM=claim.text)
         d = self._evidence_decision(claim, context, ctx, decisions)
         if d is None:
             return verdict
-        if not d.decisive:  # the model's label, with the verifier's probability of it (not the model's own)
-            verdict.confidence, verdict.uncertain_reason = d.undecided(verdict.label)
+        if not d.decisive:  # uncertain: the model's label, or the verifier's leaning in a two-label set (decide.py)
+            verdict.label, verdict.confidence, verdict.uncertain_reason = d.undecided(verdict.label)
             return verdict
         if d.label != verdict.label:
             verdict.rationale = (f"{d.rationale}\nThe model's own reasoning concluded {verdict.label}: "
