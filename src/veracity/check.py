@@ -82,6 +82,12 @@ def settle_uncertainty(verdict: Verdict, config: "Config") -> None:
         verdict.uncertain_reason = LOW_CONFIDENCE.format(confidence=verdict.confidence, threshold=threshold)
 
 
+def _verifier_rated(tracer: Tracer) -> bool:
+    """The trained verifier took decisions in this check (an answer check it rated): their confidences are its own,
+    so a model server without log-probabilities is not why the verdict has none (a LEAF score has none itself)."""
+    return any(step.get("stage") == "evidence_verifier" for step in tracer.to_list())
+
+
 def run_check(claim: Claim, pipeline: Pipeline, model: "Model", config: "Config", *,
               retriever: "Retriever | None" = None, listeners: list[Listener] | None = None,
               labels: tuple[str, ...] | None = None, label_rules: str = "") -> CheckResult:
@@ -97,7 +103,7 @@ def run_check(claim: Claim, pipeline: Pipeline, model: "Model", config: "Config"
     verdict = pipeline.check(claim, ctx)
     seconds = time.perf_counter() - t0
     settle_uncertainty(verdict, config)
-    if verdict.confidence is None and model.gives_confidences() is False:
+    if verdict.confidence is None and model.gives_confidences() is False and not _verifier_rated(tracer):
         verdict.confidence_note = NO_CONFIDENCES
     tracer.emit("verdict", label=verdict.label, rationale=verdict.rationale, confidence=verdict.confidence)
     return CheckResult(claim=claim, pipeline=pipeline.name, model=model.model_id, verdict=verdict,

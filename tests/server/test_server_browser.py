@@ -246,6 +246,47 @@ def leaf_site(server_factory):
     stub.close()
 
 
+@pytest.fixture(scope="module")
+def leaf_verifier_site(server_factory):
+    """A server whose answer checks are rated by the trained verifier (verifier.use = on; the stub only writes the
+    queries), over an index of a river's page and another's."""
+    from veracity.retrieval import Document, Index
+
+    Index.build([Document("danube", "Danube", "The Danube is the second-longest river in Europe. It flows through "
+                                               "Vienna, Bratislava, Budapest and Belgrade."),
+                 Document("seine", "Seine", "The Seine is a river in northern France. It flows through Paris.")],
+                server_factory.base / "rivers-idx")
+    config = server_factory.base / "verifier-on.toml"
+    config.write_text('[verifier]\nuse = "on"\n')
+    stub = StubServer(rules_responder({"rules": [{"match": "Search query:$", "reply": " Danube river Paris"}]}))
+    srv = server_factory(["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0",
+                          "--config", str(config), "--index", str(server_factory.base / "rivers-idx")],
+                         name="browser-leaf-verifier")
+    yield srv.url
+    stub.close()
+
+
+def test_an_answer_sentence_read_with_its_pronoun_resolved_says_so_on_the_page(page, leaf_verifier_site):
+    from playwright.sync_api import expect
+
+    page.goto(leaf_verifier_site + "/")
+    page.get_by_label("Answer check").check()
+    page.get_by_label("Question", exact=True).fill("Tell me about the Danube.")
+    page.get_by_label("Answer", exact=True).fill("The Danube is a river in Europe. It flows through Paris.")
+    page.get_by_role("button", name="Check answer").click()
+    expect(page.locator(".verdict")).to_be_visible(timeout=60_000)  # the server loads the verifier first
+    # the stub gives no log-probabilities, but the verifier rated every sentence with its own confidence
+    expect(page.locator(".verdict")).not_to_contain_text("No confidence")
+    first, second = page.locator("#steps .step.leaf").nth(0), page.locator("#steps .step.leaf").nth(1)
+    expect(second.locator("summary")).to_contain_text("It flows through Paris.")
+    second.locator("summary").click()
+    expect(second.locator(".read-as")).to_have_text("Read as Danube flows through Paris.")
+    first.locator("summary").click()
+    expect(first.locator(".leaf-body")).to_be_visible()
+    expect(first.locator(".read-as")).to_have_count(0)  # nothing to resolve: no line
+    assert not page.failures, page.failures
+
+
 def test_answer_check_highlights_unsupported_sentences_with_evidence_on_click(page, leaf_site):
     from playwright.sync_api import expect
     from worlds import PLAIN_CTS, Q_CTS
