@@ -152,6 +152,10 @@ def test_in_a_two_label_set_an_undecisive_reading_that_leans_the_other_way_takes
                    "Supported 0.25); the language model chose Supported")
     assert d.undecided("Refuted") == ("Refuted", pytest.approx(0.75), "")
     assert d.undecided("Unverified")[0] == "Unverified"  # a label outside the set (a parse failure's) stands
+    # three labels without a not-enough-information one (AVeriTeC-like, less nei): the model's label stands
+    three = ("Supported", "Refuted", "Conflicting Evidence/Cherrypicking")
+    d3 = EvidenceDecision(*label_for(v, three, "supported_vs_refuted"), v, "", three, "supported_vs_refuted", 0.8)
+    assert d3.undecided("Supported")[0] == "Supported"
 
 
 def test_in_a_two_label_set_a_sure_two_label_reading_is_decisive_even_when_nei_is_half_or_more():

@@ -144,7 +144,7 @@ class EvidenceDecision:
         given = f", and gives {label} {p:.2f}" if p is not None else ""
         read = (f"the sources read do not settle the claim (the trained verifier reads {self.label}, "
                 f"{self.confidence:.2f}")
-        if _names(self.labels)[2] is None and p is not None and p < 0.5:
+        if len(self.labels) == 2 and _names(self.labels)[2] is None and p is not None and p < 0.5:
             return self.label, self.confidence, f"{read}{given}); the language model chose {label}"
         return label, p, f"{read}{given}); {label} is the language model's choice"
 
