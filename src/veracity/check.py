@@ -85,7 +85,7 @@ def settle_uncertainty(verdict: Verdict, config: "Config") -> None:
 def _verifier_rated(tracer: Tracer) -> bool:
     """The trained verifier took decisions in this check (an answer check it rated): their confidences are its own,
     so a model server without log-probabilities is not why the verdict has none (a LEAF score has none itself)."""
-    return any(step.get("stage") == "evidence_verifier" for step in tracer.to_list())
+    return any(step.stage == "evidence_verifier" for step in tracer.steps)
 
 
 def run_check(claim: Claim, pipeline: Pipeline, model: "Model", config: "Config", *,
