@@ -89,6 +89,9 @@ def test_second_run_is_served_from_the_cache(scripted, cli_env):
     (["check", "--model", "mystery-model", "A claim."], "unknown model 'mystery-model'"),
     (["check", "--config", "/nonexistent.toml", "A claim."], "configuration file not found"),
     (["check"], "give a claim"),
+    (["check", "--evidence", "   ", "A claim."], "evidence-1 is empty"),
+    (["check", "--evidence-file", "/nonexistent/article.txt", "A claim."], "/nonexistent/article.txt"),
+    (["check", "--evidence", "Some text.", "--index", "/nonexistent/idx", "A claim."], "not both"),
 ])
 def test_user_errors_are_one_line_without_traceback(args, message, scripted, cli_env):
     r = veracity(*args, env=cli_env)
@@ -153,3 +156,23 @@ def test_check_with_an_evidence_only_pipeline_never_loads_the_language_model(cli
     r = veracity("check", "--pipeline", "direct", "--no-cache", "--model", f"gguf:{broken}", claim, env=cli_env)
     err = r.stderr.decode()
     assert r.returncode != 0 and "broken.gguf" in err and "Traceback" not in err
+
+
+def test_check_against_the_evidence_a_user_gives_reads_it_in_the_order_given(cli_env, tmp_path):
+    """`--evidence TEXT` / `--evidence-file FILE`: the claim is checked against that text, no index needed; all of
+    it is read (even a sentence sharing no word with the claim), texts first, then files, each in the order given."""
+    article = tmp_path / "danube.txt"
+    article.write_text("Europe's second-longest river rises in the Black Forest.\n"
+                       "The Danube flows through Vienna and Budapest.", encoding="utf-8")
+    r = veracity("check", "--pipeline", "verifier", "--no-cache", "--json", "--evidence", "Paris is in France.",
+                 "--evidence-file", str(article), "The Danube flows through Vienna.", env=cli_env)
+    assert r.returncode == 0, r.stderr.decode()
+    doc = json.loads(r.stdout)
+    found = next(s for s in doc["trace"] if s["stage"] == "retrieval")["results"]
+    assert [e["source"] for e in found] == ["evidence-1", "danube.txt"]
+    assert "Black Forest" in found[1]["text"] and "Vienna and Budapest" in found[1]["text"]
+    decided = next(s for s in doc["trace"] if s["stage"] == "evidence_verifier")
+    assert doc["verdict"]["label"] == "Supported" and decided["passage"] == 1  # the article, not Paris
+    r = veracity("check", "--pipeline", "verifier", "--no-cache", "--evidence", "Paris is in France.",
+                 "The Danube flows through Vienna.", env=cli_env)
+    assert r.returncode == 0 and "Verdict: Supported" not in r.stdout.decode()  # nothing on the Danube: not so

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from . import __version__
 from .cli_options import batch_options, config_from, dispatch_from, model_options, pipeline_options
@@ -34,6 +35,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from .llm import make_model
     from .registry import get_pipeline
     from .report import TerminalPrinter, terminal_text, usage_line, write_report
+    from .retrieval.index import Index
     from .types import Claim
 
     config = config_from(args)
@@ -49,7 +51,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.image and not pipeline.accepts_images:
         raise UserError(f"pipeline {args.pipeline!r} does not look at images; use --pipeline defame")
     claim = Claim(text=text, images=clean_image_refs(args.image), date=_claim_date(args.date))
-    retriever = open_retriever(config)
+    given = _given_evidence(args.evidence or [], args.evidence_file or [])
+    if given and args.index:
+        raise UserError("give the evidence to read (--evidence, --evidence-file) or an index to search (--index), "
+                        "not both")
+    retriever = Index.from_documents(given, source="the evidence given").given_evidence() if given \
+        else open_retriever(config)
     model = make_model(config, lazy=True)  # loaded when first called: the verifier and lexical pipelines call none
     listeners = []
     if not args.json:
@@ -81,6 +88,28 @@ def cmd_check(args: argparse.Namespace) -> int:
         if args.report:
             print(f"Report written to {args.report}")
     return 0
+
+
+def _given_evidence(texts: list[str], files: list[str]) -> list:
+    """The evidence given beside a claim (--evidence TEXT, --evidence-file FILE, each repeatable) as documents of
+    an index of their own, in the order given: each text is one document, each file one (named by the file),
+    chunked as an index chunks; an empty one is a UserError."""
+    from .inputs import decode_user_text
+    from .reading import MAX_TEXT_FILE_BYTES
+    from .retrieval.documents import Document
+
+    docs = []
+    for n, text in enumerate(texts, start=1):
+        docs.append(Document(id=f"evidence-{n}", title="", text=decode_user_text(text, f"evidence {n}").strip()))
+    for path in files:
+        raw = _read_bytes(path, MAX_TEXT_FILE_BYTES, "the evidence file")
+        name = "standard input" if path == "-" else Path(path).name
+        docs.append(Document(id=f"evidence-{len(docs) + 1}", title=name,
+                             text=decode_user_text(raw, f"the evidence file {name}").strip()))
+    for doc in docs:
+        if not doc.text:
+            raise UserError(f"{doc.title or doc.id} is empty: give the text the claim is to be checked against")
+    return docs
 
 
 def _claim_date(value: str | None) -> str | None:
@@ -217,6 +246,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--image", action="append", help="an image that belongs to the claim (path or URL; repeat "
                    "for several; pipelines that look at images: defame)")
     p.add_argument("--date", help="when the claim was made (YYYY-MM-DD): sources published later are ignored")
+    p.add_argument("--evidence", action="append", metavar="TEXT",
+                   help="check the claim against this text (repeat for several, read in the order given) instead "
+                        "of searching an index")
+    p.add_argument("--evidence-file", action="append", metavar="FILE",
+                   help="check the claim against this file's text (an article, a report; '-' for standard input; "
+                        "repeatable, with --evidence too)")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("eval", parents=[model_options(), pipeline_options(), batch_options()],
