@@ -35,7 +35,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from .llm import make_model
     from .registry import get_pipeline
     from .report import TerminalPrinter, terminal_text, usage_line, write_report
-    from .retrieval.index import Index
+    from .retrieval.index import given_evidence
     from .types import Claim
 
     config = config_from(args)
@@ -55,8 +55,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if given and args.index:
         raise UserError("give the evidence to read (--evidence, --evidence-file) or an index to search (--index), "
                         "not both")
-    retriever = Index.from_documents(given, source="the evidence given").given_evidence() if given \
-        else open_retriever(config)
+    retriever = given_evidence(given) if given else open_retriever(config)
     model = make_model(config, lazy=True)  # loaded when first called: the verifier and lexical pipelines call none
     listeners = []
     if not args.json:
@@ -90,26 +89,21 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def _given_evidence(texts: list[str], files: list[str]) -> list:
-    """The evidence given beside a claim (--evidence TEXT, --evidence-file FILE, each repeatable) as documents of
-    an index of their own, in the order given: each text is one document, each file one (named by the file),
-    chunked as an index chunks; an empty one is a UserError."""
+def _given_evidence(texts: list[str], files: list[str]) -> list[tuple[str, str]]:
+    """The evidence given beside a claim (--evidence TEXT, --evidence-file FILE, each repeatable) as (title, text):
+    the texts, then the files (each named by its file); an empty one is a UserError."""
     from .inputs import decode_user_text
     from .reading import MAX_TEXT_FILE_BYTES
-    from .retrieval.documents import Document
 
-    docs = []
-    for n, text in enumerate(texts, start=1):
-        docs.append(Document(id=f"evidence-{n}", title="", text=decode_user_text(text, f"evidence {n}").strip()))
+    given = [("", decode_user_text(text, f"evidence {n}").strip()) for n, text in enumerate(texts, start=1)]
     for path in files:
         raw = _read_bytes(path, MAX_TEXT_FILE_BYTES, "the evidence file")
         name = "standard input" if path == "-" else Path(path).name
-        docs.append(Document(id=f"evidence-{len(docs) + 1}", title=name,
-                             text=decode_user_text(raw, f"the evidence file {name}").strip()))
-    for doc in docs:
-        if not doc.text:
-            raise UserError(f"{doc.title or doc.id} is empty: give the text the claim is to be checked against")
-    return docs
+        given.append((name, decode_user_text(raw, f"the evidence file {name}").strip()))
+    for n, (title, text) in enumerate(given, start=1):
+        if not text:
+            raise UserError(f"{title or f'evidence-{n}'} is empty: give the text the claim is to be checked against")
+    return given
 
 
 def _claim_date(value: str | None) -> str | None:

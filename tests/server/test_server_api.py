@@ -281,11 +281,32 @@ def test_a_verdict_from_the_models_memory_is_shown_uncertain_with_why(fast):
     ({"claim": "A claim.", "model": "gguf:/etc/passwd"}, 400, "unknown_model", "this server offers"),
     ({"pipeline": "qacheck"}, 422, "invalid_request", "claim: Field required"),
     ({"claim": 42}, 422, "invalid_request", "claim"),
+    ({"claim": "A claim.", "evidence": ["Some text.", "  "]}, 400, "evidence_empty", "passage 2 is empty"),
+    ({"claim": "A claim.", "evidence": ["A passage."] * 21}, 400, "too_many_passages", "at most 20"),
+    ({"claim": "A claim.", "evidence": ["x" * 200_001]}, 413, "evidence_too_long", "at most 200000"),
+    ({"claim": "A claim.", "evidence": "one string"}, 422, "invalid_request", "evidence"),
+    ({"question": "Q?", "answer": "A.", "evidence": ["Text."]}, 400, "evidence_not_applicable", "leave `evidence`"),
 ])
 def test_bad_requests_say_what_to_fix(fast, body, status, code, says):
     r = fast.post("/api/checks", json=body)
     assert r.status_code == status, r.text
     assert r.json()["error"] == code and says in r.json()["detail"]
+
+
+def test_a_claim_is_checked_against_the_evidence_sent_with_it(fast):
+    """`evidence` in the request: the claim is read against those passages (in the order sent, even one sharing no
+    word with the claim), on a server without an index; a QA module that retrieves takes them as its index."""
+    passages = ["Paris is in France.", "Europe's second-longest river passes Vienna and Budapest.",
+                "The Danube flows through Vienna and Budapest."]
+    run_id = start_check(fast, "The Danube flows through Vienna.", pipeline="verifier", evidence=passages)
+    run = wait_for(fast, run_id, finished)
+    assert run["status"] == "done", run
+    found = next(s for s in run["steps"] if s["stage"] == "retrieval")["results"]
+    assert [e["text"] for e in found] == passages and [e["source"] for e in found][0] == "evidence-1"
+    decided = next(s for s in run["steps"] if s["stage"] == "evidence_verifier")
+    assert run["verdict"]["label"] == "Supported" and decided["passage"] in (1, 2)  # the Danube's, not Paris
+    r = fast.post("/api/checks", json={"claim": CLAIM, "qa": "retriever-reader", "evidence": passages})
+    assert r.status_code == 202, r.text  # no index on this server, and none needed
 
 
 def test_other_client_errors(fast):

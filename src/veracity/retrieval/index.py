@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -284,6 +284,13 @@ class GivenEvidenceRetriever:
             out.append(replace(hit, found_by={**hit.found_by, "rank": rank}) if hit is not None
                        else _evidence(p, 0.0, self.index.manifest.get("created"), {**found_by, "rank": rank}))
         return out
+
+
+def given_evidence(passages: Sequence[tuple[str, str]]) -> GivenEvidenceRetriever:
+    """A retriever over the evidence a user gave beside a claim, (title, text) each, in the order given: each one
+    document `evidence-N` of an index of its own (a long text chunked as an index chunks it)."""
+    docs = [Document(id=f"evidence-{n}", title=title, text=text) for n, (title, text) in enumerate(passages, 1)]
+    return Index.from_documents(docs, source="the evidence given").given_evidence()
 
 
 def _evidence(passage: Passage, score: float, indexed: str | None, found_by: dict[str, Any]) -> Evidence:

@@ -145,10 +145,11 @@ class Catalog:
 
     # -- resolving one request ----------------------------------------------------------------------
 
-    def resolve(self, pipeline: str, qa: str | None, model: str | None, input_kind: str = "claim"
-                ) -> tuple[Pipeline, "Config", str | None]:
+    def resolve(self, pipeline: str, qa: str | None, model: str | None, input_kind: str = "claim", *,
+                evidence_given: bool = False) -> tuple[Pipeline, "Config", str | None]:
         """The pipeline instance and run config for a request whose input is `input_kind` ("claim", or "answer":
-        a question and an answer), or an ApiError saying what to change."""
+        a question and an answer), or an ApiError saying what to change. With `evidence_given` (passages sent
+        with the claim) a pipeline that retrieves reads them, index or not."""
         if model is not None and model not in self.models:
             raise ApiError(400, "unknown_model",
                            f"unknown model {model!r}; this server offers: {', '.join(self.models)}")
@@ -187,11 +188,11 @@ class Catalog:
             pipe = get_pipeline(pipeline, cfg)
         except UserError as e:
             raise ApiError(400, "unknown_pipeline", str(e)) from None
-        if pipe.needs_retriever(cfg) and not cfg.index:
+        if pipe.needs_retriever(cfg) and not cfg.index and not evidence_given:
             raise ApiError(400, "index_required",
                            f"pipeline {pipeline!r} with the {getattr(pipe, 'qa_name', '')} QA module retrieves "
                            "from an index, and this server has none: choose another QA module or pipeline, or "
-                           "restart the server with --index DIR")
+                           "send the passages to read as `evidence`, or restart the server with --index DIR")
         return pipe, cfg, getattr(pipe, "qa_name", None)
 
     def model(self, spec: str) -> "Model":

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 from .answers import NAME as ANSWER_CHECK
 from .answers import check_answer_input
 from .errors import ApiError
-from .limits import check_claim, check_date
+from .limits import check_claim, check_date, check_evidence
 from .uploads import Upload, upload_from_base64
 
 if TYPE_CHECKING:
@@ -48,6 +48,11 @@ class CheckIn(BaseModel):
     images: list[ImageIn] | None = Field(None, description="images the claim is about, for pipelines with "
                                                            "`accepts_images` (defame and its ablations): at most "
                                                            "`max_images` of them (GET /api/pipelines)")
+    evidence: list[str] | None = Field(None, description="passages to check the claim against instead of the "
+                                                         "server's index (claim pipelines): each one document, read "
+                                                         "whole in the order given when they fit in what a step "
+                                                         "reads, else searched; at most 20, 200,000 characters "
+                                                         "in all", examples=[["The Danube flows into the Black Sea."]])
     question: str | None = Field(None, description="answer-check: the question the answer replies to")
     answer: str | None = Field(None, description="answer-check: the answer to fact-check sentence by sentence "
                                                  "against the server's index (LEAF)")
@@ -104,6 +109,9 @@ def start_check(s: "ServerState", body: CheckIn, client: str, uploads: list[Uplo
         if has_images:
             raise ApiError(400, "images_not_accepted", f"pipeline {name!r} checks an answer's text and does not "
                                                        "look at images: leave `images` out")
+        if body.evidence:
+            raise ApiError(400, "evidence_not_applicable", f"pipeline {name!r} checks an answer against the server's "
+                                                           "index: leave `evidence` out")
         if body.date is not None and str(body.date).strip():
             raise ApiError(400, "date_not_applicable", f"pipeline {name!r} checks an answer against the index and "
                                                        "takes no claim date: leave `date` out")
@@ -121,7 +129,8 @@ def start_check(s: "ServerState", body: CheckIn, client: str, uploads: list[Uplo
         raise ApiError(422, "invalid_request", "claim: Field required (or `question` and `answer` with pipeline "
                                                f"{ANSWER_CHECK!r})")
     claim = check_claim(body.claim, s.config.max_claim_chars)
-    pipeline, cfg, qa = s.catalog.resolve(name, body.qa, body.model)
+    evidence = check_evidence(body.evidence)
+    pipeline, cfg, qa = s.catalog.resolve(name, body.qa, body.model, evidence_given=bool(evidence))
     date = check_date(body.date)
     images: list = []
     if has_images:
@@ -139,7 +148,8 @@ def start_check(s: "ServerState", body: CheckIn, client: str, uploads: list[Uplo
         infos = s.uploads.save(images)
         try:
             return s.manager.submit(claim=claim, pipeline=pipeline, config=cfg, qa=qa, date=date,
-                                    images=[(str(s.uploads.folder / i["file"]), i) for i in infos])
+                                    images=[(str(s.uploads.folder / i["file"]), i) for i in infos],
+                                    evidence=evidence)
         except BaseException:
             s.uploads.release([i["file"] for i in infos])
             raise

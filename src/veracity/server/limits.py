@@ -34,6 +34,30 @@ def check_claim(text: str, max_chars: int) -> str:
         raise ApiError(400, e.code, str(e)) from None
 
 
+MAX_EVIDENCE_PASSAGES = 20
+MAX_EVIDENCE_CHARS = 200_000  # all passages together
+
+
+def check_evidence(texts: list[str] | None) -> list[str]:
+    """The passages a client gave to check the claim against (none: []), stripped, or a 400/413 saying what is
+    wrong: at most MAX_EVIDENCE_PASSAGES, none empty, MAX_EVIDENCE_CHARS in all."""
+    if not texts:
+        return []
+    if len(texts) > MAX_EVIDENCE_PASSAGES:
+        raise ApiError(400, "too_many_passages", f"{len(texts)} evidence passages; at most {MAX_EVIDENCE_PASSAGES}: "
+                                                 "join related ones into one text")
+    out = [t.replace("\x00", "").strip() for t in texts]
+    empty = [n for n, t in enumerate(out, start=1) if not t]
+    if empty:
+        raise ApiError(400, "evidence_empty", f"evidence passage {empty[0]} is empty: give the text the claim is to "
+                                              "be checked against, or leave it out")
+    total = sum(len(t) for t in out)
+    if total > MAX_EVIDENCE_CHARS:
+        raise ApiError(413, "evidence_too_long", f"the evidence has {total} characters; this server accepts at most "
+                                                 f"{MAX_EVIDENCE_CHARS}: keep the passages that bear on the claim")
+    return out
+
+
 def check_date(text: str | None) -> str | None:
     """The claim date as YYYY-MM-DD (None when not given), or a 400 `invalid_date` saying what is wrong
     (the rule is `inputs.check_claim_date`, shared with the CLI)."""

@@ -89,6 +89,7 @@ class Job:
     metadata: dict[str, Any] = field(default_factory=dict)  # e.g. {"answer": ...} for an answer check
     images: list[str] = field(default_factory=list)  # the claim's images: paths of the stored uploads
     date: str | None = None  # the claim's date (YYYY-MM-DD)
+    evidence: list[str] = field(default_factory=list)  # passages sent to be read instead of the server's index
 
 
 def new_run_id() -> str:
@@ -113,13 +114,16 @@ class RunManager:
 
     def submit(self, *, claim: str, pipeline: "Pipeline", config: "Config", qa: str | None,
                options: dict[str, Any] | None = None, date: str | None = None,
-               images: list[tuple[str, dict[str, Any]]] | None = None) -> tuple[str, int]:
+               images: list[tuple[str, dict[str, Any]]] | None = None,
+               evidence: list[str] | None = None) -> tuple[str, int]:
         """Store a new queued run and schedule it; returns (run id, position in the queue, 0 = starting).
         `images`: (path, description) of each stored upload (uploads.ImageUploads.save); the run keeps the
-        descriptions and the date in its options."""
+        descriptions, the date and the evidence sent with the claim (`evidence`) in its options."""
         stored = dict(options or {})
         if date:
             stored["date"] = date
+        if evidence:
+            stored["evidence"] = list(evidence)
         if images:
             stored["images"] = [info for _, info in images]
         with self._lock:
@@ -139,7 +143,7 @@ class RunManager:
             self._waiting.append(run_id)
             position = max(0, len(self._waiting) - max(0, self.max_concurrent - running))
             job = Job(run_id, claim, pipeline, config, config.model, dict(options or {}),
-                      images=[path for path, _ in images or []], date=date)
+                      images=[path for path, _ in images or []], date=date, evidence=list(evidence or []))
             live.future = self._executor.submit(self._execute, job)
         return run_id, position
 
@@ -187,8 +191,10 @@ class RunManager:
         try:
             model = self.catalog.model(job.model)
             claim = Claim(text=job.claim, images=list(job.images), date=job.date, metadata=job.metadata)
-            result = run_check(claim, job.pipeline, model, job.config,
-                               retriever=self.retriever, listeners=[listener])
+            from ..retrieval.index import given_evidence
+
+            retriever = given_evidence([("", t) for t in job.evidence]) if job.evidence else self.retriever
+            result = run_check(claim, job.pipeline, model, job.config, retriever=retriever, listeners=[listener])
             out = result.to_dict()
             with live.lock:
                 if live.stopped:
