@@ -113,6 +113,27 @@ def test_stdio_bad_input_is_a_tool_error_and_the_server_goes_on(tmp_path, env):
     assert not ok.is_error and ok.structured_content["label"] == "Supported"
 
 
+def test_stdio_checks_a_claim_against_the_evidence_an_agent_gives(tmp_path, env):
+    """An agent that has read a page passes its passages: the claim is checked against them, no index needed."""
+    model = write_rules(tmp_path / "rules.json")
+    passages = ["Kestrel Bay is a novel written by Mara Lind in 1999.",
+                "The Orrin Bridge is a stone bridge in Tallinn, Estonia. It was built in 1871."]
+
+    async def main():
+        async with stdio(["--model", model], env, tmp_path) as c:
+            schema = {t.name: t for t in (await c.list_tools()).tools}["check_claim"].input_schema
+            assert "evidence" in schema["properties"]
+            return (await c.call_tool("check_claim", {"claim": CLAIM, "pipeline": "verifier", "evidence": passages}),
+                    await c.call_tool("check_claim", {"claim": CLAIM, "evidence": ["  "]}))
+
+    r, empty = anyio.run(main)
+    assert not r.is_error, r.content
+    out = r.structured_content
+    assert out["label"] == "Supported" and out["basis"] == "evidence" and "memory" not in out["uncertain_reason"]
+    assert [e["text"] for e in out["evidence"]][:2] == passages  # read in the order given
+    assert empty.is_error and "empty" in empty.content[0].text
+
+
 def test_stdio_text_answer_search_and_get_run_over_an_index(tmp_path, env, index):
     model = write_rules(tmp_path / "rules.json", {"rules": SERVER_RULES["rules"] + [
         {"match": "Search query:$", "reply": " Orrin Bridge Tallinn"},

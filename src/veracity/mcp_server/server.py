@@ -67,8 +67,13 @@ def build_server(state: "ServerState", *, local_files: bool, pipeline: str | Non
                                                                 "this machine (stdio only; pipelines that take "
                                                                 "images)")] = None,
             image_base64: Annotated[str | None, Field(description="or the image's bytes in base64 (or a data: URL)")]
-            = None) -> Annotated[CallToolResult, sc.ClaimResult]:
-        r = await tools.check_claim(_progress(ctx), claim, pipeline, date, image_path, image_base64)
+            = None,
+            evidence: Annotated[list[str] | None, Field(description="passages to check the claim against (a source "
+                                                                    "the user gave, a page you read), instead of "
+                                                                    "the server's index: read in the order given; "
+                                                                    "at most 20")] = None,
+    ) -> Annotated[CallToolResult, sc.ClaimResult]:
+        r = await tools.check_claim(_progress(ctx), claim, pipeline, date, image_path, image_base64, evidence)
         return _result(r, claim_text(r))
 
     @mcp.tool(title="Check a text", annotations=CHECK,

@@ -93,11 +93,12 @@ class Tools:
     # -- the tools ----------------------------------------------------------------------------------------------
 
     async def check_claim(self, progress: Progress, claim: str, pipeline: str | None = None, date: str | None = None,
-                          image_path: str | None = None, image_base64: str | None = None) -> sc.ClaimResult:
+                          image_path: str | None = None, image_base64: str | None = None,
+                          evidence: list[str] | None = None) -> sc.ClaimResult:
         uploads = None
         if image_path is not None or image_base64 is not None:
             uploads = [self._image(image_path, image_base64)]
-        body = CheckIn(claim=claim, pipeline=pipeline or self.pipeline, date=date)
+        body = CheckIn(claim=claim, pipeline=pipeline or self.pipeline, date=date, evidence=evidence)
         run_id, _ = await self._started(lambda: start_check(self.s, body, CLIENT, uploads))
         run, steps = await self.follow(run_id, progress)
         r = run.get("result") or {}
