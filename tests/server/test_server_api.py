@@ -254,6 +254,14 @@ def test_the_page_form_works_without_javascript(fast):
     assert "default-src 'self'" in page.headers["content-security-policy"]
     r = fast.post("/checks", data={"claim": "  "})
     assert r.status_code == 400 and "the claim is empty" in r.text and "<form" in r.text
+    source = "The Danube flows through Vienna and Budapest."
+    r = fast.post("/checks", data={"claim": "The Danube flows through Vienna.", "pipeline": "verifier",
+                                   "evidence": source})
+    assert r.status_code == 303, r.text  # with a source given, a pipeline that reads documents needs no index
+    run = wait_for(fast, r.headers["location"].rsplit("/", 1)[1], finished)
+    assert run["verdict"]["label"] == "Supported" and source in json.dumps(run["steps"])
+    r = fast.post("/checks", data={"claim": "The Danube flows through Vienna.", "pipeline": "verifier"})
+    assert r.status_code == 400 and "index" in r.text and "<form" in r.text  # without one: what to give
     r = fast.post("/checks", data={"claim": CLAIM}, headers={"origin": "http://evil.example"})
     assert r.status_code == 403
     assert fast.get("/checks/0123456789abcdef").status_code == 404

@@ -135,6 +135,27 @@ def test_form_follows_the_pipeline_and_reports_errors(page, site):
     assert page.failures == [f"400 {site}/api/checks"]
 
 
+def test_a_claim_checked_against_a_source_pasted_on_the_page(page, site):
+    """The optional evidence box: the claim is read against the pasted source (this server has no index), the
+    passage is shown as the evidence, and an empty box changes nothing."""
+    from playwright.sync_api import expect
+
+    page.goto(site + "/")
+    page.get_by_label("Claim", exact=True).fill("The Danube flows through Vienna.")
+    assert page.locator("#pipeline option[value=verifier]").is_disabled()  # no index here: nothing to read yet
+    expect(page.get_by_label("Evidence", exact=True)).to_be_hidden()  # folded away until asked for
+    page.get_by_text("Check it against a source you give").click()
+    source = "Europe's second-longest river rises in the Black Forest. The Danube flows through Vienna and Budapest."
+    page.get_by_label("Evidence", exact=True).fill(source)
+    assert page.locator("#qa option[value=retriever-reader]").is_enabled()  # the source is something to read
+    page.get_by_label("Pipeline").select_option("verifier")
+    page.get_by_role("button", name="Check claim").click()
+    verdict = page.locator(".verdict")
+    expect(verdict).to_contain_text("Supported", timeout=90_000)  # the server loads the verifier on first use
+    expect(page.locator("#steps")).to_contain_text("The Danube flows through Vienna and Budapest")
+    assert "Uncertain because it rests on the model" not in verdict.inner_text()
+
+
 def test_pipelines_are_grouped_and_each_mode_says_what_it_does(page, site):
     from playwright.sync_api import expect
 
@@ -142,7 +163,7 @@ def test_pipelines_are_grouped_and_each_mode_says_what_it_does(page, site):
     groups = page.locator("#pipeline optgroup")
     expect(groups.first).to_have_attribute("label", "Recommended")
     first = groups.first.locator("option")
-    expect(first).to_have_text(["qacheck", "defame", "verifier (needs documents on the server)"])
+    expect(first).to_have_text(["qacheck", "defame", "verifier (needs documents: a source given above, or an index)"])
     research = page.locator("#pipeline optgroup[label^='Research']")
     expect(research.locator("option[value='qacheck-no-evidence-verifier']")).to_have_count(1)
     expect(research.locator("option[value='qacheck']")).to_have_count(0)

@@ -94,7 +94,7 @@ def _uncertain_meaning(s: "ServerState") -> str:
 
 def page_context(s: "ServerState", offset: int, run: dict[str, Any] | None = None) -> dict[str, Any]:
     catalog = s.catalog.to_dict()
-    form = {"mode": "claim", "claim": "", "question": "", "answer": "", "date": "", "text": "", "extract": "auto",
+    form = {"mode": "claim", "claim": "", "evidence": "", "question": "", "answer": "", "date": "", "text": "", "extract": "auto",
             "max_claims": catalog["texts"]["max_claims"], "pipeline": catalog["defaults"]["pipeline"],
             "qa": catalog["defaults"]["qa"], "model": catalog["defaults"]["model"]}
     if run is not None:  # the form starts as this run was asked, ready to check again
@@ -222,7 +222,7 @@ def submit_form(request: Request, claim: str = Form(""), pipeline: str = Form("q
                 answer: str = Form(""), date: str = Form(""), reuse_run: str = Form(""),
                 image: list[UploadFile | str] | None = File(None), text: str = Form(""),
                 text_file: UploadFile | str | None = File(None), extract: str = Form("auto"),
-                max_claims: str = Form("")) -> Response:
+                max_claims: str = Form(""), evidence: str = Form("")) -> Response:
     """The form posted without JavaScript (multipart, with the claim's images for pipelines that take them, or
     the file of a text check): queue the check and show its page (errors: the form again)."""
     if (r := login_redirect(request)) is not None:
@@ -248,7 +248,8 @@ def submit_form(request: Request, claim: str = Form(""), pipeline: str = Form("q
         pipeline = ANSWER_CHECK
         body = CheckIn(question=question, answer=answer, pipeline=pipeline, model=model or None)
     else:
-        body = CheckIn(claim=claim, pipeline=pipeline, qa=qa or None, model=model or None, date=date or None)
+        body = CheckIn(claim=claim, pipeline=pipeline, qa=qa or None, model=model or None, date=date or None,
+                       evidence=[evidence] if evidence.strip() else None)
     info = s.catalog.pipelines.get(pipeline)
     if info is not None and info.qa != "choice":
         body.qa = None  # the select is hidden for these pipelines; its value does not apply
@@ -263,7 +264,7 @@ def submit_form(request: Request, claim: str = Form(""), pipeline: str = Form("q
     except ApiError as e:
         ctx = page_context(s, 0)
         ctx["form"].update(mode="answer" if mode == "answer" else "claim", claim=claim, question=question,
-                           answer=answer, qa=qa or ctx["form"]["qa"], model=model, date=date)
+                           answer=answer, qa=qa or ctx["form"]["qa"], model=model, date=date, evidence=evidence)
         if mode != "answer":
             ctx["form"]["pipeline"] = pipeline
         ctx["form_error"] = e.detail

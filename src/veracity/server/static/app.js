@@ -68,7 +68,7 @@
     const extract = $("#extract"), maxClaims = $("#max-claims");
     const texts = catalog.texts || { max_bytes: 10e6, max_claims: 100 };
     const reuse = $("#reuse-images");  // a reopened run's images, sent again unless others are chosen
-    const imageInput = $("#image"), dateInput = $("#date"), imageList = $("#image-list");
+    const imageInput = $("#image"), dateInput = $("#date"), imageList = $("#image-list"), evidence = $("#evidence");
     const max = catalog.max_claim_chars || 2000;
     const mode = () => (form.querySelector("input[name=mode]:checked") || { value: "claim" }).value;
 
@@ -85,6 +85,7 @@
       $("#text-fields").hidden = !textMode;
       $("#pipeline-field").hidden = answerMode;
       claim.disabled = m !== "claim";
+      evidence.disabled = m !== "claim";
       question.disabled = !answerMode;
       answer.disabled = !answerMode;
       for (const f of [textFile, extract, maxClaims]) f.disabled = !textMode;
@@ -233,7 +234,15 @@
       errorBox.hidden = !text;
     }
 
+    // Pipelines and QA modules that read documents: on a server without an index, usable with a source given above
+    const needsIndex = Array.from(form.querySelectorAll("option[data-needs-index]"));
+    function updateEvidence() {
+      const given = mode() === "claim" && evidence.value.trim() !== "";
+      for (const o of needsIndex) o.disabled = !given;
+    }
+    evidence.addEventListener("input", updateEvidence);
     for (const r of form.querySelectorAll("input[name=mode]")) r.addEventListener("change", updateMode);
+    for (const r of form.querySelectorAll("input[name=mode]")) r.addEventListener("change", updateEvidence);
     claim.addEventListener("input", updateCount);
     text.addEventListener("input", updateCount);
     textFile.addEventListener("change", () => {  // a chosen file is checked instead of the text box
@@ -281,6 +290,7 @@
         ? { question: question.value, answer: answer.value, pipeline: "answer-check", model: $("#model").value }
         : textMode ? { pipeline: pipeline.value, model: $("#model").value, extract: extract.value }
         : { claim: claim.value, pipeline: pipeline.value, model: $("#model").value };
+      if (mode() === "claim" && evidence.value.trim()) body.evidence = [evidence.value];
       if (textMode && maxClaims.value) body.max_claims = Number(maxClaims.value);
       const info = pipelineInfo(body.pipeline);
       if (!answerMode && info && info.qa === "choice") body.qa = qa.value;
@@ -327,7 +337,8 @@
           (answerMode ? (/answer/.test(code) ? answer : question)
             : textMode ? (/^file/.test(code) || body.file ? textFile : /claims/.test(code) ? maxClaims : text)
             : /^image|images/.test(code) && withImages ? imageInput
-            : code === "invalid_date" && withImages ? dateInput : claim).focus();
+            : code === "invalid_date" && withImages ? dateInput
+            : /^evidence|passages/.test(code) ? evidence : claim).focus();
           return;
         }
         history.pushState({ run: data.id }, "", `/checks/${data.id}`);
