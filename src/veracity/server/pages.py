@@ -94,8 +94,8 @@ def _uncertain_meaning(s: "ServerState") -> str:
 
 def page_context(s: "ServerState", offset: int, run: dict[str, Any] | None = None) -> dict[str, Any]:
     catalog = s.catalog.to_dict()
-    form = {"mode": "claim", "claim": "", "evidence": "", "question": "", "answer": "", "date": "", "text": "", "extract": "auto",
-            "max_claims": catalog["texts"]["max_claims"], "pipeline": catalog["defaults"]["pipeline"],
+    form = {"mode": "claim", "claim": "", "evidence": "", "question": "", "answer": "", "date": "", "text": "",
+            "extract": "auto", "max_claims": catalog["texts"]["max_claims"], "pipeline": catalog["defaults"]["pipeline"],
             "qa": catalog["defaults"]["qa"], "model": catalog["defaults"]["model"]}
     if run is not None:  # the form starts as this run was asked, ready to check again
         form.update(model=run["model"] if run["model"] in s.catalog.models else form["model"])
