@@ -154,6 +154,9 @@ def test_a_claim_checked_against_a_source_pasted_on_the_page(page, site):
     expect(verdict).to_contain_text("Supported", timeout=90_000)  # the server loads the verifier on first use
     expect(page.locator("#steps")).to_contain_text("The Danube flows through Vienna and Budapest")
     assert "Uncertain because it rests on the model" not in verdict.inner_text()
+    page.reload()  # the run reopened: its source is in the form again, ready to check again
+    expect(page.get_by_label("Evidence", exact=True)).to_have_value(source)
+    assert page.locator("#pipeline option[value=verifier]").is_enabled()
 
 
 def test_pipelines_are_grouped_and_each_mode_says_what_it_does(page, site):

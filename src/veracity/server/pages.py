@@ -95,8 +95,9 @@ def _uncertain_meaning(s: "ServerState") -> str:
 def page_context(s: "ServerState", offset: int, run: dict[str, Any] | None = None) -> dict[str, Any]:
     catalog = s.catalog.to_dict()
     form = {"mode": "claim", "claim": "", "evidence": "", "question": "", "answer": "", "date": "", "text": "",
-            "extract": "auto", "max_claims": catalog["texts"]["max_claims"], "pipeline": catalog["defaults"]["pipeline"],
-            "qa": catalog["defaults"]["qa"], "model": catalog["defaults"]["model"]}
+            "extract": "auto", "max_claims": catalog["texts"]["max_claims"],
+            "pipeline": catalog["defaults"]["pipeline"], "qa": catalog["defaults"]["qa"],
+            "model": catalog["defaults"]["model"]}
     if run is not None:  # the form starts as this run was asked, ready to check again
         form.update(model=run["model"] if run["model"] in s.catalog.models else form["model"])
         options = run.get("options") or {}
@@ -109,8 +110,10 @@ def page_context(s: "ServerState", offset: int, run: dict[str, Any] | None = Non
                         qa=run["qa"] or form["qa"], extract=options.get("extract") or "auto",
                         max_claims=options.get("max_claims") or form["max_claims"])
         else:
+            given = options.get("evidence")  # the passages it was checked against, as one text to send again
             form.update(claim=run["claim"], pipeline=run["pipeline"], qa=run["qa"] or form["qa"],
-                        date=(run.get("options") or {}).get("date") or "")
+                        date=options.get("date") or "",
+                        evidence="\n\n".join(t for t in given if isinstance(t, str)) if isinstance(given, list) else "")
             info = s.catalog.pipelines.get(run["pipeline"])
             if info is not None and info.accepts_images and images_of(run):
                 # shown in the form and sent again with the next check (unless the user chooses others)

@@ -272,6 +272,7 @@
     }
     updateCount();
     updateMode();
+    updateEvidence();  // a reopened run's source, refilled: what reads it is usable again
 
     form.addEventListener("submit", async (ev) => {
       ev.preventDefault();
