@@ -160,7 +160,26 @@ def test_a_page_that_fails_to_load_is_a_clear_error(tmp_path, cli_env, index, sc
 def test_pipeline_needs_an_index(tmp_path, cli_env, scripted):
     (tmp_path / "t.txt").write_text(TEXT)
     p = run(["check-text", "t.txt", "--pipeline", "verifier", *scripted], cli_env, tmp_path, check=False)
-    assert p.returncode == 2 and "needs an index" in p.stderr.decode()
+    assert p.returncode == 2 and "needs documents" in p.stderr.decode() and "--index" in p.stderr.decode()
+
+
+def test_a_summary_checked_against_its_source_document(tmp_path, cli_env, scripted):
+    """--evidence-file: the text's claims are checked against the document given (no index), by the verifier by
+    default; the claim the source contradicts is not supported, the ones it states are."""
+    (tmp_path / "article.txt").write_text(" ".join(d["text"] for d in DOCS), encoding="utf-8")
+    (tmp_path / "summary.txt").write_text("Marie Curie was born in Warsaw. The Danube flows through Budapest. "
+                                          "Marie Curie was born in Paris.", encoding="utf-8")
+    out = json.loads(run(["check-text", "summary.txt", "--evidence-file", "article.txt", "--json", *scripted],
+                         cli_env, tmp_path).stdout)
+    assert out["pipeline"] == "verifier"
+    claims = {c["text"]: c for c in out["claims"]}
+    assert claims["Marie Curie was born in Warsaw."]["outcome"] == "supported"
+    assert claims["The Danube flows through Budapest."]["outcome"] == "supported"
+    assert claims["The Danube flows through Budapest."]["evidence"][0]["source"] == "article.txt"
+    assert claims["Marie Curie was born in Paris."]["outcome"] == "refuted"
+    p = run(["check-text", "summary.txt", "--evidence-file", "article.txt", "--index", "idx", *scripted],
+            cli_env, tmp_path, check=False)
+    assert p.returncode == 2 and "not both" in p.stderr.decode()
 
 
 def test_with_no_evidence_source_the_claims_are_checked_from_memory_and_said_so(tmp_path, cli_env):

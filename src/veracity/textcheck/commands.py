@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..cli_options import config_from, model_options, pipeline_options, positive_int
@@ -23,8 +24,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "standard input), check each with a claim pipeline, and sum them up.")
     p.add_argument("source", help="file, http(s) URL, or - for standard input")
     p.add_argument("--pipeline", default=None,
-                   help="claim pipeline (default: verifier, evidence-only, with --index; qacheck without one, whose "
-                        "verdicts then rest on the model's memory; see `veracity pipelines`)")
+                   help="claim pipeline (default: verifier, evidence-only, with --index or --evidence-file; qacheck "
+                        "without either, whose verdicts then rest on the model's memory; see `veracity pipelines`)")
+    p.add_argument("--evidence-file", action="append", metavar="FILE_OR_URL",
+                   help="check the claims against this document (a file, an http(s) URL; repeatable) instead of an "
+                        "index: a summary against its source, an answer against the page it cites")
     p.add_argument("--extract", choices=METHODS, default="auto",
                    help="how claims are extracted: rules, model, or auto (the model behind a server, else the "
                         "rules; default)")
@@ -48,26 +52,37 @@ def cmd_check_text(args: argparse.Namespace) -> int:
     from ..llm import make_model
     from ..registry import get_pipeline, pipeline_specs
     from ..report import terminal_text
+    from ..retrieval.index import given_evidence
     from .outcomes import summary_rows
     from .report import write_report
     from .run import check_text
 
     config = config_from(args)
-    memory_only = args.pipeline is None and not config.index
-    if args.pipeline is None:  # with an index the evidence-only verifier; without one, the model's memory
-        args.pipeline = "verifier" if config.index else "qacheck"
+    if args.evidence_file and args.index:
+        raise UserError("give the documents to check against (--evidence-file) or an index to search (--index), "
+                        "not both")
+    given = [read_source(ref, allow_private=config.defame.allow_private_addresses, timeout=config.timeout)
+             for ref in args.evidence_file or []]
+    for doc in given:
+        if not doc.text.strip():
+            raise UserError(f"{doc.origin} has no text to check the claims against")
+    has_documents = bool(config.index or given)
+    memory_only = args.pipeline is None and not has_documents
+    if args.pipeline is None:  # with documents the evidence-only verifier; without them, the model's memory
+        args.pipeline = "verifier" if has_documents else "qacheck"
     spec = pipeline_specs().get(args.pipeline)
     if spec is None:
         get_pipeline(args.pipeline, config)  # the one "unknown pipeline" message
     if spec.input_kind != "claim":
         raise UserError(f"pipeline {args.pipeline!r} checks {spec.input_kind.replace('_', '-')} questions, not "
                         "claims: pick a claim pipeline (verifier, qacheck, defame, cot, ...)")
-    if spec.needs_index(config) and not config.index:
-        raise UserError(f"pipeline {args.pipeline!r} needs an index: pass --index DIR "
-                        "(build one with `veracity index build`)")
+    if spec.needs_index(config) and not has_documents:
+        raise UserError(f"pipeline {args.pipeline!r} needs documents to read: pass --evidence-file FILE, or an "
+                        "index with --index DIR (build one with `veracity index build`)")
     source = read_source(args.source, allow_private=config.defame.allow_private_addresses, timeout=config.timeout)
     pipeline = get_pipeline(args.pipeline, config)
-    retriever = open_retriever(config)
+    retriever = given_evidence([(doc.title or Path(doc.origin).name, doc.text) for doc in given]) if given \
+        else open_retriever(config)
     model = make_model(config, lazy=True)  # loaded when first called: the verifier and the rules call no model
     bar = None
 
