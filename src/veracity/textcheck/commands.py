@@ -42,8 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 MEMORY_ONLY = ("No evidence source was given, so each claim is checked against the model's memory (pipeline qacheck): "
-               "those verdicts are marked uncertain. Give --index DIR (built with `veracity index build`) to check "
-               "the claims against your documents.")
+               "those verdicts are marked uncertain. Give --index DIR (built with `veracity index build`), or the "
+               "source itself with --evidence-file, to check the claims against documents.")
 
 
 def cmd_check_text(args: argparse.Namespace) -> int:
