@@ -124,9 +124,14 @@ def test_stdio_checks_a_claim_against_the_evidence_an_agent_gives(tmp_path, env)
             schema = {t.name: t for t in (await c.list_tools()).tools}["check_claim"].input_schema
             assert "evidence" in schema["properties"]
             return (await c.call_tool("check_claim", {"claim": CLAIM, "pipeline": "verifier", "evidence": passages}),
-                    await c.call_tool("check_claim", {"claim": CLAIM, "evidence": ["  "]}))
+                    await c.call_tool("check_claim", {"claim": CLAIM, "evidence": ["  "]}),
+                    await c.call_tool("check_text", {"text": "The Orrin Bridge was built in 1871.",
+                                                     "evidence": passages}))
 
-    r, empty = anyio.run(main)
+    r, empty, text = anyio.run(main)
+    assert not text.is_error, text.content
+    assert [c["outcome"] for c in text.structured_content["claims"]] == ["supported"]
+    assert text.structured_content["pipeline"] == "verifier"  # documents to read: the evidence-only verifier
     assert not r.is_error, r.content
     out = r.structured_content
     assert out["label"] == "Supported" and out["basis"] == "evidence" and "memory" not in out["uncertain_reason"]

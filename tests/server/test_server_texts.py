@@ -134,6 +134,25 @@ def test_a_text_is_checked_claim_by_claim_streamed_and_stored(texts):
     assert next(r for r in listed if r["id"] == run_id)["label"] == "Factuality 67%"
 
 
+def test_a_text_is_checked_against_the_documents_sent_with_it(texts):
+    """`evidence`: the claims are read against the documents sent (a summary against its source) instead of the
+    server's index, by the evidence-only verifier unless a pipeline is named."""
+    source = ("Marie Curie was a Polish and naturalised-French physicist and chemist. She was born in Warsaw. "
+              "The Danube flows through Vienna, Bratislava, Budapest and Belgrade.")
+    r = texts.post("/api/texts", json={"text": "Marie Curie was born in Paris. The Danube flows through Budapest.",
+                                       "evidence": [source]})
+    assert r.status_code == 202, r.text
+    accepted = r.json()
+    assert accepted["pipeline"] == "verifier"
+    events = read_sse(texts, f"/api/checks/{accepted['id']}/events")
+    claims = {d["text"]: d for kind, _, d in events if kind == "step" and d["stage"] == "text_claim"}
+    assert {t: c["outcome"] for t, c in claims.items()} == {"Marie Curie was born in Paris.": "refuted",
+                                                            "The Danube flows through Budapest.": "supported"}
+    assert {e["source"] for c in claims.values() for e in c["evidence"]} == {"evidence-1"}  # not the index's
+    r = texts.post("/api/texts", json={"text": "A claim.", "evidence": ["  "]})
+    assert r.status_code == 400 and r.json()["error"] == "evidence_empty"
+
+
 def test_claims_arrive_one_by_one_while_the_text_is_checked(slow, stub):
     run_id = start_text(slow, text=ARTICLE, extract="rules")["id"]  # "auto" would ask the stub for the claims
     seen: list[tuple[float, str, dict]] = []

@@ -85,8 +85,11 @@ def build_server(state: "ServerState", *, local_files: bool, pipeline: str | Non
             text: Annotated[str, Field(description="the text whose claims to check")],
             pipeline: Annotated[str | None, Field(description="the claim pipeline that checks each claim")] = None,
             max_claims: Annotated[int | None, Field(description="check at most this many claims")] = None,
+            evidence: Annotated[list[str] | None, Field(description="documents to check the claims against (e.g. "
+                                                                    "the source of a summary) instead of the "
+                                                                    "server's index; at most 20")] = None,
     ) -> Annotated[CallToolResult, sc.TextResult]:
-        r = await tools.check_text(_progress(ctx), text, pipeline, max_claims)
+        r = await tools.check_text(_progress(ctx), text, pipeline, max_claims, evidence)
         return _result(r, text_text(r))
 
     @mcp.tool(title="Check an answer", annotations=CHECK,

@@ -129,10 +129,10 @@ class Tools:
         return Upload(data=p.read_bytes(), filename=p.name)
 
     async def check_text(self, progress: Progress, text: str, pipeline: str | None = None,
-                         max_claims: int | None = None) -> sc.TextResult:
+                         max_claims: int | None = None, evidence: list[str] | None = None) -> sc.TextResult:
         if max_claims is not None and max_claims < 1:
             raise ToolError(f"max_claims must be at least 1, not {max_claims}")
-        body = TextIn(text=text, pipeline=pipeline or self.pipeline, max_claims=max_claims)
+        body = TextIn(text=text, pipeline=pipeline or self.pipeline, max_claims=max_claims, evidence=evidence)
         run_id, _, _ = await self._started(lambda: start_text(self.s, body, CLIENT))
         run, steps = await self.follow(run_id, progress)
         d = detail(self.s, run, steps)["text"] or {}

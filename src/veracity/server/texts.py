@@ -30,7 +30,7 @@ from ..textcheck.steps import TextExtraction
 from ..textcheck.stored import text_check_from_steps
 from ..types import Claim, Verdict
 from .errors import ApiError
-from .limits import api_error
+from .limits import api_error, check_evidence
 from .uploads import clean_filename, decode_base64
 from .views import run_view
 
@@ -70,6 +70,9 @@ class TextIn(BaseModel):
                                                            "`texts.max_claims`)")
     max_tokens: int | None = Field(None, ge=1, description="stop checking claims once this many model tokens are "
                                                            "used")
+    evidence: list[str] | None = Field(None, description="documents to check the claims against instead of the "
+                                                         "server's index (a summary against its source): at most "
+                                                         "20, 200,000 characters in all")
 
 
 # -- the text check as a pipeline ---------------------------------------------------------------------------
@@ -172,13 +175,15 @@ def start_text(s: "ServerState", body: TextIn, client: str) -> tuple[str, int, S
     """Validate a request and queue the text check (shared by the API and the page's plain form): (run id, queue
     position, the text as it will be checked)."""
     s.limiter.check(client)
-    name = body.pipeline or s.catalog.text_pipeline
+    evidence = check_evidence(body.evidence)
+    # with documents to read (the server's index, or the evidence sent) the evidence-only verifier by default
+    name = body.pipeline or ("verifier" if evidence and "verifier" in s.catalog.pipelines else s.catalog.text_pipeline)
     info = s.catalog.pipelines.get(name)
     if info is not None and info.input_kind != "claim":
         raise ApiError(400, "input_not_supported",
                        f"pipeline {name!r} does not check claims: a text's claims are checked with a claim pipeline "
                        f"(e.g. {s.catalog.text_pipeline}; GET /api/pipelines lists them)")
-    pipeline, cfg, qa = s.catalog.resolve(name, body.qa, body.model)
+    pipeline, cfg, qa = s.catalog.resolve(name, body.qa, body.model, evidence_given=bool(evidence))
     if body.extract not in METHODS:  # the schema says so too; the page's plain form comes here unchecked
         raise ApiError(400, "unknown_extract", f"extract must be one of {', '.join(METHODS)}, not {body.extract!r}")
     limit = s.settings.max_text_claims
@@ -194,7 +199,7 @@ def start_text(s: "ServerState", body: TextIn, client: str) -> tuple[str, int, S
                "source": {"origin": source.origin, "kind": source.kind, "title": source.title,
                           "characters": len(source.text), "size": human_size(len(source.text.encode("utf-8")))}}
     run_id, position = s.manager.submit(claim=run_title(source), pipeline=text_check, config=cfg, qa=qa,
-                                        options=options)
+                                        options=options, evidence=evidence)
     return run_id, position, source
 
 
