@@ -176,3 +176,25 @@ def test_check_against_the_evidence_a_user_gives_reads_it_in_the_order_given(cli
     r = veracity("check", "--pipeline", "verifier", "--no-cache", "--evidence", "Paris is in France.",
                  "The Danube flows through Vienna.", env=cli_env)
     assert r.returncode == 0 and "Verdict: Supported" not in r.stdout.decode()  # nothing on the Danube: not so
+
+
+def test_the_terminal_names_the_passage_the_verifier_read_and_what_it_read_there(scripted, cli_env, tmp_path):
+    """QACheck's questions are answered from the model's memory here, and the verdict rests on the trained verifier's
+    reading of the source given: the steps printed say which passage decided it, quoting it, beside what was
+    recited; the verifier pipeline's reading is printed once (a step), not again as the rationale."""
+    config = tmp_path / "veracity.toml"
+    config.write_text('[verifier]\nuse = "on"\n', encoding="utf-8")
+    source = "The Orrin Bridge is a stone bridge in Riga, Latvia."
+    r = veracity("check", "--config", str(config), "--model", scripted, "--no-cache", "--evidence", source,
+                 "The Orrin Bridge stands in Tallinn.", env=cli_env)
+    out = r.stdout.decode()
+    assert r.returncode == 0, r.stderr.decode()
+    assert "the model's memory (recited, not a source): The Orrin Bridge is a stone bridge in Tallinn" in out
+    line = next(x for x in out.splitlines() if x.startswith("    evidence verifier: "))
+    assert f'Label Refuted: decided by passage [1] (evidence-1): "{source}"' in line
+    assert out.index("    evidence verifier: ") < out.index("\nVerdict: Refuted")  # a step, before the verdict
+    r = veracity("check", "--pipeline", "verifier", "--no-cache", "--evidence", source,
+                 "The Orrin Bridge stands in Riga.", env=cli_env)
+    out = r.stdout.decode()
+    assert r.returncode == 0 and "Retrieved 1 passage for: The Orrin Bridge stands in Riga." in out
+    assert out.count("decided by passage [1] (evidence-1)") == 1 and "Rationale:" not in out

@@ -187,7 +187,7 @@ def test_answering_pipelines_steps_have_items_the_cli_prints(index):
     assert kinds(items) == ["retrieval", "mc_answer", "leaf", "leaf", "leaf", "leaf_score", "leaf_final"]
     assert items[-1]["data"]["letter"] == "A" and items[1]["data"]["kind"] == "rag"
     lines = [line for it in items for line in item_lines(it)]
-    assert re.match(r"Retrieved \d passages for: Is carpal tunnel", lines[0])
+    assert lines[0].startswith("Retrieved 1 passage for: Is carpal tunnel")  # top_k 1: one, said so
     assert lines[1].startswith("\nAnswer with retrieved passages: option A\n")
 
 

@@ -81,7 +81,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             print(f"No confidence: {v.confidence_note}.")
         for note in v.notes:
             print(terminal_text(f"Note: {note}."))
-        if v.rationale:
+        read = [s.get("rationale") for s in result.trace if s.get("stage") == "evidence_verifier"]
+        if v.rationale and v.rationale != (read[-1] if read else None):  # not again when the step gave it
             print(terminal_text("Rationale: " + v.rationale.replace("\n", " ")))
         print("Usage: " + usage_line(result))
         if args.report:

@@ -449,6 +449,8 @@ def item_lines(item: ViewItem) -> list[str]:
     if k == "judge":
         conf = f" ({item['confidence']:.2f})" if item.get("confidence") is not None else ""
         return [f"    judgement: {item['label']}{conf}"]
+    if k == "reasoning" and item.get("stage") == "evidence_verifier":  # what the sources read say, and which decided
+        return ["    evidence verifier: " + " ".join(str(item.get("rationale") or item["label"]).split())]
     if k == "leaf":
         return [_leaf_lines(item)]
     if k == "leaf_score":
@@ -463,7 +465,8 @@ def item_lines(item: ViewItem) -> list[str]:
         return [f"\n{where.capitalize()}{head[0].lower() if where else head[0]}{head[1:]}: option "
                 f"{d.get('letter') or 'none'}\n    {_snippet(d.get('text', ''))}"]
     if k == "retrieval":
-        return [f"Retrieved {len(item['results'])} passages for: {_snippet(item['query'])}"]
+        n = len(item["results"])
+        return [f"Retrieved {n} passage{'' if n == 1 else 's'} for: {_snippet(item['query'])}"]
     if k == "fc_rag_round":
         d = item["data"]
         failed = ", ".join(str(i) for i in d.get("failed_sentences", []))

@@ -153,6 +153,10 @@ def test_a_claim_checked_against_a_source_pasted_on_the_page(page, site):
     verdict = page.locator(".verdict")
     expect(verdict).to_contain_text("Supported", timeout=90_000)  # the server loads the verifier on first use
     expect(page.locator("#steps")).to_contain_text("The Danube flows through Vienna and Budapest")
+    # the verifier's step says which passage of the source decided, quoting it
+    read = page.locator("#steps li.reasoning")
+    expect(read).to_contain_text("Evidence verifier")
+    expect(read).to_contain_text('decided by passage [1] (evidence-1): "' + source + '"')
     assert "Uncertain because it rests on the model" not in verdict.inner_text()
     page.reload()  # the run reopened: its source is in the form again, ready to check again
     expect(page.get_by_label("Evidence", exact=True)).to_have_value(source)
@@ -803,6 +807,9 @@ def test_the_live_page_draws_view_items_as_the_server_renders_them(browser):
                {"stage": "summary", "round": 1, "action": "nothing(x)", "source": "S", "url": "javascript:x",
                 "summary": None},
                {"stage": "leaf_note", "note": "the answer is empty"},
+               {"stage": "evidence_verifier", "verifier": "v", "label": "Refuted", "confidence": 0.81, "passage": 0,
+                "probabilities": {"supported": 0.1, "refuted": 0.85, "nei": 0.05},
+                "rationale": 'Label Refuted: decided by passage [1] (S): "<b>X</b> is in Riga."'},
                {"stage": "judge", "round": 1, "label": "Refuted", "confidence": 0.9, "findings": "F.", "final": True}]]
     items = [it for trace in traces for it in run_view(trace)[0]]
     assert {it["kind"] for it in items} >= {"qa", "verifier", "parse_failure", "stop", "reasoning", "plan", "action",

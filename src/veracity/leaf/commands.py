@@ -113,7 +113,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     listeners = []
     if not args.json:
         print(f"Question: {question}\nRater: {model.model_id}   Index: {config.index}", flush=True)
-        listeners.append(TerminalPrinter(skip=("leaf_score", "leaf_note")))  # both are printed at the end
+        # the score and notes are printed at the end; a sentence's line already gives the verifier's reading
+        listeners.append(TerminalPrinter(skip=("leaf_score", "leaf_note", "reasoning")))
     tracer, meter = Tracer(listeners), UsageMeter()
     t0 = time.perf_counter()
     result = AnswerChecker.from_config(config).check(question_context(question, options), answer,
@@ -155,7 +156,8 @@ def cmd_answer(args: argparse.Namespace) -> int:
             print(f"  {k}. {v}")
         print(f"Mode: {args.answer_mode}   Model: {model.model_id}   Rater: {rater}   Index: {config.index}",
               flush=True)
-        listeners.append(TerminalPrinter())  # each step as it happens
+        # each step as it happens; a sentence's line already gives the verifier's reading
+        listeners.append(TerminalPrinter(skip=("reasoning",)))
     result = run_check(Claim(text=question, metadata={"options": options}), pipeline, model, config,
                        retriever=retriever, listeners=listeners)
     final = next((it["data"] for it in reversed(check_items(result)) if it["kind"] == "leaf_final"), {})
