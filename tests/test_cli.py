@@ -179,14 +179,15 @@ def test_check_against_the_evidence_a_user_gives_reads_it_in_the_order_given(cli
 
 
 def test_the_terminal_names_the_passage_the_verifier_read_and_what_it_read_there(scripted, cli_env, tmp_path):
-    """QACheck's questions are answered from the model's memory here, and the verdict rests on the trained verifier's
-    reading of the source given: the steps printed say which passage decided it, quoting it, beside what was
-    recited; the verifier pipeline's reading is printed once (a step), not again as the rationale."""
+    """QACheck's questions are answered from the model's memory here (--qa reciter-reader), and the verdict rests on
+    the trained verifier's reading of the source given: the steps printed say which passage decided it, quoting it,
+    beside what was recited; the verifier pipeline's reading is printed once (a step), not again as the
+    rationale."""
     config = tmp_path / "veracity.toml"
     config.write_text('[verifier]\nuse = "on"\n', encoding="utf-8")
     source = "The Orrin Bridge is a stone bridge in Riga, Latvia."
-    r = veracity("check", "--config", str(config), "--model", scripted, "--no-cache", "--evidence", source,
-                 "The Orrin Bridge stands in Tallinn.", env=cli_env)
+    r = veracity("check", "--config", str(config), "--model", scripted, "--no-cache", "--qa", "reciter-reader",
+                 "--evidence", source, "The Orrin Bridge stands in Tallinn.", env=cli_env)
     out = r.stdout.decode()
     assert r.returncode == 0, r.stderr.decode()
     assert "the model's memory (recited, not a source): The Orrin Bridge is a stone bridge in Tallinn" in out
@@ -198,3 +199,19 @@ def test_the_terminal_names_the_passage_the_verifier_read_and_what_it_read_there
     out = r.stdout.decode()
     assert r.returncode == 0 and "Retrieved 1 passage for: The Orrin Bridge stands in Riga." in out
     assert out.count("decided by passage [1] (evidence-1)") == 1 and "Rationale:" not in out
+
+
+def test_with_a_source_given_qacheck_answers_its_questions_from_it_not_from_memory(scripted, cli_env, tmp_path):
+    """With --evidence and no --qa, QACheck's question is answered from the source given (retriever-reader): the
+    step shows the source's passage under its name, once, and nothing recited; without a source the configured
+    reciter-reader recites as before."""
+    source = "The Orrin Bridge is a stone bridge in Riga, Latvia."
+    r = veracity("check", "--model", scripted, "--no-cache", "--evidence", source,
+                 "The Orrin Bridge stands in Tallinn.", env=cli_env)
+    out = r.stdout.decode()
+    assert r.returncode == 0, r.stderr.decode()
+    step = out[out.index("[1] Q: Where is the Orrin Bridge?"):out.index("\nVerdict:")]
+    assert f"evidence: {source} — evidence-1, indexed " in step
+    assert "memory" not in step and "(evidence-1)," not in step
+    r = veracity("check", "--model", scripted, "--no-cache", "The Orrin Bridge stands in Tallinn.", env=cli_env)
+    assert r.returncode == 0 and "the model's memory (recited, not a source): The Orrin Bridge" in r.stdout.decode()

@@ -33,11 +33,13 @@ def cmd_check(args: argparse.Namespace) -> int:
     from .check import open_retriever, run_check
     from .inputs import clean_claim_text, clean_image_refs
     from .llm import make_model
+    from .pipeline import qa_for
     from .registry import get_pipeline
     from .report import TerminalPrinter, terminal_text, usage_line, write_report
     from .retrieval.index import given_evidence
     from .types import Claim
 
+    args.qa = qa_for(args.qa, bool(args.evidence or args.evidence_file))  # questions answered from what is given
     config = config_from(args)
     if args.claim_file:
         raw: str | bytes = _read_bytes(args.claim_file, _claim_file_limit(config.max_claim_chars),

@@ -101,6 +101,16 @@ class PipelineSpec:
 
 REGISTRY: dict[str, PipelineSpec] = {}
 
+#: the QA module that answers QACheck's questions when a check is given the evidence to read and names no QA module:
+#: the questions are then answered from what was given, not recited from the model's memory
+QA_WITH_EVIDENCE = "retriever-reader"
+
+
+def qa_for(qa: str | None, evidence_given: bool) -> str | None:
+    """The QA module a check names, else QA_WITH_EVIDENCE when it gives the evidence to read (else None: the
+    configured one). The CLI, the HTTP API, MCP and the page share this rule."""
+    return qa or (QA_WITH_EVIDENCE if evidence_given else None)
+
 
 def register(name: str, description: str, *, kind: type[Pipeline], qa: str | None = None,
              index: str = "never") -> Callable[[Factory], Factory]:

@@ -114,17 +114,18 @@ def evidence_lines(evidence: list[dict[str, Any]], width: int | None = None, mar
             continue
         src = e.get("source") or "evidence"
         when = "" if e.get("memory") else evidence_when(e)
+        doc_id = e.get("doc_id") if e.get("doc_id") != src else None  # a given text's name is its id: once
         if markdown:
             text = md_text(text)
             if e.get("url"):
                 src = md_link(src, e["url"])
             else:
-                src = md_text(src) + (f" ({md_text(e['doc_id'])})" if e.get("doc_id") else "")
+                src = md_text(src) + (f" ({md_text(doc_id)})" if doc_id else "")
             src += f", {md_text(when)}" if when else ""
         elif e.get("url"):
             src = f"{src} <{e['url']}>"
-        elif e.get("doc_id"):
-            src = f"{src} ({e['doc_id']})"
+        elif doc_id:
+            src = f"{src} ({doc_id})"
         if when and not markdown:
             src += f", {when}"
         out.append(f"{text} — *{src}*" if markdown else f"{text} — {src}")  # a terminal shows no Markdown

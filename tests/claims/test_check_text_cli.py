@@ -195,6 +195,13 @@ def test_with_no_evidence_source_the_claims_are_checked_from_memory_and_said_so(
     # every verdict rests on the model's memory: uncertain, with the reason, in the output and the report
     assert out.count("] uncertain") == 2 and "model's memory" in out
     assert "model's memory" in (tmp_path / "r.md").read_text()
+    # against a document given, QACheck's questions are answered from it, not recited from memory
+    (tmp_path / "article.txt").write_text(" ".join(d["text"] for d in DOCS), encoding="utf-8")
+    p = run(["check-text", "t.txt", "--pipeline", "qacheck", "--evidence-file", "article.txt", "--json",
+             "--model", f"scripted:{rules}", "--no-cache", "--no-progress"], cli_env, tmp_path)
+    claims = json.loads(p.stdout)["claims"]
+    sources = {e.get("source") for c in claims for e in c["evidence"]}
+    assert len(claims) == 2 and sources == {"article.txt"}, claims
 
 
 def test_the_verifier_pipeline_never_loads_the_language_model(tmp_path, cli_env, index):

@@ -262,6 +262,10 @@ def test_the_page_form_works_without_javascript(fast):
     assert run["verdict"]["label"] == "Supported" and source in json.dumps(run["steps"])
     r = fast.post("/checks", data={"claim": "The Danube flows through Vienna.", "pipeline": "verifier"})
     assert r.status_code == 400 and "index" in r.text and "<form" in r.text  # without one: what to give
+    for picked, used in (("reciter-reader", "retriever-reader"), ("closed-book", "closed-book")):
+        r = fast.post("/checks", data={"claim": CLAIM, "pipeline": "qacheck", "qa": picked, "evidence": source})
+        run = wait_for(fast, r.headers["location"].rsplit("/", 1)[1], finished)  # the select as drawn follows it
+        assert run["status"] == "done" and run["qa"] == used, run
     r = fast.post("/checks", data={"claim": CLAIM}, headers={"origin": "http://evil.example"})
     assert r.status_code == 403
     assert fast.get("/checks/0123456789abcdef").status_code == 404
@@ -315,6 +319,13 @@ def test_a_claim_is_checked_against_the_evidence_sent_with_it(fast):
     assert run["verdict"]["label"] == "Supported" and decided["passage"] in (1, 2)  # the Danube's, not Paris
     r = fast.post("/api/checks", json={"claim": CLAIM, "qa": "retriever-reader", "evidence": passages})
     assert r.status_code == 202, r.text  # no index on this server, and none needed
+    # naming no QA module, QACheck answers its questions from the passages sent, not from the model's memory
+    run = wait_for(fast, start_check(fast, CLAIM, evidence=passages[:1]), finished)
+    assert run["status"] == "done" and run["qa"] == "retriever-reader", run
+    qa_steps = [s for s in run["steps"] if s["stage"] == "answer"]
+    assert qa_steps and all(e["text"] == passages[0] for s in qa_steps for e in s["evidence"]), qa_steps
+    run = wait_for(fast, start_check(fast, CLAIM, qa="reciter-reader", evidence=passages[:1]), finished)
+    assert run["qa"] == "reciter-reader"  # named, it stays
 
 
 def test_other_client_errors(fast):

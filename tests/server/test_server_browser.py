@@ -148,6 +148,14 @@ def test_a_claim_checked_against_a_source_pasted_on_the_page(page, site):
     source = "Europe's second-longest river rises in the Black Forest. The Danube flows through Vienna and Budapest."
     page.get_by_label("Evidence", exact=True).fill(source)
     assert page.locator("#qa option[value=retriever-reader]").is_enabled()  # the source is something to read
+    qa = page.get_by_label("Question answering")
+    expect(qa).to_have_value("retriever-reader")  # QACheck's questions answered from it, until the user picks one
+    expect(page.locator("#qa-desc")).to_contain_text("the source given")
+    page.get_by_label("Evidence", exact=True).fill("")
+    expect(qa).to_have_value("reciter-reader")  # no source: the server's default again
+    qa.select_option("closed-book")  # a choice of the user's stays, source or not
+    page.get_by_label("Evidence", exact=True).fill(source)
+    expect(qa).to_have_value("closed-book")
     page.get_by_label("Pipeline").select_option("verifier")
     page.get_by_role("button", name="Check claim").click()
     verdict = page.locator(".verdict")

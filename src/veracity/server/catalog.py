@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..config import QA_MODES
 from ..errors import UserError
 from ..leaf.rater import Rater
-from ..pipeline import Pipeline
+from ..pipeline import Pipeline, qa_for
 from ..registry import get_pipeline, pipeline_specs
 from ..claims import METHODS
 from ..inputs import DEFAULT_MAX_ANSWER_CHARS, MAX_TEXT_BYTES
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 QA_DESCRIPTIONS = {
     "reciter-reader": "the model recites a passage it remembers, then answers from it",
     "closed-book": "the model answers from memory",
-    "retriever-reader": "answers from passages retrieved from the configured index",
+    "retriever-reader": "answers from passages of the source given, or retrieved from the configured index",
 }
 
 
@@ -149,7 +149,8 @@ class Catalog:
                 evidence_given: bool = False) -> tuple[Pipeline, "Config", str | None]:
         """The pipeline instance and run config for a request whose input is `input_kind` ("claim", or "answer":
         a question and an answer), or an ApiError saying what to change. With `evidence_given` (passages sent
-        with the claim) a pipeline that retrieves reads them, index or not."""
+        with the claim) a pipeline that retrieves reads them, index or not, and QACheck answers its questions from
+        them where the request names no QA module (`qa_for`)."""
         if model is not None and model not in self.models:
             raise ApiError(400, "unknown_model",
                            f"unknown model {model!r}; this server offers: {', '.join(self.models)}")
@@ -176,7 +177,7 @@ class Catalog:
             raise ApiError(400, "qa_not_applicable",
                            f"pipeline {pipeline!r} {what}: leave qa out, or choose a pipeline that takes one "
                            "(e.g. qacheck)")
-        cfg = run_config(self.config, model=model, qa=qa)
+        cfg = run_config(self.config, model=model, qa=qa_for(qa, evidence_given))
         if pipeline == ANSWER_CHECK:
             if not cfg.index:
                 raise ApiError(400, "index_required",

@@ -251,6 +251,8 @@ def submit_form(request: Request, claim: str = Form(""), pipeline: str = Form("q
         pipeline = ANSWER_CHECK
         body = CheckIn(question=question, answer=answer, pipeline=pipeline, model=model or None)
     else:
+        if evidence.strip() and qa == s.catalog.config.qacheck.qa:
+            qa = ""  # the select as the page drew it: a source given is read by the QA module that follows it
         body = CheckIn(claim=claim, pipeline=pipeline, qa=qa or None, model=model or None, date=date or None,
                        evidence=[evidence] if evidence.strip() else None)
     info = s.catalog.pipelines.get(pipeline)

@@ -84,6 +84,6 @@ def source_of(e: dict[str, Any]) -> str:
     if e.get("memory"):
         return MEMORY_SOURCE
     src = e.get("source") or "evidence"
-    if e.get("doc_id") and not e.get("url"):
+    if e.get("doc_id") and not e.get("url") and e["doc_id"] != src:  # a given text's name is its id: once
         src = f"{src} ({e['doc_id']})"
     return src

@@ -50,6 +50,7 @@ def cmd_check_text(args: argparse.Namespace) -> int:
     from ..check import open_retriever
     from ..claims.sources import read_source
     from ..llm import make_model
+    from ..pipeline import qa_for
     from ..registry import get_pipeline, pipeline_specs
     from ..report import terminal_text
     from ..retrieval.index import given_evidence
@@ -57,6 +58,7 @@ def cmd_check_text(args: argparse.Namespace) -> int:
     from .report import write_report
     from .run import check_text
 
+    args.qa = qa_for(args.qa, bool(args.evidence_file))  # a QACheck's questions answered from the documents given
     config = config_from(args)
     if args.evidence_file and args.index:
         raise UserError("give the documents to check against (--evidence-file) or an index to search (--index), "

@@ -167,6 +167,7 @@
       if (info.qa === "choice") {
         qaField.hidden = false;
         qa.disabled = false;
+        followSource();  // back from a pipeline with its own QA module: the one that follows the source
         updateQaDesc();
       } else if (info.qa) {
         qaField.hidden = false;
@@ -234,11 +235,21 @@
       errorBox.hidden = !text;
     }
 
-    // Pipelines and QA modules that read documents: on a server without an index, usable with a source given above
+    // Pipelines and QA modules that read documents: on a server without an index, usable with a source given above.
+    // Until the user picks a QA module, QACheck's questions are answered from a source given (retriever-reader), and
+    // by the server's default without one (the rule of pipeline.qa_for; a reopened run's own choice stays).
     const needsIndex = Array.from(form.querySelectorAll("option[data-needs-index]"));
+    const defaultQa = (catalog.defaults || {}).qa;
+    let qaChosen = qa.value !== defaultQa;
     function updateEvidence() {
       const given = mode() === "claim" && evidence.value.trim() !== "";
       for (const o of needsIndex) o.disabled = !given;
+      followSource();
+    }
+    function followSource() {
+      if (qaChosen || qa.disabled) return;
+      qa.value = mode() === "claim" && evidence.value.trim() !== "" ? "retriever-reader" : defaultQa;
+      updateQaDesc();
     }
     evidence.addEventListener("input", updateEvidence);
     for (const r of form.querySelectorAll("input[name=mode]")) r.addEventListener("change", updateMode);
@@ -262,7 +273,10 @@
     }
     pipeline.addEventListener("change", updatePipeline);
     imageInput.addEventListener("change", updateImages);
-    qa.addEventListener("change", updateQaDesc);
+    qa.addEventListener("change", () => {
+      qaChosen = true;
+      updateQaDesc();
+    });
     for (const b of document.querySelectorAll("button.example")) {
       b.addEventListener("click", () => {
         claim.value = b.dataset.claim;
@@ -405,7 +419,7 @@
   // as views.source_of names it: a passage the model recited is its memory, not a source
   function evidenceBlock(e) {
     let src = e.memory ? "the model's memory (recited, not a source)" : e.source || "evidence";
-    if (e.doc_id && !e.url) src = `${src} (${e.doc_id})`;
+    if (e.doc_id && !e.url && e.doc_id !== src) src = `${src} (${e.doc_id})`;  // a given text's name is its id: once
     const safeUrl = e.url && /^https?:\/\//i.test(e.url);
     // a source says when it was published and read (views: steps.evidence_when); the memory is marked plainly
     return el("blockquote", { class: `ev${e.memory ? " memory" : ""}` }, el("p", null, e.text || ""),
