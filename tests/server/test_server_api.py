@@ -266,6 +266,9 @@ def test_the_page_form_works_without_javascript(fast):
         r = fast.post("/checks", data={"claim": CLAIM, "pipeline": "qacheck", "qa": picked, "evidence": source})
         run = wait_for(fast, r.headers["location"].rsplit("/", 1)[1], finished)  # the select as drawn follows it
         assert run["status"] == "done" and run["qa"] == used, run
+    history = fast.get("/partials/history").text  # the past checks say which were read against a source given
+    assert "qacheck · closed-book · against a source given" in history and "verifier · against a" in history
+    assert f"{CLAIM}</span>" in history and "direct · <time" in history  # a run without one: not said
     r = fast.post("/checks", data={"claim": CLAIM}, headers={"origin": "http://evil.example"})
     assert r.status_code == 403
     assert fast.get("/checks/0123456789abcdef").status_code == 404
