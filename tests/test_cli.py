@@ -160,7 +160,7 @@ def test_check_with_an_evidence_only_pipeline_never_loads_the_language_model(cli
 
 def test_check_against_the_evidence_a_user_gives_reads_it_in_the_order_given(cli_env, tmp_path):
     """`--evidence TEXT` / `--evidence-file FILE`: the claim is checked against that text, no index needed; all of
-    it is read (even a sentence sharing no word with the claim), texts first, then files, each in the order given."""
+    it is read (even a sentence sharing no word with the claim), texts and files in the order the flags came."""
     article = tmp_path / "danube.txt"
     article.write_text("Europe's second-longest river rises in the Black Forest.\n"
                        "The Danube flows through Vienna and Budapest.", encoding="utf-8")
@@ -173,6 +173,10 @@ def test_check_against_the_evidence_a_user_gives_reads_it_in_the_order_given(cli
     assert "Black Forest" in found[1]["text"] and "Vienna and Budapest" in found[1]["text"]
     decided = next(s for s in doc["trace"] if s["stage"] == "evidence_verifier")
     assert doc["verdict"]["label"] == "Supported" and decided["passage"] == 1  # the article, not Paris
+    r = veracity("check", "--pipeline", "verifier", "--no-cache", "--json", "--evidence-file", str(article),
+                 "--evidence", "Paris is in France.", "The Danube flows through Vienna.", env=cli_env)
+    found = next(s for s in json.loads(r.stdout)["trace"] if s["stage"] == "retrieval")["results"]
+    assert [e["source"] for e in found] == ["danube.txt", "evidence-2"]  # the file first, as it came first
     r = veracity("check", "--pipeline", "verifier", "--no-cache", "--evidence", "Paris is in France.",
                  "The Danube flows through Vienna.", env=cli_env)
     assert r.returncode == 0 and "Verdict: Supported" not in r.stdout.decode()  # nothing on the Danube: not so

@@ -53,7 +53,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.image and not pipeline.accepts_images:
         raise UserError(f"pipeline {args.pipeline!r} does not look at images; use --pipeline defame")
     claim = Claim(text=text, images=clean_image_refs(args.image), date=_claim_date(args.date))
-    given = _given_evidence(args.evidence or [], args.evidence_file or [])
+    given = _given_evidence(getattr(args, "given_in_order", None) or [])
     if given and args.index:
         raise UserError("give the evidence to read (--evidence, --evidence-file) or an index to search (--index), "
                         "not both")
@@ -92,16 +92,29 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def _given_evidence(texts: list[str], files: list[str]) -> list[tuple[str, str]]:
-    """The evidence given beside a claim (--evidence TEXT, --evidence-file FILE, each repeatable) as (title, text):
-    the texts, then the files (each named by its file); an empty one is a UserError."""
+class _GivenInOrder(argparse.Action):
+    """--evidence / --evidence-file: appended to their own list and, with their kind, to `given_in_order`, so that
+    texts and files are read in the order the flags came."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), values])
+        kind = "file" if self.dest == "evidence_file" else "text"
+        namespace.given_in_order = [*(getattr(namespace, "given_in_order", None) or []), (kind, values)]
+
+
+def _given_evidence(given_in_order: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The evidence given beside a claim (--evidence TEXT, --evidence-file FILE, each repeatable) as (title, text),
+    in the order the flags came (a text unnamed, a file named by its file); an empty one is a UserError."""
     from .inputs import decode_user_text
     from .reading import MAX_TEXT_FILE_BYTES
 
-    given = [("", decode_user_text(text, f"evidence {n}").strip()) for n, text in enumerate(texts, start=1)]
-    for path in files:
-        raw = _read_bytes(path, MAX_TEXT_FILE_BYTES, "the evidence file")
-        name = "standard input" if path == "-" else Path(path).name
+    given: list[tuple[str, str]] = []
+    for kind, value in given_in_order:
+        if kind == "text":  # named as the index names it: evidence-N, N its place among all given
+            given.append(("", decode_user_text(value, f"evidence-{len(given) + 1}").strip()))
+            continue
+        raw = _read_bytes(value, MAX_TEXT_FILE_BYTES, "the evidence file")
+        name = "standard input" if value == "-" else Path(value).name
         given.append((name, decode_user_text(raw, f"the evidence file {name}").strip()))
     for n, (title, text) in enumerate(given, start=1):
         if not text:
@@ -243,12 +256,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--image", action="append", help="an image that belongs to the claim (path or URL; repeat "
                    "for several; pipelines that look at images: defame)")
     p.add_argument("--date", help="when the claim was made (YYYY-MM-DD): sources published later are ignored")
-    p.add_argument("--evidence", action="append", metavar="TEXT",
+    p.add_argument("--evidence", action=_GivenInOrder, metavar="TEXT",
                    help="check the claim against this text (repeat for several, read in the order given) instead "
                         "of searching an index")
-    p.add_argument("--evidence-file", action="append", metavar="FILE",
+    p.add_argument("--evidence-file", action=_GivenInOrder, metavar="FILE",
                    help="check the claim against this file's text (an article, a report; '-' for standard input; "
-                        "repeatable, with --evidence too)")
+                        "repeatable, with --evidence too, read in the order given)")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("eval", parents=[model_options(), pipeline_options(), batch_options()],
