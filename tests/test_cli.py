@@ -219,3 +219,17 @@ def test_with_a_source_given_qacheck_answers_its_questions_from_it_not_from_memo
     assert "memory" not in step and "(evidence-1)," not in step
     r = veracity("check", "--model", scripted, "--no-cache", "The Orrin Bridge stands in Tallinn.", env=cli_env)
     assert r.returncode == 0 and "the model's memory (recited, not a source): The Orrin Bridge" in r.stdout.decode()
+
+
+def test_a_source_whose_own_sentence_says_otherwise_gives_no_confident_verdict(cli_env):
+    """The issue's page check, in the terminal: the source read whole leans Supported, its first sentence alone
+    refutes the claim; the verdict is uncertain and the step printed names that sentence."""
+    first = "The Danube is the second-longest river in Europe, after the Volga."
+    source = first + " The Yangtze is the longest river in Asia."
+    r = veracity("check", "--pipeline", "verifier", "--no-cache", "--evidence", source,
+                 "The Danube is the longest river in Asia.", env=cli_env)
+    out = r.stdout.decode()
+    assert r.returncode == 0, r.stderr.decode()
+    verdict = next(x for x in out.splitlines() if x.startswith("Verdict: "))
+    assert verdict.endswith(", uncertain)") and not verdict.startswith("Verdict: Supported")
+    assert f'its sentence "{first}" alone reads refuted' in out

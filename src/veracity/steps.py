@@ -260,6 +260,8 @@ class EvidenceCheck(Step):
     probabilities: dict[str, float] = field(default_factory=dict)
     passage: int | None = None
     rationale: str = ""
+    #: a sentence of the deciding passage that read the other label (verify/conflict.py), when one did
+    conflict: dict[str, Any] | None = field(default=None, metadata=_OMIT_NONE)
 
     def fold(self, view: "Fold") -> None:
         view.append({"kind": "reasoning", "stage": self.kind, "label": self.label, "rationale": self.rationale,

@@ -460,3 +460,60 @@ def test_reading_a_passage_longer_than_the_model_prints_no_tokenizer_warning():
         logger.removeHandler(handler)
     assert len(parts) > 4 and "line 80 opened in 1980" in " ".join(parts)
     assert not [m for m in seen if "sequence length" in m], seen
+
+
+def test_a_sentence_that_reads_the_other_label_puts_its_passage_in_doubt():
+    """verify/conflict.py: the surest sentence reading the other label at CONFLICT_AT or more is averaged with the
+    passage's reading; under it, or with a passage of one sentence, or a not-enough-information reading, nothing
+    changes."""
+    from veracity.verify.conflict import CONFLICT_AT, describe, sentences_to_read, settle
+    from veracity.verify.result import Verification
+
+    whole = Verification({"supported": 0.78, "refuted": 0.2, "nei": 0.02}, 0, [])
+    passage = "The Danube is the second-longest river in Europe. The Yangtze is the longest river in Asia."
+    sentences = sentences_to_read(whole, [passage])
+    assert sentences == ["The Danube is the second-longest river in Europe.",
+                         "The Yangtze is the longest river in Asia."]
+    readings = [{"supported": 0.06, "refuted": 0.92, "nei": 0.02}, {"supported": 0.49, "refuted": 0.14, "nei": 0.37}]
+    v = settle(whole, sentences, readings)
+    assert v.probabilities == pytest.approx({"supported": 0.42, "refuted": 0.56, "nei": 0.02})
+    assert v.label == "refuted" and v.per_passage is whole.per_passage and v.passage == 0
+    assert v.conflict == {"sentence": sentences[0], "label": "refuted", "probability": 0.92,
+                          "passage_label": "supported", "passage_probability": 0.78}
+    assert 'its sentence "The Danube is the second-longest river in Europe." alone reads refuted (0.92)' in describe(
+        v.conflict)
+    weak = [{"supported": 0.1, "refuted": CONFLICT_AT - 0.01, "nei": 0.11}, readings[1]]
+    assert settle(whole, sentences, weak) is whole
+    assert sentences_to_read(whole, ["The Danube is the second-longest river in Europe."]) == []
+    unsettled = Verification({"supported": 0.2, "refuted": 0.1, "nei": 0.7}, 0, [])
+    assert sentences_to_read(unsettled, [passage]) == []  # nothing to doubt
+    assert sentences_to_read(Verification(whole.probabilities, None), [passage]) == []  # all passages together
+
+
+@pytest.mark.skipif(not SHIPPED, reason="no trained verifier in verify/weights")
+def test_no_confident_verdict_from_a_passage_whose_own_sentence_says_otherwise():
+    """Read whole, "... second-longest river in Europe. The Yangtze is the longest river in Asia." supported "The
+    Danube is the longest river in Asia." (0.78); its first sentence alone refutes it: the verifier's reading is now
+    below the uncertain threshold, with the sentence named in the rationale. A passage whose sentences agree with it
+    reads as before."""
+    from veracity.config import VerifierConfig
+    from veracity.trace import Tracer
+    from veracity.types import Evidence
+    from veracity.verify import load_verifier, uncertain_threshold
+    from veracity.verify.decide import check_evidence
+
+    v = load_verifier()
+    ev = "The Danube is the second-longest river in Europe, after the Volga. The Yangtze is the longest river in Asia."
+    doubt, agree = v.verify_many([("The Danube is the longest river in Asia.", [ev]),
+                                  ("The Danube is the second-longest river in Europe.", [ev])])
+    assert doubt.per_passage[0]["supported"] > 0.7  # the passage read whole
+    assert doubt.conflict and doubt.conflict["sentence"].startswith("The Danube is the second-longest")
+    assert doubt.confidence < uncertain_threshold(VerifierConfig())
+    assert agree.conflict is None and agree.label == "supported" and agree.probabilities == agree.per_passage[0]
+    tracer = Tracer()
+    d = check_evidence(VerifierConfig(), tracer, "The Danube is the longest river in Asia.",
+                       [Evidence(text=ev, source="atlas")], ("Supported", "Refuted"))
+    assert d.confidence < uncertain_threshold(VerifierConfig())
+    assert "alone reads refuted" in d.rationale and "where the passage read supported" in d.rationale
+    step = next(s for s in tracer.to_list() if s["stage"] == "evidence_verifier")
+    assert step["conflict"]["label"] == "refuted"

@@ -124,6 +124,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"{k:>10}: {v.probabilities[k]:.3f}")
     which = "all passages together" if v.passage is None else f"passage {v.passage + 1}"
     print(f"decided by {which}: {v.label} ({v.confidence:.2f})")
+    if v.conflict:
+        from .conflict import describe
+
+        print(f"in doubt: {describe(v.conflict)}")
     return 0
 
 

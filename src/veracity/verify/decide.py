@@ -103,6 +103,10 @@ def explain(v: Verification, label: str, passages: Sequence["Evidence"], verifie
         ev = passages[v.passage]
         quote = ev.text if len(ev.text) <= 220 else ev.text[:217] + "..."
         where = f"passage [{v.passage + 1}]" + (f" ({ev.source})" if ev.source else "") + f': "{quote}"'
+    if v.conflict:
+        from .conflict import describe
+
+        where += f"; {describe(v.conflict)}"
     return f"Label {label}: decided by {where}; the {verifier} verifier's probabilities: {probs}."
 
 
@@ -156,8 +160,9 @@ def check_evidence(settings: "VerifierConfig", tracer: "Tracer", claim: str, pas
     v = verifier.verify(claim, [evidence_text(e.text, e.source) for e in passages])
     label, confidence = label_for(v, labels, verifier.binary_rule)
     rationale = explain(v, label, passages, verifier.name)
+    extra = {"conflict": v.conflict} if v.conflict else {}  # a sentence of the deciding passage read otherwise
     tracer.emit("evidence_verifier", verifier=verifier.name, label=label, confidence=confidence,
                 probabilities={k: round(x, 4) for k, x in v.probabilities.items()}, passage=v.passage,
-                rationale=rationale)
+                rationale=rationale, **extra)
     return EvidenceDecision(label, confidence, v, rationale, tuple(dict.fromkeys(labels)), verifier.binary_rule,
                             uncertain_threshold(settings))

@@ -155,8 +155,27 @@ class CrossEncoderVerifier:
                 pairs.extend((claim, w) for w in parts)
             spans.append((groups, len(passages)))
         scores = self.score_pairs(pairs) if pairs else []
-        return [aggregate([scores[a + most_decisive(scores[a:a + n])] for a, n in groups], k,
-                          self.aggregate_temperature) for groups, k in spans]
+        out, read = [], []  # per item: the conclusion, and per candidate the text of its deciding window
+        for groups, k in spans:
+            best = [a + most_decisive(scores[a:a + n]) for a, n in groups]
+            out.append(aggregate([scores[b] for b in best], k, self.aggregate_temperature))
+            read.append([pairs[b][1] for b in best])
+        return self._settle_conflicts([claim for claim, _ in items], read, out)
+
+    def _settle_conflicts(self, claims: Sequence[str], read: list[list[str]],
+                          found: list[Verification]) -> list[Verification]:
+        """The sentences of each deciding reading (a passage, or the window of a long one that decided) read one by
+        one; a reading at odds with one of them is averaged with it (verify/conflict.py)."""
+        from .conflict import sentences_to_read, settle
+
+        todo = [(i, sentences_to_read(v, read[i])) for i, v in enumerate(found)]
+        todo = [(i, ss) for i, ss in todo if ss]
+        if not todo:
+            return found
+        readings = iter(self.score_pairs([(claims[i], s) for i, ss in todo for s in ss]))
+        for i, ss in todo:
+            found[i] = settle(found[i], ss, [next(readings) for _ in ss])
+        return found
 
     def verify(self, claim: str, passages: Sequence[str]) -> Verification:
         return self.verify_many([(claim, passages)])[0]

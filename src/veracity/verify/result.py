@@ -72,6 +72,9 @@ class Verification:
     probabilities: dict[str, float]  # supported / refuted / nei, summing to 1
     passage: int | None  # index of the passage that decided it (None: no passage, or only all of them together)
     per_passage: list[dict[str, float]] = field(default_factory=list)
+    #: a sentence of the deciding passage that read the other label (verify/conflict.py): its text, that label and
+    #: probability, and the passage's own label and probability before the two readings were averaged; else None
+    conflict: dict | None = None
 
     @property
     def label(self) -> str:
@@ -86,8 +89,11 @@ class Verification:
         return binary_label(self.probabilities["supported"], self.probabilities["refuted"], rule)
 
     def to_dict(self) -> dict:
-        return {"probabilities": {k: round(v, 4) for k, v in self.probabilities.items()},
-                "label": self.label, "confidence": round(self.confidence, 4), "passage": self.passage}
+        out = {"probabilities": {k: round(v, 4) for k, v in self.probabilities.items()},
+               "label": self.label, "confidence": round(self.confidence, 4), "passage": self.passage}
+        if self.conflict:
+            out["conflict"] = self.conflict
+        return out
 
 
 class Verifier(Protocol):

@@ -654,7 +654,9 @@ def model_card(settings: dict) -> str:
         f"- **Base:** {settings['base']}; the package depends on it, so nothing is downloaded.",
         "- **Task:** a claim (or an answer sentence) and one evidence passage in; probabilities of supported / "
         "refuted / not enough information (`nei`) out. Several passages: each is scored, and all of them "
-        "together; the most decisive (least `nei`) decides and is named.",
+        "together; the most decisive (least `nei`) decides and is named. When one sentence of the deciding passage "
+        "(or window) alone reads the other label with 0.8 or more, the two readings are averaged "
+        "(verify/conflict.py).",
         f"- **Calibration:** temperature {settings['temperature']} fitted on the calibration part (below); with "
         f"several passages the deciding one's probabilities are tempered by "
         f"{describe_several(settings.get('aggregate_temperature', 1.0))} "
