@@ -223,7 +223,7 @@ def test_with_a_source_given_qacheck_answers_its_questions_from_it_not_from_memo
 
 def test_a_source_whose_own_sentence_says_otherwise_gives_no_confident_verdict(cli_env):
     """The issue's page check, in the terminal: the source read whole leans Supported, its first sentence alone
-    refutes the claim; the verdict is uncertain and the step printed names that sentence."""
+    refutes the claim; the verdict is uncertain, and both the step printed and the reason name that sentence."""
     first = "The Danube is the second-longest river in Europe, after the Volga."
     source = first + " The Yangtze is the longest river in Asia."
     r = veracity("check", "--pipeline", "verifier", "--no-cache", "--evidence", source,
@@ -233,3 +233,5 @@ def test_a_source_whose_own_sentence_says_otherwise_gives_no_confident_verdict(c
     verdict = next(x for x in out.splitlines() if x.startswith("Verdict: "))
     assert verdict.endswith(", uncertain)") and not verdict.startswith("Verdict: Supported")
     assert f'its sentence "{first}" alone reads refuted' in out
+    why = next(x for x in out.splitlines() if x.startswith("Uncertain because "))
+    assert "is below" in why and f'the source reads both ways (its sentence "{first}"' in why  # says why it is low

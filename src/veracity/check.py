@@ -66,10 +66,11 @@ def for_low_confidence(verdict: dict[str, Any] | Verdict | None) -> bool:
     return (reason or "").startswith("its confidence ")
 
 
-def settle_uncertainty(verdict: Verdict, config: "Config") -> None:
+def settle_uncertainty(verdict: Verdict, config: "Config", conflict: dict | None = None) -> None:
     """Mark a verdict uncertain, with the reason: the pipeline's own reason (e.g. the model against the evidence),
     a verdict that rests on the model's memory only (never lifted above the threshold, whatever the model's
-    confidence), or a confidence below the threshold (verify.uncertain_threshold)."""
+    confidence), or a confidence below the threshold (verify.uncertain_threshold), and then why, when the verifier's
+    last reading found its source reading both ways (`conflict`, verify/conflict.py)."""
     from .verify import uncertain_threshold
 
     threshold = uncertain_threshold(config.verifier)
@@ -80,6 +81,16 @@ def settle_uncertainty(verdict: Verdict, config: "Config") -> None:
     elif verdict.confidence is not None and verdict.confidence < threshold:
         verdict.uncertain = True
         verdict.uncertain_reason = LOW_CONFIDENCE.format(confidence=verdict.confidence, threshold=threshold)
+        if conflict:
+            from .verify.conflict import describe
+
+            verdict.uncertain_reason += f": the source reads both ways ({describe(conflict)})"
+
+
+def _last_conflict(tracer: Tracer) -> dict | None:
+    """The conflict the trained verifier found in its last reading of the evidence (None: none, or no reading)."""
+    read = [s for s in tracer.steps if s.stage == "evidence_verifier"]
+    return getattr(read[-1], "conflict", None) if read else None
 
 
 def _verifier_rated(tracer: Tracer) -> bool:
@@ -102,7 +113,7 @@ def run_check(claim: Claim, pipeline: Pipeline, model: "Model", config: "Config"
     tracer.emit("claim", text=claim.text, pipeline=pipeline.name, model=model.model_id)
     verdict = pipeline.check(claim, ctx)
     seconds = time.perf_counter() - t0
-    settle_uncertainty(verdict, config)
+    settle_uncertainty(verdict, config, _last_conflict(tracer))
     if verdict.confidence is None and model.gives_confidences() is False and not _verifier_rated(tracer):
         verdict.confidence_note = NO_CONFIDENCES
     tracer.emit("verdict", label=verdict.label, rationale=verdict.rationale, confidence=verdict.confidence)
