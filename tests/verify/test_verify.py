@@ -484,6 +484,10 @@ def test_a_sentence_that_reads_the_other_label_puts_its_passage_in_doubt():
         v.conflict)
     weak = [{"supported": 0.1, "refuted": CONFLICT_AT - 0.01, "nei": 0.11}, readings[1]]
     assert settle(whole, sentences, weak) is whole
+    sure = Verification({"supported": 0.91, "refuted": 0.07, "nei": 0.02}, 0, [])  # surer than the sentence's 0.92?
+    assert settle(sure, sentences, readings).conflict  # no: 0.92 > 0.91
+    surer = Verification({"supported": 0.93, "refuted": 0.05, "nei": 0.02}, 0, [])
+    assert settle(surer, sentences, readings) is surer  # a sentence less sure of the other label than the passage
     assert sentences_to_read(whole, ["The Danube is the second-longest river in Europe."]) == []
     unsettled = Verification({"supported": 0.2, "refuted": 0.1, "nei": 0.7}, 0, [])
     assert sentences_to_read(unsettled, [passage]) == []  # nothing to doubt
@@ -510,6 +514,10 @@ def test_no_confident_verdict_from_a_passage_whose_own_sentence_says_otherwise()
     assert doubt.conflict and doubt.conflict["sentence"].startswith("The Danube is the second-longest")
     assert doubt.confidence < uncertain_threshold(VerifierConfig())
     assert agree.conflict is None and agree.label == "supported" and agree.probabilities == agree.per_passage[0]
+    # a first sentence silent on the date reads refuted (0.89) but less surely than the passage reads supported
+    built = v.verify("The Orrin Bridge was built in 1871.",
+                     ["The Orrin Bridge is a stone bridge in Tallinn, Estonia. It was built in 1871."])
+    assert built.conflict is None and built.label == "supported"
     tracer = Tracer()
     d = check_evidence(VerifierConfig(), tracer, "The Danube is the longest river in Asia.",
                        [Evidence(text=ev, source="atlas")], ("Supported", "Refuted"))

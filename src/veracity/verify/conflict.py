@@ -4,11 +4,11 @@ its first sentence alone refutes it (0.92).
 
 After the passages are read as usual (model.py `verify_many`), the sentences of the passage that decided (of the
 window that decided, for a passage too long to be read at once, verify/windows.py) are read one by one. When one of
-them reads the other label (refuted against a supported reading, or the reverse) with at least CONFLICT_AT, the two
-readings are averaged: the conclusion then rests on neither alone, and its confidence falls
-below the uncertain threshold. Measured on the held-apart sets (benchmarks/verifier_heldout.py; README): such
-conflicts are rare (139 of 23,634 pairs), the passage's reading was right on 47% of them and the averaged one on
-58%, and 75 of them had been decided (above the threshold), 61% right against 90% for all decided verdicts.
+them reads the other label (refuted against a supported reading, or the reverse) with at least CONFLICT_AT, and more
+surely than the passage reads its own, the two readings are averaged: the conclusion then rests on neither alone, and
+its confidence falls below the uncertain threshold. Measured on the held-apart sets (README): such conflicts are rare
+(113 of 23,634 pairs), the passage's reading was right on 42% of them and the averaged one on 61%, and 49 of them had
+been decided (above the threshold), 57% right against 90% for all decided verdicts.
 
 Only the deciding passage's sentences are read, so a claim costs a few more pairs only when its deciding passage has
 several sentences; reading every sentence of every passage, the most decisive deciding, was tried and lost on the
@@ -40,10 +40,14 @@ def sentences_to_read(v: Verification, passages: Sequence[str],
 
 
 def settle(v: Verification, sentences: Sequence[str], readings: Sequence[dict[str, float]]) -> Verification:
-    """`v` as it is, or, when a sentence of its deciding passage reads the other label with at least CONFLICT_AT
-    (the surest such sentence), the average of the two readings, with the sentence and its reading in `conflict`."""
+    """`v` as it is, or, when a sentence of its deciding passage reads the other label with at least CONFLICT_AT and
+    more surely than the passage reads its own (the surest such sentence), the average of the two readings, with the
+    sentence and its reading in `conflict`. (Without the second condition "The Orrin Bridge is a stone bridge in
+    Tallinn, Estonia." alone, refuted 0.89, put in doubt "... It was built in 1871.", supported 0.91, for "The Orrin
+    Bridge was built in 1871.": a sentence silent on the point can read as the other label.)"""
     other = _OTHER.get(v.label)
-    hits = [(r[other], s, r) for s, r in zip(sentences, readings) if other and r[other] >= CONFLICT_AT]
+    hits = [(r[other], s, r) for s, r in zip(sentences, readings)
+            if other and r[other] >= CONFLICT_AT and r[other] > v.probabilities[v.label]]
     if not hits:
         return v
     _, sentence, reading = max(hits, key=lambda h: h[0])

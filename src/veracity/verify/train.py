@@ -655,7 +655,8 @@ def model_card(settings: dict) -> str:
         "- **Task:** a claim (or an answer sentence) and one evidence passage in; probabilities of supported / "
         "refuted / not enough information (`nei`) out. Several passages: each is scored, and all of them "
         "together; the most decisive (least `nei`) decides and is named. When one sentence of the deciding passage "
-        "(or window) alone reads the other label with 0.8 or more, the two readings are averaged "
+        "(or window) alone reads the other label with 0.8 or more, and more surely than the passage reads its own, "
+        "the two readings are averaged "
         "(verify/conflict.py).",
         f"- **Calibration:** temperature {settings['temperature']} fitted on the calibration part (below); with "
         f"several passages the deciding one's probabilities are tempered by "
