@@ -39,7 +39,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from .retrieval.index import given_evidence
     from .types import Claim
 
-    args.qa = qa_for(args.qa, bool(args.evidence or args.evidence_file))  # questions answered from what is given
+    args.qa = qa_for(args.qa, bool(args.given))  # questions answered from what is given
     config = config_from(args)
     if args.claim_file:
         raw: str | bytes = _read_bytes(args.claim_file, _claim_file_limit(config.max_claim_chars),
@@ -53,7 +53,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.image and not pipeline.accepts_images:
         raise UserError(f"pipeline {args.pipeline!r} does not look at images; use --pipeline defame")
     claim = Claim(text=text, images=clean_image_refs(args.image), date=_claim_date(args.date))
-    given = _given_evidence(getattr(args, "given_in_order", None) or [])
+    given = _given_evidence(args.given)
     if given and args.index:
         raise UserError("give the evidence to read (--evidence, --evidence-file) or an index to search (--index), "
                         "not both")
@@ -93,13 +93,11 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 class _GivenInOrder(argparse.Action):
-    """--evidence / --evidence-file: appended to their own list and, with their kind, to `given_in_order`, so that
-    texts and files are read in the order the flags came."""
+    """--evidence (const "text") / --evidence-file (const "file"): (kind, value) appended to one list, `given`, so
+    that texts and files are read in the order the flags came."""
 
     def __call__(self, parser, namespace, values, option_string=None):
-        setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), values])
-        kind = "file" if self.dest == "evidence_file" else "text"
-        namespace.given_in_order = [*(getattr(namespace, "given_in_order", None) or []), (kind, values)]
+        setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), (self.const, values)])
 
 
 def _given_evidence(given_in_order: list[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -256,10 +254,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--image", action="append", help="an image that belongs to the claim (path or URL; repeat "
                    "for several; pipelines that look at images: defame)")
     p.add_argument("--date", help="when the claim was made (YYYY-MM-DD): sources published later are ignored")
-    p.add_argument("--evidence", action=_GivenInOrder, metavar="TEXT",
+    p.add_argument("--evidence", action=_GivenInOrder, dest="given", const="text", default=[], metavar="TEXT",
                    help="check the claim against this text (repeat for several, read in the order given) instead "
                         "of searching an index")
-    p.add_argument("--evidence-file", action=_GivenInOrder, metavar="FILE",
+    p.add_argument("--evidence-file", action=_GivenInOrder, dest="given", const="file", default=[], metavar="FILE",
                    help="check the claim against this file's text (an article, a report; '-' for standard input; "
                         "repeatable, with --evidence too, read in the order given)")
     p.set_defaults(func=cmd_check)
