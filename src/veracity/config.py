@@ -148,7 +148,8 @@ class DefameConfig:
         if self.timeout <= 0:
             raise ConfigError(f"defame.timeout must be positive, not {self.timeout}")
         if self.search == "searxng" and not self.searxng_url:
-            raise ConfigError("defame.search = searxng needs defame.searxng_url (e.g. --searxng-url http://127.0.0.1:8888)")
+            raise ConfigError("defame.search = searxng needs defame.searxng_url "
+                              "(e.g. --searxng-url http://127.0.0.1:8888)")
 
 
 @dataclass

@@ -290,7 +290,8 @@ class Fold:
     `add(step)` folds one more step and returns the indexes of the items it added or changed (in order);
     `items` are the view items so far, `model_calls` the model calls (their data), `status` a line saying
     what the check is doing now (the live page shows it; None until a step says). Step types fold themselves
-    through `append`, `changed` and the state they keep here (`question_card`, and `state` for a system's own bookkeeping).
+    through `append`, `changed` and the state they keep here (`question_card`, and `state` for a system's own
+    bookkeeping).
     """
 
     def __init__(self) -> None:

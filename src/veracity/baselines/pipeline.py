@@ -90,4 +90,5 @@ class ChainOfThought(Pipeline):
 
 
 register("direct", "Direct prompting baseline: the label straight from the claim", kind=Direct)(Direct)
-register("cot", "Chain-of-thought baseline: step-by-step reasoning, then the label", kind=ChainOfThought)(ChainOfThought)
+register("cot", "Chain-of-thought baseline: step-by-step reasoning, then the label",
+         kind=ChainOfThought)(ChainOfThought)

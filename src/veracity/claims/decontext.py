@@ -5,9 +5,10 @@ that comes before any name in the claim to the most recent named sentence subjec
 Flaherty is an actor. He was born in 1949." -> "Lanny Flaherty was born in 1949."), but only when nothing else
 could be meant: no other person-like name as a subject or partner ("met Bill Smith", "with Jane Doe") in this or
 the previous sentence, a pronoun of the topic's gender (unless the topic is this very sentence's subject: "The
-Colosseum is in Rome, and it was built in AD 80" means the Colosseum), and a topic at all. Otherwise the claim is AMBIGUOUS and
-says why, rather than being checked as a guess. "they", first-person "I"/"we", a demonstrative subject ("This
-was ...") and a place adverb "there" ("There she met ...") are never resolved by the rules: they are flagged.
+Colosseum is in Rome, and it was built in AD 80" means the Colosseum), and a topic at all. Otherwise the claim is
+AMBIGUOUS and says why, rather than being checked as a guess. "they", first-person "I"/"we", a demonstrative
+subject ("This was ...") and a place adverb "there" ("There she met ...") are never resolved by the rules: they are
+flagged.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from .types import Span
 
 _PARTNER_CUES = frozenset("with and met married by told than beat defeated succeeded replaced".split())
 _DEMONSTRATIVES = frozenset("this that these those".split())
-_EXPLETIVE_IT = re.compile(r"^it\s+(?:is|was|has been|had been|will be|would be|seems|seemed|remains)\b.*\b(?:that|to)\b",
-                           re.I)
+_EXPLETIVE_IT = re.compile(r"^it\s+(?:is|was|has been|had been|will be|would be|seems|seemed|remains)\b"
+                           r".*\b(?:that|to)\b", re.I)
 _EXISTENTIAL = frozenset("is are was were has have had remain remains".split())
 
 

@@ -35,7 +35,8 @@ class ExtractedClaim:
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "text": self.text, "spans": [list(s) for s in self.spans], "sentence": self.sentence,
-                "context": [list(s) for s in self.context], "method": self.method, "status": self.status, "reason": self.reason}
+                "context": [list(s) for s in self.context], "method": self.method, "status": self.status,
+                "reason": self.reason}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ExtractedClaim":

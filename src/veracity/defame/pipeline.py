@@ -41,8 +41,8 @@ class Defame(Pipeline):
 
     accepts_images = True
 
-    def __init__(self, config: "Config", name: str = "defame", *, drop_tools: frozenset[str] = frozenset(), single_turn: bool = False,
-                 static_actions: bool = False, develop: bool = True) -> None:
+    def __init__(self, config: "Config", name: str = "defame", *, drop_tools: frozenset[str] = frozenset(),
+                 single_turn: bool = False, static_actions: bool = False, develop: bool = True) -> None:
         self.config = config
         self.name = name
         self.dc: "DefameConfig" = config.defame
@@ -167,7 +167,8 @@ class Defame(Pipeline):
                      RECORD=record, EXECUTED=", ".join(record.executed()) or "none")
         out = self.prompts["plan"].ask(ctx.model, failures=failures, defer=True,
                                        images=self._images_for_model(store, ctx), **slots,
-                                       parse_args=dict(tools=offered, executed=executed, max_actions=self.dc.max_actions))
+                                       parse_args=dict(tools=offered, executed=executed,
+                                                       max_actions=self.dc.max_actions))
         plan = out.value
         how = "planned"
         if not out.ok:  # recorded once the fallback is known

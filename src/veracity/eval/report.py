@@ -84,7 +84,8 @@ def _majority_row(rows: list[dict[str, Any]], labels: list[str], metric: Callabl
         return ""
     top = max(sorted(set(gold)), key=gold.count)
     pred = [top] * len(gold)
-    return (f"| majority class ({top}) | {len(gold)} | {100 * metric(gold, pred):.2f} | {100 * accuracy(gold, pred):.2f} | "
+    return (f"| majority class ({top}) | {len(gold)} | {100 * metric(gold, pred):.2f} | "
+            f"{100 * accuracy(gold, pred):.2f} | "
             f"{100 * macro_f1(gold, pred, labels):.2f} |  | 0.0 | 0.0 | 0 | 0 | $0.0000 | 0 |")
 
 
@@ -141,7 +142,8 @@ def reliability_lines(rows: list[dict[str, Any]]) -> list[str]:
         decided = [r for r in rs if not r["verdict"].get("uncertain")]
         dec = (f"{100 * sum(r['gold'] == r['pred'] for r in decided) / len(decided):.1f} "
                f"({100 * len(decided) / len(rs):.0f}% of verdicts)" if decided else "- (all uncertain)")
-        bins = " ".join(f"{lo:.1f}-{hi:.1f}: {100 * acc:.0f}% of {n}" for lo, hi, n, _, acc in reliability_bins(conf, correct))
+        bins = " ".join(f"{lo:.1f}-{hi:.1f}: {100 * acc:.0f}% of {n}"
+                        for lo, hi, n, _, acc in reliability_bins(conf, correct))
         table.append(f"| {pipe} | {expected_calibration_error(conf, correct):.3f} | {dec} | {bins} |")
     said = [f"No confidences for {', '.join(silent)}: {NO_CONFIDENCES}."] if silent else []
     if not table:

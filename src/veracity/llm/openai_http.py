@@ -51,7 +51,8 @@ def _image_part(ref: str) -> dict[str, Any]:
 
         p = Path(ref)
         mime = mimetypes.guess_type(p.name)[0] or "image/jpeg"
-        url = f"data:{mime};base64," + base64.b64encode(read_limited(p, MAX_BYTES, "image", error=ImageError)).decode("ascii")
+        data = read_limited(p, MAX_BYTES, "image", error=ImageError)
+        url = f"data:{mime};base64," + base64.b64encode(data).decode("ascii")
     return {"type": "image_url", "image_url": {"url": url}}
 
 

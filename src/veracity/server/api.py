@@ -438,10 +438,11 @@ async def events(run_id: str, request: Request,
                                                                       "EventSource on reconnect)")):
     """Events: `status` ({"status", "queue_position", and "elapsed": seconds since it started, while running}),
     one `step` per trace step in the order the run emitted it (data: the step; id: its sequence number), each
-    right after a `view` event with what that step changed in the run's view, already folded ({"items": [{"index", "item"}], "status": what the run is doing, "calls":
-    model calls so far}; the page draws these), and a final `done` ({"status", "verdict", "usage", "seconds"}
-    or {"status", "error"}), after which the stream ends. A client connecting late first gets the steps so far;
-    `Last-Event-ID` skips the steps it already has (and their views)."""
+    right after a `view` event with what that step changed in the run's view, already folded ({"items":
+    [{"index", "item"}], "status": what the run is doing, "calls": model calls so far}; the page draws these), and a
+    final `done` ({"status", "verdict", "usage", "seconds"} or {"status", "error"}), after which the stream ends. A
+    client connecting late first gets the steps so far; `Last-Event-ID` skips the steps it already has (and their
+    views)."""
     s = state(request)
     after = resume_after(last_event_id)
     live = s.manager.subscribe(run_id, asyncio.get_running_loop())

@@ -125,8 +125,8 @@ def cmd_check_text(args: argparse.Namespace) -> int:
         print(f"Stopped early: {check.stopped}.")
     print("  ".join(f"{a}: {b}" for a, b in summary_rows(check.summary())))
     total = check.usage.get("total", {})
-    print(f"Usage: {total.get('calls', 0)} model calls, {total.get('prompt_tokens', 0) + total.get('completion_tokens', 0)}"
-          f" tokens, {check.seconds:.1f} s")
+    tokens = total.get("prompt_tokens", 0) + total.get("completion_tokens", 0)
+    print(f"Usage: {total.get('calls', 0)} model calls, {tokens} tokens, {check.seconds:.1f} s")
     if args.report:
         print(f"Report written to {args.report}")
     return failed

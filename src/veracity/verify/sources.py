@@ -109,8 +109,8 @@ def read_sources(root: Path, names: tuple[str, ...] | None = None) -> list[Sourc
         rows = [r for f in files for r in _read(root / f)]
         rows_of[name] = rows
         for r in rows:
-            nodes = [f"{k}:{_norm(r['claim']) if k == 'claim' else _norm(r['evidence'])[:300] if k == 'evidence' else _id_stem(r['id'])}"
-                     for k in keys]
+            nodes = [f"{k}:" + (_norm(r["claim"]) if k == "claim" else _norm(r["evidence"])[:300] if k == "evidence"
+                                else _id_stem(r["id"])) for k in keys]
             for other in nodes[1:]:
                 g.union(nodes[0], other)
             g.find(nodes[0])
