@@ -494,3 +494,33 @@ def test_a_calibration_with_another_seed_counts_the_pairs_the_weights_were_train
     assert built == [37] and pool == mix(37).train != calibration.train
     assert T.training_draw(pool, 8, 5) == T.training_draw(mix(37).train, 8, 5)
     assert T.trained_pool(tmp_path, {"seed": 31}, s, calibration) is calibration.train and built == [37]
+
+
+def test_weights_trained_with_same_subject_pairs_are_counted_from_that_mix(monkeypatch, tmp_path, capsys):
+    # a calibration of weights trained with `--same-subject N` draws the mix that had those pairs, and its model card
+    # gives the flag back; a training asks for them only with the flag
+    import json
+
+    from veracity.cli import main
+    from veracity.verify import train as T
+    from veracity.verify.model import WEIGHTS_DIR
+
+    built: list[tuple[int, int]] = []
+
+    def mix(root, seed=13, same_subject=0, **kw):
+        built.append((seed, same_subject))
+        pairs = [Pair(f"claim {i}", "e", "nei", "same-subject" if i < same_subject else "fm2") for i in range(20)]
+        return TrainingData(pairs, [], [], [], [], [], {})
+
+    monkeypatch.setattr(T, "build", mix)
+    calibration = mix(tmp_path, 31)
+    s = TrainSettings(seed=31)
+    pool = T.trained_pool(tmp_path, {"seed": 31, "same_subject": 4}, s, calibration)
+    assert built[-1] == (31, 4) and sum(p.source == "same-subject" for p in pool) == 4
+    assert T.trained_pool(tmp_path, {"seed": 31}, s, calibration) is calibration.train
+    settings = json.loads((WEIGHTS_DIR / "verifier.json").read_text(encoding="utf-8"))
+    assert "--same-subject 4000" not in T.model_card(settings)
+    settings["settings"] = {**settings["settings"], "same_subject": 4000}
+    assert "--limit 30000 --same-subject 4000" in T.model_card(settings)
+    assert main(["verifier", "train", "--same-subject", "-1", "--out", "/nonexistent"]) != 0
+    assert "--same-subject must be at least 0" in capsys.readouterr().err

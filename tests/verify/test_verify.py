@@ -235,6 +235,36 @@ def test_evidence_about_another_subject_names_someone_else_everywhere_and_is_not
         assert p.claim.split(" was born in ")[1].rstrip(".") in p.evidence  # the same sentence, another subject
 
 
+def test_a_sentence_on_another_point_about_the_subject_is_not_enough_information():
+    from veracity.verify.data import Pair, same_subject_pairs
+
+    def pair(claim, evidence, label="supported", source="fever_symmetric"):
+        return Pair(claim, evidence, label, source)
+
+    built = pair("The Orrin Bridge was built in 1871.", "The Orrin Bridge opened in 1871.")
+    where = pair("The Orrin Bridge stands in Tallinn.", "The Orrin Bridge is a stone bridge in Tallinn, Estonia.")
+    river = pair("The Orrin Bridge crosses the Pirita.", "The Pirita river runs under the Orrin Bridge.")
+    edited = pair("The Orrin Bridge was painted red.", "The Orrin Bridge was never painted blue.", "refuted")
+    dated = pair("The Orrin Bridge was renovated in 1990.", "The Orrin Bridge was closed in 1985.")
+    pool = [built, where, river, edited, dated,
+            pair("The Orrin Bridge is a toll bridge.", "The Orrin Bridge carries the old Narva road."),
+            pair("Many of the schools closed in March.", "Many artists cite Fripp as an influence."),
+            pair("Snow is cold.", "Snow is frozen water.", source="snli")]
+    out = same_subject_pairs(pool, random.Random(0), 100)
+    assert out and {p.label for p in out} == {"nei"} and {p.source for p in out} == {"same-subject"}
+    read = {(p.claim, p.evidence) for p in out}
+    # "built in 1871" against the sentence on where it stands: another point about the same bridge
+    assert (built.claim, where.evidence) in read
+    for p in out:
+        mine = next(q for q in pool if q.claim == p.claim)
+        assert p.evidence != mine.evidence and "Orrin Bridge" in p.evidence and "Orrin Bridge" in p.claim
+        assert p.evidence != edited.evidence  # an edit made to refute its own claim is not a sentence of the page
+        assert not ("1871" in p.claim and "1985" in p.evidence)  # two dates of one subject may contradict
+        assert not (p.claim == where.claim and "Tallinn" in p.evidence)  # sharing a word: it may settle the claim
+        assert p.claim != "The Orrin Bridge is a toll bridge."  # what it is: settled by much that shares no word
+        assert "Many" not in p.claim  # an opening word is not a subject
+
+
 # -- the shipped verifier ------------------------------------------------------------------------------
 
 @pytest.mark.skipif(not SHIPPED, reason="no trained verifier in verify/weights")

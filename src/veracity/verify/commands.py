@@ -35,6 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--limit", type=int, default=None, help="at most this many training pairs (a quick run)")
     t.add_argument("--per-source", type=int, default=None,
                    help="at most this many training pairs of each source (a draw where no source dominates)")
+    t.add_argument("--same-subject", type=int, default=0,
+                   help="add up to this many pairs of a claim against a sentence on another point about its subject "
+                        "(nei; default none)")
     t.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     t.add_argument("--init-from", default=None, help="continue from a trained verifier folder")
     t.add_argument("--device", default="auto", help="auto (a CUDA GPU when torch sees one, else the CPU), cpu, cuda")
@@ -72,10 +75,12 @@ def cmd_train(args: argparse.Namespace) -> int:
             raise UserError(f"--{name.replace('_', '-')} must be at least {lo}")
     if args.per_source is not None and args.per_source < 1:
         raise UserError("--per-source must be at least 1")
+    if args.same_subject < 0:
+        raise UserError("--same-subject must be at least 0")
     data = _data_dir(args.data)  # (after the flags: a mistyped flag is told before a missing folder)
     s = TrainSettings(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_length=args.max_length,
                       frozen_layers=args.frozen_layers, seed=args.seed, limit=args.limit, threads=args.threads,
-                      per_source=args.per_source,
+                      per_source=args.per_source, same_subject=args.same_subject,
                       init_from=args.init_from, checkpoint_every=args.checkpoint_every, device=args.device)
     result = run(data, out, s, progress=True)
     print(json.dumps({k: result[k] for k in ("sha256", "temperature", "binary_rule", "figures", "ms_per_pair")},

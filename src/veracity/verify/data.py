@@ -13,12 +13,15 @@ import csv
 import hashlib
 import json
 import random
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
 from .sources import SOURCES, CALIBRATION_CAP, HELDOUT_CAP, capped, read_sources
-from .synthetic import compound_pairs, joined_pairs, other_subject, pairs_from_page, subject
+from .synthetic import (compound_pairs, joined_pairs, other_subject, pairs_from_page, subject, subject_keys,
+                        subject_named)
+from .text import content_words, numbers, stem
 
 LABELS = ("supported", "refuted", "nei")
 _FM2 = {"SUPPORTS": "supported", "REFUTES": "refuted"}
@@ -133,6 +136,7 @@ class TrainingData:
     heldout_offtopic_passages: list[tuple[str, list[str], str]] = field(default_factory=list)
     heldout_other_subject: list[Pair] = field(default_factory=list)  # held-apart pairs, and about another subject
     heldout_partial: list[Pair] = field(default_factory=list)  # held-apart joined claims against some parts' evidence
+    heldout_same_subject: list[Pair] = field(default_factory=list)  # held-apart pairs, and on another point (nei)
 
 
 SYNTHETIC_CAP, CAD_CAP, COMPOUND_CAP = 4000, 4000, 4000  # training pairs from FM2 page edits, CAD-SNLI, two-part claims
@@ -215,6 +219,61 @@ def other_subject_pairs(pairs: list, rng: random.Random, count: int) -> list[Pai
     return out
 
 
+_NOT_SUBJECTS = frozenset("January February March April June July August September October November December Monday "
+                          "Tuesday Wednesday Thursday Friday Saturday Sunday Many Several Every Following According "
+                          "Despite Although Since Because However".split())
+#: what the subject is ("... is a 2012 film", "was an EP"): two such statements may refute each other unworded
+_DEFINES = re.compile(r"\b(is|was|are|were)( not)? (a|an|the|one)\b")
+
+
+def _said(text: str) -> set[str]:
+    """What a text says, crudely: its content words and numbers, each word stemmed and cut to five letters
+    ("American" and "America", "worked" and "work" alike), so that a point two texts share is seen in another form."""
+    return {stem(w)[:5] for w in content_words(text)} | numbers(text)
+
+
+def same_subject_pairs(pairs: list, rng: random.Random, count: int) -> list[Pair]:
+    """Up to `count` claims of the SUBJECT_SOURCES each against the evidence of another claim about the same subject
+    (the name both open with) that names the subject and shares nothing else with the claim (no content word, no
+    number): nei. A sentence about the subject on another point is what a search returns first, and it does not
+    settle the claim; the verifier trained before these read such sentences as refuting ("The Orrin Bridge is a
+    stone bridge in Tallinn, Estonia." against "The Orrin Bridge was built in 1871.": refuted 0.89), so a
+    retrieved sentence on another point could decide a verdict. Only evidence that supports its own claim is used
+    (not a sentence edited to refute one), never the claim's own (of any of its pairs). Some pairs made so are
+    settled after all by what the words do not share ("nicknamed Pop" against "referred to as Pappi"): the filters
+    below keep them few, not none."""
+    mine = [p for p in pairs if p.source in SUBJECT_SOURCES and p.label in LABELS]
+    own: dict[str, set[str]] = {}
+    by_subject: dict[str, list] = {}
+    for p in mine:
+        own.setdefault(p.claim, set()).add(p.evidence)
+        name = subject(p.claim)
+        if name:
+            by_subject.setdefault(name, []).append(p)
+    out: list[Pair] = []
+    for p in rng.sample(mine, len(mine)):
+        if len(out) >= count:
+            break
+        name = subject(p.claim) or ""
+        keys = subject_keys(name)
+        # "Before April 21, ...", "Many of the schools ...": no subject; "X is a singer": settled by much unworded
+        if not keys or keys & _NOT_SUBJECTS or len(by_subject[name]) < 2 or _DEFINES.search(p.claim):
+            continue
+        point = _said(p.claim) - _said(name)
+        if not point:
+            continue
+        head = {name.split()[-1]}  # the surname, "Tower": "City of David" does not name "City of Angels"
+        for other in rng.sample(by_subject[name], min(len(by_subject[name]), 4)):
+            ev = other.evidence
+            if (other.label == "supported" and other.claim != p.claim and ev not in own[p.claim]
+                    and subject_named(ev, head)
+                    and not point & _said(ev) and len(ev.split()) <= OFFTOPIC_WORDS
+                    and not (numbers(p.claim) and numbers(ev))):  # a film "of 2012" against "shown in 2010"
+                out.append(Pair(p.claim, ev, "nei", "same-subject"))
+                break
+    return out
+
+
 def offtopic_passages(pairs: list, evidence: list, rng: random.Random,
                       distractors: int = 2) -> list[tuple[str, list[str], str]]:
     """Each pair's claim against its own evidence among `distractors` unrelated passages (its label), and against
@@ -229,16 +288,20 @@ def offtopic_passages(pairs: list, evidence: list, rng: random.Random,
     return out
 
 
-def build(root: Path, seed: int = 13, *, sources: tuple[str, ...] | None = None) -> TrainingData:
+def build(root: Path, seed: int = 13, *, sources: tuple[str, ...] | None = None,
+          same_subject: int = 0) -> TrainingData:
     """The training mix, the calibration part and the held-apart sets. `sources`: which JSONL sources of
-    sources.SOURCES to read (default all; () for FM2 and CAD-SNLI alone)."""
+    sources.SOURCES to read (default all; () for FM2 and CAD-SNLI alone). `same_subject`: up to this many
+    training pairs of a claim against a sentence on another point about its subject (same_subject_pairs; held
+    apart always)."""
     rng = random.Random(seed)
     fm2 = read_fm2(root)
     parts = {name: [c for c in fm2 if fm2_part(c.page) == name] for name in ("train", "calibration", "test")}
     train = (fm2_pairs(parts["train"], rng) + capped(read_cad(root, "train"), CAD_CAP, rng)
              + capped(synthetic_pairs(parts["train"], rng), SYNTHETIC_CAP, rng)
              + capped(compound_claim_pairs(parts["train"], random.Random(seed + 3)), COMPOUND_CAP, rng))
-    calibration = (fm2_pairs(parts["calibration"], rng, distractors=False) + capped(read_cad(root, "dev"), CALIBRATION_CAP, rng)
+    calibration = (fm2_pairs(parts["calibration"], rng, distractors=False)
+                   + capped(read_cad(root, "dev"), CALIBRATION_CAP, rng)
                    + capped(synthetic_pairs(parts["calibration"], rng), CALIBRATION_CAP, rng)
                    + capped(compound_claim_pairs(parts["calibration"], random.Random(seed + 3)), CALIBRATION_CAP,
                             random.Random(seed + 3)))
@@ -275,6 +338,12 @@ def build(root: Path, seed: int = 13, *, sources: tuple[str, ...] | None = None)
     own = random.Random(seed + 10).sample(own, min(HELDOUT_CAP // 2, len(own)))
     offtopic_heldout = own + offtopic_pairs(own, by_part["heldout"] + fm2_own["heldout"], random.Random(seed + 11),
                                             len(own))
+    # claims against a sentence on another point about their subject, drawn last with their own seeds (as below);
+    # trained on only when asked (`same_subject` pairs): the stage trained with them was not shipped (README)
+    if same_subject:
+        train += same_subject_pairs(by_part["train"] + fm2_own["train"], random.Random(seed + 19), same_subject)
+    same = same_subject_pairs(by_part["heldout"] + fm2_own["heldout"], random.Random(seed + 20), HELDOUT_CAP // 2)
+    same_subject_heldout = [originals[p.claim] for p in same if p.claim in originals] + same
     # joined claims against some of their parts' evidence, drawn last with their own seeds (the sets above unchanged)
     train += joined_claim_pairs(parts["train"], pairs, "train", PARTIAL_CAP, seed + 16, partial=True)
     calibration += joined_claim_pairs(parts["calibration"], pairs, "calibration", CALIBRATION_CAP, seed + 17,
@@ -290,5 +359,6 @@ def build(root: Path, seed: int = 13, *, sources: tuple[str, ...] | None = None)
                         joined_claim_pairs(parts["test"], pairs, "heldout", HELDOUT_CAP, seed + 7), offtopic_heldout,
                         offtopic_passages(own[: HELDOUT_CAP // 4], by_part["heldout"] + fm2_own["heldout"],
                                           random.Random(seed + 12)), other_subject_heldout,
-                        joined_claim_pairs(parts["test"], pairs, "heldout", HELDOUT_CAP, seed + 18, partial=True))
+                        joined_claim_pairs(parts["test"], pairs, "heldout", HELDOUT_CAP, seed + 18, partial=True),
+                        same_subject_heldout)
 

@@ -279,16 +279,26 @@ def subject(claim: str) -> str | None:
     return " ".join(words_) or None
 
 
+def subject_keys(name: str) -> set[str]:
+    """The words of a subject's name that identify it ("Eiffel", "Tower"; not "The" or "Of")."""
+    return {w for w in name.split() if len(w) > 3 and w.lower() not in STOPWORDS}
+
+
+def subject_named(text: str, keys: set[str]) -> list[re.Match]:
+    """The names in `text` sharing a word with a subject's `keys`."""
+    return [m for m in _NAME.finditer(text) if keys & set(m.group(0).split())]
+
+
 def other_subject(claim: str, evidence: str, replacement: str) -> str | None:
     """`evidence` about `replacement` instead of the claim's subject: every name in it sharing a word with the
     subject replaced by `replacement`; None when the evidence does not name the subject, or still would."""
     name = subject(claim)
     if not name:
         return None
-    keys = {w for w in name.split() if len(w) > 3 and w.lower() not in STOPWORDS}
+    keys = subject_keys(name)
     if not keys or keys & set(replacement.split()):
         return None
-    hits = [m for m in _NAME.finditer(evidence) if keys & set(m.group(0).split())]
+    hits = subject_named(evidence, keys)
     if not hits:
         return None
     out = evidence

@@ -45,6 +45,7 @@ class TrainSettings:
     seed: int = 13
     limit: int | None = None  # at most this many training pairs (quick runs)
     per_source: int | None = None  # at most this many training pairs of each source (training_draw)
+    same_subject: int = 0  # training pairs of a claim against a sentence on another point about its subject (data.py)
     eval_limit: int | None = None  # at most this many calibration and evaluation pairs each (quick runs)
     init_from: str | None = None  # continue from a trained verifier folder (its verifier.safetensors)
     threads: int | None = None
@@ -336,7 +337,7 @@ def run(training_dir: Path, out: Path, s: TrainSettings, *, progress: bool = Tru
     from .model import sha256
 
     out.mkdir(parents=True, exist_ok=True)
-    data = build(training_dir, seed=s.seed)
+    data = build(training_dir, seed=s.seed, same_subject=s.same_subject)
     t0 = time.time()
     model, tok = fine_tune(data, out, s, progress=progress)
     train_seconds = time.time() - t0
@@ -466,14 +467,16 @@ def held_apart_sets(data: TrainingData) -> list[tuple[str, list[Pair]]]:
             ("synthetic_heldout", data.heldout_synthetic), ("compound_heldout", data.heldout_compound),
             ("joined_heldout", data.heldout_joined), ("offtopic_heldout", data.heldout_offtopic),
             ("other_subject_heldout", data.heldout_other_subject), ("partial_heldout", data.heldout_partial),
+            ("same_subject_heldout", data.heldout_same_subject),
             *sorted(data.heldout_sources.items())]
 
 
 def trained_pool(training_dir: Path, trained_with: dict, s: TrainSettings, data: TrainingData) -> list[Pair]:
     """The training mix as the training that made these weights shuffled it (its seed, recorded in verifier.json's
     settings): `data`'s own when the calibration's seed is the same, else built again with the training's."""
-    seed = trained_with.get("seed", s.seed)
-    return data.train if seed == s.seed else build(training_dir, seed=seed).train
+    seed, same = trained_with.get("seed", s.seed), trained_with.get("same_subject", 0)
+    return data.train if (seed, same) == (s.seed, s.same_subject) else build(training_dir, seed=seed,
+                                                                              same_subject=same).train
 
 
 def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: TrainingData | None = None) -> dict:
@@ -496,6 +499,7 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
         data.heldout_offtopic = data.heldout_offtopic[: s.eval_limit]
         data.heldout_other_subject = data.heldout_other_subject[: s.eval_limit]
         data.heldout_partial = data.heldout_partial[: s.eval_limit]
+        data.heldout_same_subject = data.heldout_same_subject[: s.eval_limit]
         data.heldout_retrieved = data.heldout_retrieved[: s.eval_limit // 10 or 1]
         data.calibration_retrieved = data.calibration_retrieved[: s.eval_limit // 10 or 1]
         data.heldout_sources = {k: v[: s.eval_limit] for k, v in data.heldout_sources.items()}
@@ -639,7 +643,8 @@ def model_card(settings: dict) -> str:
     cmd = (f"veracity verifier train --epochs {s.get('epochs')} --lr {s.get('lr')} --batch-size {s.get('batch_size')} "
            f"--max-length {s.get('max_length')} --frozen-layers {s.get('frozen_layers')} --seed {s.get('seed')} "
            f"--threads {s.get('threads')}" + (f" --limit {s['limit']}" if s.get("limit") else "")
-           + (f" --per-source {s['per_source']}" if s.get("per_source") else ""))
+           + (f" --per-source {s['per_source']}" if s.get("per_source") else "")
+           + (f" --same-subject {s['same_subject']}" if s.get("same_subject") else ""))
     rule = settings.get("uncertain_rule") or {}
     uncertain = (f"- **Uncertain below:** {settings['uncertain_below']} -- chosen on the calibration part so that "
                  f"the verdicts at or above it are right {100 * rule.get('target_accuracy', 0):.0f}% of the time "
@@ -699,8 +704,13 @@ def model_card(settings: dict) -> str:
         "(`offtopic_heldout`: held-apart pairs of three-label sets beside their claims against an unrelated "
         "passage, half each).",
         "- Evidence about another subject (verify/data.py `other_subject_pairs`): a Wikipedia claim's evidence "
-        "(VitaminC, FEVER-Symmetric, FM2) with every name sharing a word with the claim's opening name replaced by another "
-        "claim's, nei (`other_subject_heldout`: held-apart pairs beside their changed copies).",
+        "(VitaminC, FEVER-Symmetric, FM2) with every name sharing a word with the claim's opening name replaced by "
+        "another claim's, nei (`other_subject_heldout`: held-apart pairs beside their changed copies).",
+        "- A sentence on another point about the claim's subject (verify/data.py `same_subject_pairs`): a Wikipedia "
+        "claim against the evidence of another claim opening with the same name, which names it and shares no other "
+        "word or number with the claim, nei (`same_subject_heldout`: held-apart pairs beside such copies; a few of "
+        "them are settled after all by what shares no word). Trained on only with `--same-subject N` (then counted "
+        "under Sizes as `same-subject`).",
         "- CAD-SNLI (Apache-2.0, built on SNLI, CC BY-SA 4.0): its own train / dev / test.",
         "- The ten JSONL sources of `../shared/training` (VitaminC real and synthetic, FEVER-NLI and MultiNLI from "
         "DocNLI, FEVER-Symmetric, SNLI, BEGIN, SummEdits, Factcheck-GPT, Check-COVID, Breaking NLI; licences in "
