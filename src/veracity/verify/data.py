@@ -244,17 +244,18 @@ def same_subject_pairs(pairs: list, rng: random.Random, count: int) -> list[Pair
     below keep them few, not none."""
     mine = [p for p in pairs if p.source in SUBJECT_SOURCES and p.label in LABELS]
     own: dict[str, set[str]] = {}
+    name_of: dict[str, str] = {}
     by_subject: dict[str, list] = {}
     for p in mine:
         own.setdefault(p.claim, set()).add(p.evidence)
-        name = subject(p.claim)
+        name = name_of.setdefault(p.claim, subject(p.claim) or "")
         if name:
             by_subject.setdefault(name, []).append(p)
     out: list[Pair] = []
     for p in rng.sample(mine, len(mine)):
         if len(out) >= count:
             break
-        name = subject(p.claim) or ""
+        name = name_of[p.claim]
         keys = subject_keys(name)
         # "Before April 21, ...", "Many of the schools ...": no subject; "X is a singer": settled by much unworded
         if not keys or keys & _NOT_SUBJECTS or len(by_subject[name]) < 2 or _DEFINES.search(p.claim):

@@ -472,11 +472,13 @@ def held_apart_sets(data: TrainingData) -> list[tuple[str, list[Pair]]]:
 
 
 def trained_pool(training_dir: Path, trained_with: dict, s: TrainSettings, data: TrainingData) -> list[Pair]:
-    """The training mix as the training that made these weights shuffled it (its seed, recorded in verifier.json's
-    settings): `data`'s own when the calibration's seed is the same, else built again with the training's."""
+    """The training mix as the training that made these weights shuffled it (its seed and same-subject pairs,
+    recorded in verifier.json's settings): `data`'s own when the calibration's are the same, else built again with
+    the training's."""
     seed, same = trained_with.get("seed", s.seed), trained_with.get("same_subject", 0)
-    return data.train if (seed, same) == (s.seed, s.same_subject) else build(training_dir, seed=seed,
-                                                                              same_subject=same).train
+    if (seed, same) == (s.seed, s.same_subject):
+        return data.train
+    return build(training_dir, seed=seed, same_subject=same).train
 
 
 def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: TrainingData | None = None) -> dict:
@@ -661,8 +663,7 @@ def model_card(settings: dict) -> str:
         "refuted / not enough information (`nei`) out. Several passages: each is scored, and all of them "
         "together; the most decisive (least `nei`) decides and is named. When one sentence of the deciding passage "
         "(or window) alone reads the other label with 0.8 or more, and more surely than the passage reads its own, "
-        "the two readings are averaged "
-        "(verify/conflict.py).",
+        "the two readings are averaged (verify/conflict.py).",
         f"- **Calibration:** temperature {settings['temperature']} fitted on the calibration part (below); with "
         f"several passages the deciding one's probabilities are tempered by "
         f"{describe_several(settings.get('aggregate_temperature', 1.0))} "
