@@ -321,7 +321,8 @@ def test_property_a_damaged_index_is_an_index_error_never_a_crash(built_index, t
             a = parsed
             change = data.draw(st.sampled_from(["value", "dtype", "shape"]))
             if change == "value" and a.size:
-                a.flat[data.draw(st.integers(0, a.size - 1))] = data.draw(st.sampled_from([-5, 10 ** 6, 0, 1, 3]))
+                value = data.draw(st.sampled_from([-5, 10 ** 6, 0, 1, 3]))  # cast as a writer of this dtype would
+                a.flat[data.draw(st.integers(0, a.size - 1))] = np.array(value).astype(a.dtype)
             elif change == "dtype":
                 a = a.astype(data.draw(st.sampled_from(["float16", "int8", "float64", "uint64", "bool"])))
             else:
