@@ -524,3 +524,105 @@ def test_weights_trained_with_same_subject_pairs_are_counted_from_that_mix(monke
     assert "--limit 30000 --same-subject 4000" in T.model_card(settings)
     assert main(["verifier", "train", "--same-subject", "-1", "--out", "/nonexistent"]) != 0
     assert "--same-subject must be at least 0" in capsys.readouterr().err
+
+
+def _verifier_folder(folder, state, settings):
+    import json
+
+    from safetensors.torch import save_file
+
+    from veracity.verify.model import sha256
+
+    folder.mkdir()
+    save_file(state, str(folder / "verifier.safetensors"))
+    settings = {**settings, "sha256": sha256(folder / "verifier.safetensors")}
+    (folder / "verifier.json").write_text(json.dumps(settings), encoding="utf-8")
+
+
+def test_averaged_verifiers_are_the_mean_of_their_tensors_with_the_base_model_where_one_did_not_ship_a_layer(tmp_path):
+    import json
+
+    import torch
+    from safetensors.torch import load_file
+
+    from veracity.verify.average import _base_state, average
+    from veracity.verify.model import WEIGHTS_DIR, CrossEncoderVerifier, sha256
+    from veracity.verify.train import model_card
+
+    shipped = load_file(str(WEIGHTS_DIR / "verifier.safetensors"))
+    settings = json.loads((WEIGHTS_DIR / "verifier.json").read_text(encoding="utf-8"))
+    layer0 = "bert.encoder.layer.0.attention.self.query.weight"
+    other = {k: (v.float() * 0.5).half() if k.startswith("classifier.") else v
+             for k, v in shipped.items() if not k.startswith("bert.encoder.layer.0.")}  # trained with layer 0 frozen
+    _verifier_folder(tmp_path / "a", shipped, {**settings, "train_seconds": 900})
+    _verifier_folder(tmp_path / "b", other, {**settings, "train_seconds": 700})
+    written = average([tmp_path / "a", tmp_path / "b"], tmp_path / "mean")
+
+    mean = load_file(str(tmp_path / "mean" / "verifier.safetensors"))
+    assert set(mean) == set(shipped)
+    w = shipped["classifier.weight"].float()
+    assert torch.allclose(mean["classifier.weight"].float(), 0.75 * w, atol=2e-3)
+    base = _base_state()[layer0]
+    assert not torch.allclose(base, shipped[layer0].float(), atol=1e-3)  # the shipped layer 0 was trained
+    assert torch.allclose(mean[layer0].float(), (shipped[layer0].float() + base) / 2, atol=2e-3)
+    assert written["sha256"] == sha256(tmp_path / "mean" / "verifier.safetensors")
+    assert [a["folder"] for a in written["averaged_from"]] == [str(tmp_path / "a"), str(tmp_path / "b")]
+    assert written["temperature"] == 1.0 and "stack" not in written and "figures" not in written
+    # the averaged folder loads as a verifier and still reads a plain contradiction as refuted
+    v = CrossEncoderVerifier(tmp_path / "mean", threads=1, cached=False)
+    r = v.verify("Paris is the capital of Germany.", ["Paris is the capital and largest city of France."])
+    assert r.label == "refuted"
+    card = model_card({**written, "settings": settings["settings"], "figures": {}})
+    assert "The element-wise mean of 2 trained verifiers' weights (trained on 2 CPU cores in 900 s, 700 s)" in card
+    assert f"veracity verifier average {tmp_path / 'a'} {tmp_path / 'b'} --out DIR --seed" in card
+
+
+def test_averaging_refuses_one_folder_a_folder_without_weights_and_tensors_of_other_shapes(tmp_path, capsys):
+    import json
+
+    import torch
+
+    from veracity.cli import main
+    from veracity.errors import UserError
+    from veracity.verify.average import average
+
+    _verifier_folder(tmp_path / "a", {"classifier.weight": torch.zeros(3, 384, dtype=torch.float16)}, {})
+    _verifier_folder(tmp_path / "b", {"classifier.weight": torch.zeros(2, 384, dtype=torch.float16)}, {})
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UserError, match="at least two"):
+        average([tmp_path / "a"], tmp_path / "out")
+    with pytest.raises(UserError, match="no trained verifier in .*empty"):
+        average([tmp_path / "a", tmp_path / "empty"], tmp_path / "out")
+    with pytest.raises(UserError, match="classifier.weight has different shapes"):
+        average([tmp_path / "a", tmp_path / "b"], tmp_path / "out")
+    assert not (tmp_path / "out").exists()  # nothing half-written
+    assert main(["verifier", "average", str(tmp_path / "a"), "--out", str(tmp_path / "out"),
+                 "--data", str(tmp_path)]) != 0
+    assert "training data not found" in capsys.readouterr().err
+    assert json.loads((tmp_path / "a" / "verifier.json").read_text(encoding="utf-8"))["sha256"]
+
+
+def test_the_average_command_calibrates_the_folder_it_wrote(tmp_path, monkeypatch):
+    import json
+
+    from veracity.cli import main
+    from veracity.verify import train
+    from veracity.verify.model import WEIGHTS_DIR
+
+    (tmp_path / "data" / "fm2").mkdir(parents=True)
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        for f in ("verifier.json", "verifier.safetensors"):
+            (tmp_path / name / f).write_bytes((WEIGHTS_DIR / f).read_bytes())
+    seen = {}
+
+    def calibrate(out, data, s):
+        seen.update(out=out, data=data, seed=s.seed, threads=s.threads,
+                    averaged=json.loads((out / "verifier.json").read_text(encoding="utf-8"))["averaged_from"])
+        return {"temperature": 1.0, "binary_rule": {}, "figures": {}, "ms_per_pair": 0}
+
+    monkeypatch.setattr(train, "calibrate", calibrate)
+    assert main(["verifier", "average", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "m"),
+                 "--data", str(tmp_path / "data"), "--seed", "31", "--threads", "2"]) == 0
+    assert seen["out"] == tmp_path / "m" and seen["data"] == tmp_path / "data"
+    assert (seen["seed"], seen["threads"]) == (31, 2) and len(seen["averaged"]) == 2

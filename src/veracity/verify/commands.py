@@ -3,6 +3,7 @@
     veracity verifier train [--data ../shared/training] [--out src/veracity/verify/weights] [--epochs 1] ...
     veracity verifier check "CLAIM" --evidence "PASSAGE" [--evidence ...] [--model DIR|lexical] [--json]
     veracity verifier info [--json]
+    veracity verifier average FOLDER FOLDER [...] --out DIR [--seed 13] [--threads 1]
 
 `train` is seeded and resumes after a kill, mid-epoch (a checkpoint every --checkpoint-every batches, run the
 same command again); it reads only ../shared/training.
@@ -18,10 +19,12 @@ from ..errors import UserError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("verifier", help="the trained evidence verifier (train, check, info)",
+    parser = subparsers.add_parser("verifier",
+                                   help="the trained evidence verifier (train, calibrate, average, check, info)",
                                    description="Train, inspect and try the evidence verifier that decides whether "
                                    "passages support, refute or do not settle a claim.")
-    commands = parser.add_subparsers(dest="verifier_command", metavar="{train,calibrate,check,info}", required=True)
+    commands = parser.add_subparsers(dest="verifier_command", metavar="{train,calibrate,average,check,info}",
+                                     required=True)
 
     t = commands.add_parser("train", help="train the verifier and the lexical baseline (seeded, resumable)")
     t.add_argument("--data", default=None, help="training data folder (default ../shared/training beside the project)")
@@ -52,6 +55,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     k.add_argument("--seed", type=int, default=13)
     k.add_argument("--threads", type=int, default=1)
     k.set_defaults(func=cmd_calibrate)
+
+    a = commands.add_parser("average", help="average trained verifiers' weights (a model soup) into a new folder, "
+                            "then calibrate it as `calibrate` does")
+    a.add_argument("folders", nargs="+", help="trained verifier folders (two or more)")
+    a.add_argument("--out", required=True, help="the new verifier folder (the package's verify/weights to ship it)")
+    a.add_argument("--data", default=None, help="training data folder (default ../shared/training)")
+    a.add_argument("--seed", type=int, default=13, help="the calibration's seed")
+    a.add_argument("--threads", type=int, default=1)
+    a.set_defaults(func=cmd_average)
 
     c = commands.add_parser("check", help="verify a claim against passages given on the command line")
     c.add_argument("claim")
@@ -111,6 +123,16 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     result = calibrate(out, _data_dir(args.data), s)
     print(json.dumps({k: result[k] for k in ("temperature", "binary_rule", "figures", "ms_per_pair")}, indent=1))
     return 0
+
+
+def cmd_average(args: argparse.Namespace) -> int:
+    from .average import average
+
+    if args.threads < 1:
+        raise UserError("--threads must be at least 1")
+    data = _data_dir(args.data)  # before writing anything: the averaged weights are not usable uncalibrated
+    average([Path(f) for f in args.folders], Path(args.out))
+    return cmd_calibrate(argparse.Namespace(out=args.out, data=str(data), seed=args.seed, threads=args.threads))
 
 
 def cmd_check(args: argparse.Namespace) -> int:

@@ -620,6 +620,10 @@ def build_commands(settings: dict, cmd: str) -> list[str]:
     seed = settings.get("calibrated_with", settings.get("settings", {})).get("seed")
     calibrate = f"veracity verifier calibrate --seed {seed}"
     stages = settings.get("stages")
+    averaged = settings.get("averaged_from")
+    if averaged:  # `veracity verifier average` over folders the stages (or the folders' own records) built
+        made = stages or [f"(the verifier in {a['folder']}, sha256 {a['sha256'][:16]}...)" for a in averaged]
+        return [*made, f"veracity verifier average {' '.join(a['folder'] for a in averaged)} --out DIR --seed {seed}"]
     if stages:
         return [*stages, f"{cmd} --init-from /tmp/stage{len(stages)}", calibrate]
     init = settings.get("settings", {}).get("init_from")
@@ -654,6 +658,11 @@ def model_card(settings: dict) -> str:
                  f"{100 * rule.get('calibration_share_decided', 0):.1f}% of {rule.get('calibration_pairs')} pairs "
                  "decided). Pipelines mark a verdict below it uncertain (`verifier.uncertain_below` overrides it)."
                  if "uncertain_below" in settings else "")
+    averaged = settings.get("averaged_from")
+    trained = (f"The element-wise mean of {len(averaged)} trained verifiers' weights (trained on 2 CPU cores in "
+               f"{', '.join(str(a.get('train_seconds')) + ' s' for a in averaged)}), calibrated after averaging"
+               if averaged else f"{'The last stage trained' if settings.get('stages') else 'Trained'} on 2 CPU "
+               f"cores in {settings.get('train_seconds')} s")
     return "\n".join([
         "# Model card: veracity's evidence verifier", "",
         f"- **Name:** `{settings['name']}`; weights `{settings['weights']}` (float16, only the layers training "
@@ -728,8 +737,7 @@ def model_card(settings: dict) -> str:
         "several-passages temperature fitted the same way on the calibration part's FM2 and joined claims).",
         f"- Sizes: {data}.", "",
         "## How it was built", "", "```", *build_commands(settings, cmd), "```", "",
-        f"{'The last stage trained' if settings.get('stages') else 'Trained'} on 2 CPU cores in "
-        f"{settings.get('train_seconds')} s (torch 2.13.0 CPU). Seeded; a killed run "
+        f"{trained} (torch 2.13.0 CPU). Seeded; a killed run "
         "resumes from its last checkpoint (every few hundred batches), mid-epoch.", "",
         "## Figures (held-apart data)", "",
         "Two-label sets (supported / refuted) by the rule above; two-way sets (supported / not_supported) as "
