@@ -465,6 +465,7 @@ def test_a_draw_with_a_cap_per_source_keeps_the_mix_order_and_no_source_dominate
     assert training_draw(mix, limit=5) == mix[:5] and training_draw(mix) == mix
 
     settings = json.loads((WEIGHTS_DIR / "verifier.json").read_text(encoding="utf-8"))
+    settings.pop("averaged_from", None)  # a trained verifier's card (an averaged one's gives its stages' commands)
     settings["settings"] = {**settings["settings"], "per_source": 1500}
     assert "--limit 30000 --per-source 1500" in model_card(settings)
 
@@ -519,6 +520,7 @@ def test_weights_trained_with_same_subject_pairs_are_counted_from_that_mix(monke
     assert built[-1] == (31, 4) and sum(p.source == "same-subject" for p in pool) == 4
     assert T.trained_pool(tmp_path, {"seed": 31}, s, calibration) is calibration.train
     settings = json.loads((WEIGHTS_DIR / "verifier.json").read_text(encoding="utf-8"))
+    settings.pop("averaged_from", None)  # a trained verifier's card (an averaged one's gives its stages' commands)
     assert "--same-subject 4000" not in T.model_card(settings)
     settings["settings"] = {**settings["settings"], "same_subject": 4000}
     assert "--limit 30000 --same-subject 4000" in T.model_card(settings)

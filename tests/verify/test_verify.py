@@ -527,7 +527,7 @@ def test_a_sentence_that_reads_the_other_label_puts_its_passage_in_doubt():
 @pytest.mark.skipif(not SHIPPED, reason="no trained verifier in verify/weights")
 def test_no_confident_verdict_from_a_passage_whose_own_sentence_says_otherwise():
     """Read whole, "... second-longest river in Europe. The Yangtze is the longest river in Asia." supported "The
-    Danube is the longest river in Asia." (0.78 with the eighth stage, 0.68 with the ninth); its first sentence
+    Danube is the longest river in Asia." (0.78 with the eighth stage, 0.73 with the tenth); its first sentence
     alone refutes it: the verifier's reading is now below the uncertain threshold, with the sentence named in the
     rationale. A passage whose sentences agree with it reads as before."""
     from veracity.config import VerifierConfig
@@ -540,7 +540,7 @@ def test_no_confident_verdict_from_a_passage_whose_own_sentence_says_otherwise()
     ev = "The Danube is the second-longest river in Europe, after the Volga. The Yangtze is the longest river in Asia."
     doubt, agree = v.verify_many([("The Danube is the longest river in Asia.", [ev]),
                                   ("The Danube is the second-longest river in Europe.", [ev])])
-    whole = doubt.per_passage[0]  # the passage read whole leans supported (0.68 with the shipped weights)
+    whole = doubt.per_passage[0]  # the passage read whole leans supported (0.73 with the shipped weights)
     assert whole["supported"] > max(whole["refuted"], whole["nei"])
     assert doubt.conflict and doubt.conflict["sentence"].startswith("The Danube is the second-longest")
     assert doubt.confidence < uncertain_threshold(VerifierConfig())
