@@ -580,8 +580,6 @@ def test_averaged_verifiers_are_the_mean_of_their_tensors_with_the_base_model_wh
 
 
 def test_averaging_refuses_one_folder_a_folder_without_weights_and_tensors_of_other_shapes(tmp_path, capsys):
-    import json
-
     import torch
 
     from veracity.cli import main
@@ -591,6 +589,7 @@ def test_averaging_refuses_one_folder_a_folder_without_weights_and_tensors_of_ot
     _verifier_folder(tmp_path / "a", {"classifier.weight": torch.zeros(3, 384, dtype=torch.float16)}, {})
     _verifier_folder(tmp_path / "b", {"classifier.weight": torch.zeros(2, 384, dtype=torch.float16)}, {})
     (tmp_path / "empty").mkdir()
+    before = {f: (tmp_path / "a" / f).read_bytes() for f in ("verifier.json", "verifier.safetensors")}
     with pytest.raises(UserError, match="at least two"):
         average([tmp_path / "a"], tmp_path / "out")
     with pytest.raises(UserError, match="no trained verifier in .*empty"):
@@ -601,7 +600,7 @@ def test_averaging_refuses_one_folder_a_folder_without_weights_and_tensors_of_ot
     assert main(["verifier", "average", str(tmp_path / "a"), "--out", str(tmp_path / "out"),
                  "--data", str(tmp_path)]) != 0
     assert "training data not found" in capsys.readouterr().err
-    assert json.loads((tmp_path / "a" / "verifier.json").read_text(encoding="utf-8"))["sha256"]
+    assert {f: (tmp_path / "a" / f).read_bytes() for f in before} == before  # the folders read are left as they were
 
 
 def test_the_average_command_calibrates_the_folder_it_wrote(tmp_path, monkeypatch):

@@ -25,16 +25,16 @@ def average(folders: list[Path], out: Path) -> dict:
 
     if len(folders) < 2:
         raise UserError("averaging needs at least two verifier folders")
-    states, sources = [], []
+    states, sources, first = [], [], None
     for folder in folders:
         settings_file, weights = folder / "verifier.json", folder / "verifier.safetensors"
         if not settings_file.is_file() or not weights.is_file():
             raise UserError(f"no trained verifier in {folder} (verifier.json and verifier.safetensors expected)")
         settings = json.loads(settings_file.read_text(encoding="utf-8"))
+        first = first or settings  # the averaged folder keeps the first folder's settings
         states.append(load_file(str(weights)))
         sources.append({"folder": str(folder), "sha256": sha256(weights),
                         "train_seconds": settings.get("train_seconds"), "settings": settings.get("settings", {})})
-    first = json.loads((folders[0] / "verifier.json").read_text(encoding="utf-8"))
     names = sorted(set().union(*states))
     base = _base_state() if any(set(names) - set(state) for state in states) else {}
     mean = {}
@@ -56,11 +56,7 @@ def average(folders: list[Path], out: Path) -> dict:
 
 
 def _base_state() -> dict:
-    from transformers import AutoModelForSequenceClassification
-
     from .data import LABELS
-    from .model import base_model_path
+    from .model import base_classifier
 
-    model = AutoModelForSequenceClassification.from_pretrained(base_model_path(), num_labels=len(LABELS),
-                                                               local_files_only=True)
-    return {k: v.detach() for k, v in model.state_dict().items()}
+    return {k: v.detach() for k, v in base_classifier(len(LABELS)).state_dict().items()}

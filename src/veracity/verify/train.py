@@ -121,10 +121,10 @@ def _save_atomic(state: dict, path: Path) -> None:
 def fine_tune(data: TrainingData, out: Path, s: TrainSettings, *, progress: bool = True):
     import torch
     from tqdm import tqdm
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    from .model import base_model_path
+    from .model import base_classifier, base_model_path
 
     torch.manual_seed(s.seed)
     if s.threads:
@@ -132,7 +132,7 @@ def fine_tune(data: TrainingData, out: Path, s: TrainSettings, *, progress: bool
     hf_logging.set_verbosity_error()
     base = base_model_path()
     tok = AutoTokenizer.from_pretrained(base, local_files_only=True)
-    model = AutoModelForSequenceClassification.from_pretrained(base, num_labels=len(LABELS), local_files_only=True)
+    model = base_classifier(len(LABELS))
     if s.init_from:  # continue training an earlier verifier
         from safetensors.torch import load_file
 
