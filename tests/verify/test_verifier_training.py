@@ -553,6 +553,7 @@ def test_averaged_verifiers_are_the_mean_of_their_tensors_with_the_base_model_wh
 
     shipped = load_file(str(WEIGHTS_DIR / "verifier.safetensors"))
     settings = json.loads((WEIGHTS_DIR / "verifier.json").read_text(encoding="utf-8"))
+    settings.pop("averaged_from", None)  # two trained verifiers (the shipped one is an average itself)
     layer0 = "bert.encoder.layer.0.attention.self.query.weight"
     other = {k: (v.float() * 0.5).half() if k.startswith("classifier.") else v
              for k, v in shipped.items() if not k.startswith("bert.encoder.layer.0.")}  # trained with layer 0 frozen
@@ -627,3 +628,51 @@ def test_the_average_command_calibrates_the_folder_it_wrote(tmp_path, monkeypatc
                  "--data", str(tmp_path / "data"), "--seed", "31", "--threads", "2"]) == 0
     assert seen["out"] == tmp_path / "m" and seen["data"] == tmp_path / "data"
     assert (seen["seed"], seen["threads"]) == (31, 2) and len(seen["averaged"]) == 2
+
+
+def test_an_averaged_verifier_lists_what_each_of_its_folders_was_trained_on(tmp_path, monkeypatch):
+    # the model card of an average names each folder's training draw (counted from the folder's own settings when
+    # its calibration did not), an average of averages folder by folder, and no longer gives the first folder's
+    # draw as the whole model's
+    import json
+
+    import torch
+
+    from veracity.verify import train as T
+    from veracity.verify.average import average
+
+    state = {"classifier.weight": torch.zeros(3, 384, dtype=torch.float16)}
+    counted = {"train_pairs": 5, "train_by_source": {"fm2": 5}}
+    _verifier_folder(tmp_path / "a", state, {"settings": {"seed": 31}, "train_seconds": 900,
+                                             "data": {**counted, "calibration_pairs": 7}})
+    _verifier_folder(tmp_path / "b", state, {"settings": {"seed": 43, "limit": 4}, "train_seconds": 700})
+    inner = average([tmp_path / "a", tmp_path / "b"], tmp_path / "ab")
+    assert inner["averaged_from"][0]["data"] == counted and "data" not in inner["averaged_from"][1]
+    _verifier_folder(tmp_path / "c", state, {"settings": {"seed": 53, "limit": 3}, "train_seconds": 600})
+    outer = average([tmp_path / "ab", tmp_path / "c"], tmp_path / "abc")
+    assert outer["averaged_from"][0]["averaged_from"][1]["folder"] == str(tmp_path / "b")
+    assert "data" not in outer["averaged_from"][0]  # the average's `data` (its first folder's) is not its draw
+
+    def mix(root, seed=13, same_subject=0, **kw):
+        pairs = [Pair(f"claim {i}", "e", "supported", "vitaminc_real" if (i + seed) % 2 else "check_covid")
+                 for i in range(10)]
+        return TrainingData(pairs, [], [], [], [], [], {})
+
+    built: list[int] = []
+    monkeypatch.setattr(T, "build", lambda root, seed=13, **kw: (built.append(seed), mix(root, seed))[1])
+    T.count_draws(outer["averaged_from"], tmp_path, TrainSettings(seed=31), mix(tmp_path, 31))
+    assert sorted(built) == [43, 53]  # the folders whose calibration did not count their draw
+    assert outer["averaged_from"][0]["averaged_from"][1]["data"] == {
+        "train_pairs": 4, "train_by_source": {"vitaminc_real": 2, "check_covid": 2}}
+    assert outer["averaged_from"][1]["data"]["train_pairs"] == 3
+
+    card = T.model_card({**json.loads((tmp_path / "abc" / "verifier.json").read_text(encoding="utf-8")),
+                         "averaged_from": outer["averaged_from"], "name": "v", "base": "b", "max_length": 128,
+                         "binary_rule": "supported_vs_refuted",
+                         "data": {**counted, "calibration_pairs": 7}, "figures": {}})
+    line = next(x for x in card.splitlines() if x.startswith("- Training draw of each averaged folder"))
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert f"{tmp_path / 'ab'}: the average of ({a}: 5 pairs {{'fm2': 5}}; {b}: 4 pairs" in line
+    assert f"{tmp_path / 'c'}: 3 pairs" in line
+    assert "- Sizes: {'calibration_pairs': 7}." in card  # not the first folder's 5 training pairs as the whole's
+    assert "(trained on 2 CPU cores in an average itself, 600 s)" in card

@@ -33,8 +33,14 @@ def average(folders: list[Path], out: Path) -> dict:
         settings = json.loads(settings_file.read_text(encoding="utf-8"))
         first = first or settings  # the averaged folder keeps the first folder's settings
         states.append(load_file(str(weights)))
-        sources.append({"folder": str(folder), "sha256": sha256(weights),
-                        "train_seconds": settings.get("train_seconds"), "settings": settings.get("settings", {})})
+        source = {"folder": str(folder), "sha256": sha256(weights), "train_seconds": settings.get("train_seconds"),
+                  "settings": settings.get("settings", {})}
+        if "averaged_from" in settings:  # an average itself: what it was made of (its `data` is its first folder's)
+            source["averaged_from"] = settings["averaged_from"]
+        elif "train_pairs" in settings.get("data", {}):  # its training draw, when its calibration counted it
+            source["data"] = {k: settings["data"][k] for k in ("train_pairs", "train_by_source")
+                              if k in settings["data"]}
+        sources.append(source)
     names = sorted(set().union(*states))
     base = _base_state() if any(set(names) - set(state) for state in states) else {}
     mean = {}

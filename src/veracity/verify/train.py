@@ -481,6 +481,27 @@ def trained_pool(training_dir: Path, trained_with: dict, s: TrainSettings, data:
     return build(training_dir, seed=seed, same_subject=same).train
 
 
+def count_draws(folders: list[dict], training_dir: Path, s: TrainSettings, data: TrainingData) -> None:
+    """The training draw of each averaged folder (and of the folders an averaged one was made of), counted from its
+    training's settings where its own calibration did not count it (stopped, or never run)."""
+    for folder in folders:
+        if "averaged_from" in folder:
+            count_draws(folder["averaged_from"], training_dir, s, data)
+        elif "data" not in folder:
+            made = folder.get("settings", {})
+            seen = training_draw(trained_pool(training_dir, made, s, data), made.get("limit"), made.get("per_source"))
+            folder["data"] = {"train_pairs": len(seen),
+                              "train_by_source": dict(Counter(p.source for p in seen).most_common())}
+
+
+def draws(folders: list[dict]) -> str:
+    """The model card's line on what each averaged folder's last training stage read."""
+    return "; ".join(
+        f"{a['folder']}: the average of ({draws(a['averaged_from'])})" if "averaged_from" in a
+        else f"{a['folder']}: {a['data']['train_pairs']} pairs {a['data'].get('train_by_source', {})}" if "data" in a
+        else f"{a['folder']}: not counted" for a in folders)
+
+
 def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: TrainingData | None = None) -> dict:
     """Fit the lexical baseline (training pairs), then on the calibration part the temperature, the stacker
     (a logistic regression over the cross-encoder's log-probabilities and the lexical features), the rule
@@ -594,6 +615,7 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
     else:
         trained = {k: settings["data"][k] for k in ("train_pairs", "train_by_source", "cut_at_max_length")
                    if k in settings["data"]}
+    count_draws(settings.get("averaged_from") or [], training_dir, s, data)
     settings.update({
         "temperature": temperature, "aggregate_temperature": aggregate_temperature,
         "binary_rule": rule, "stack": stack.to_json() if use_stack else None,
@@ -659,8 +681,12 @@ def model_card(settings: dict) -> str:
                  "decided). Pipelines mark a verdict below it uncertain (`verifier.uncertain_below` overrides it)."
                  if "uncertain_below" in settings else "")
     averaged = settings.get("averaged_from")
+    drawn = draws(averaged or [])
+    if averaged:  # what each folder's training read is listed folder by folder, not as the first folder's
+        data = {k: v for k, v in data.items() if k not in ("train_pairs", "train_by_source")}
+    took = ["an average itself" if "averaged_from" in a else f"{a.get('train_seconds')} s" for a in averaged or []]
     trained = (f"The element-wise mean of {len(averaged)} trained verifiers' weights (trained on 2 CPU cores in "
-               f"{', '.join(str(a.get('train_seconds')) + ' s' for a in averaged)}), calibrated after averaging"
+               f"{', '.join(took)}), calibrated after averaging"
                if averaged else f"{'The last stage trained' if settings.get('stages') else 'Trained'} on 2 CPU "
                f"cores in {settings.get('train_seconds')} s")
     return "\n".join([
@@ -735,7 +761,8 @@ def model_card(settings: dict) -> str:
         "only (nei). All read as the pipelines read (`verify_many`: "
         "each passage, in windows when long, and all together, the most decisive deciding, tempered by the "
         "several-passages temperature fitted the same way on the calibration part's FM2 and joined claims).",
-        f"- Sizes: {data}.", "",
+        f"- Sizes: {data}.",
+        *([f"- Training draw of each averaged folder's last stage: {drawn}."] if drawn else []), "",
         "## How it was built", "", "```", *build_commands(settings, cmd), "```", "",
         f"{trained} (torch 2.13.0 CPU). Seeded; a killed run "
         "resumes from its last checkpoint (every few hundred batches), mid-epoch.", "",
