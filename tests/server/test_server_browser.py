@@ -171,6 +171,61 @@ def test_a_claim_checked_against_a_source_pasted_on_the_page(page, site):
     assert page.locator("#pipeline option[value=verifier]").is_enabled()
 
 
+def test_a_reopened_run_checked_against_several_passages_sends_them_again_as_they_were(page, site, browser):
+    """A run asked through the API with several passages, reopened on the page: the box shows them between blank
+    lines and the next check reads them as the same passages (with JavaScript and without) until the box is
+    edited, when it is one passage, as the hint says."""
+    import httpx
+    from playwright.sync_api import expect
+
+    passages = ["Paris is in France.", "The Danube flows through Vienna and Budapest."]
+
+    def read_by(run_id: str) -> list[str]:
+        with httpx.Client(base_url=site, timeout=30) as c:
+            for _ in range(300):
+                run = c.get(f"/api/checks/{run_id}").json()
+                if run["status"] in ("done", "failed"):
+                    break
+                page.wait_for_timeout(200)
+        assert run["status"] == "done", run
+        return [e["text"] for e in next(s for s in run["steps"] if s["stage"] == "retrieval")["results"]]
+
+    with httpx.Client(base_url=site, timeout=30) as c:
+        r = c.post("/api/checks", json={"claim": "The Danube flows through Vienna.", "pipeline": "verifier",
+                                         "evidence": passages})
+        assert r.status_code == 202, r.text
+        first = r.json()["id"]
+    assert read_by(first) == passages
+    page.goto(f"{site}/checks/{first}")
+    box = page.get_by_label("Evidence", exact=True)
+    expect(box).to_have_value("\n\n".join(passages))
+    hint = page.locator("#evidence-passages-hint")
+    expect(hint).to_contain_text("checked against 2 passages")
+    page.get_by_role("button", name="Check claim").click()
+    expect(page).not_to_have_url(re.compile(first))
+    expect(page.locator(".verdict")).to_be_visible(timeout=30_000)
+    assert read_by(page.url.rsplit("/", 1)[1]) == passages  # two passages again, not one text
+
+    page.goto(f"{site}/checks/{first}")
+    box.press("Control+End")
+    box.type(" It rises in the Black Forest.")
+    expect(hint).to_have_text("Edited: the box is sent as one passage.")
+    page.get_by_role("button", name="Check claim").click()
+    expect(page).not_to_have_url(re.compile(first))
+    expect(page.locator(".verdict")).to_be_visible(timeout=30_000)
+    assert read_by(page.url.rsplit("/", 1)[1]) == ["\n\n".join(passages) + " It rises in the Black Forest."]
+
+    ctx = browser.new_context(java_script_enabled=False)  # the plain form keeps them the same way
+    try:
+        p = ctx.new_page()
+        p.goto(f"{site}/checks/{first}")
+        p.get_by_role("button", name="Check claim").click()
+        expect(p).to_have_url(re.compile(r"/checks/[0-9a-f]{16}$"))
+        assert first not in p.url and read_by(p.url.rsplit("/", 1)[1]) == passages
+    finally:
+        ctx.close()
+
+
 def test_pipelines_are_grouped_and_each_mode_says_what_it_does(page, site):
     from playwright.sync_api import expect
 

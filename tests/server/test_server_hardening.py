@@ -337,3 +337,19 @@ def test_malformed_host_headers_are_refused_by_the_running_server(hsrv, host):
     assert b'"items"' not in body  # nothing of the API answered
     ok, body = _raw_get(hsrv.url, f"127.0.0.1:{port}")
     assert ok == 200 and b'"items"' in body
+
+
+def test_the_kept_passages_of_a_reopened_run_are_sent_only_as_the_box_shows_them():
+    # the hidden list beside the evidence box is used only while the box holds exactly those passages (line ends as a
+    # browser sends them); a forged or broken list, or an edited box, sends the box's text as one passage
+    from veracity.server.pages import evidence_fields, given_passages
+
+    fields = evidence_fields(["First passage.", "Second\r\npassage."])
+    assert fields["evidence_count"] == 2 and fields["evidence"] == "First passage.\n\nSecond\r\npassage."
+    shown = "First passage.\r\n\r\nSecond\r\npassage."  # a form posts its text with CRLF line ends
+    assert given_passages(shown, fields["evidence_passages"]) == ["First passage.", "Second\r\npassage."]
+    assert given_passages("First passage.", fields["evidence_passages"]) == ["First passage."]
+    assert given_passages(shown, '["Injected passage."]') == [shown]
+    assert given_passages(shown, "not json") == [shown] and given_passages(shown, "[1, 2]") == [shown]
+    assert given_passages("  ", fields["evidence_passages"]) == []
+    assert evidence_fields(["Only one."]) == {"evidence": "Only one.", "evidence_passages": "", "evidence_count": 1}

@@ -110,10 +110,10 @@ def page_context(s: "ServerState", offset: int, run: dict[str, Any] | None = Non
                         qa=run["qa"] or form["qa"], extract=options.get("extract") or "auto",
                         max_claims=options.get("max_claims") or form["max_claims"])
         else:
-            given = options.get("evidence")  # the passages it was checked against, as one text to send again
+            given = options.get("evidence")  # the passages it was checked against, shown as one text to edit
+            passages = [t for t in given if isinstance(t, str)] if isinstance(given, list) else []
             form.update(claim=run["claim"], pipeline=run["pipeline"], qa=run["qa"] or form["qa"],
-                        date=options.get("date") or "",
-                        evidence="\n\n".join(t for t in given if isinstance(t, str)) if isinstance(given, list) else "")
+                        date=options.get("date") or "", **evidence_fields(passages))
             info = s.catalog.pipelines.get(run["pipeline"])
             if info is not None and info.accepts_images and images_of(run):
                 # shown in the form and sent again with the next check (unless the user chooses others)
@@ -225,7 +225,7 @@ def submit_form(request: Request, claim: str = Form(""), pipeline: str = Form("q
                 answer: str = Form(""), date: str = Form(""), reuse_run: str = Form(""),
                 image: list[UploadFile | str] | None = File(None), text: str = Form(""),
                 text_file: UploadFile | str | None = File(None), extract: str = Form("auto"),
-                max_claims: str = Form(""), evidence: str = Form("")) -> Response:
+                max_claims: str = Form(""), evidence: str = Form(""), evidence_passages: str = Form("")) -> Response:
     """The form posted without JavaScript (multipart, with the claim's images for pipelines that take them, or
     the file of a text check): queue the check and show its page (errors: the form again)."""
     if (r := login_redirect(request)) is not None:
@@ -254,7 +254,7 @@ def submit_form(request: Request, claim: str = Form(""), pipeline: str = Form("q
         if evidence.strip() and qa == s.catalog.config.qacheck.qa:
             qa = ""  # the select as the page drew it: a source given is read by the QA module that follows it
         body = CheckIn(claim=claim, pipeline=pipeline, qa=qa or None, model=model or None, date=date or None,
-                       evidence=[evidence] if evidence.strip() else None)
+                       evidence=given_passages(evidence, evidence_passages) or None)
     info = s.catalog.pipelines.get(pipeline)
     if info is not None and info.qa != "choice":
         body.qa = None  # the select is hidden for these pipelines; its value does not apply
@@ -269,12 +269,40 @@ def submit_form(request: Request, claim: str = Form(""), pipeline: str = Form("q
     except ApiError as e:
         ctx = page_context(s, 0)
         ctx["form"].update(mode="answer" if mode == "answer" else "claim", claim=claim, question=question,
-                           answer=answer, qa=qa or ctx["form"]["qa"], model=model, date=date, evidence=evidence)
+                           answer=answer, qa=qa or ctx["form"]["qa"], model=model, date=date,
+                           **evidence_fields(given_passages(evidence, evidence_passages)))
         if mode != "answer":
             ctx["form"]["pipeline"] = pipeline
         ctx["form_error"] = e.detail
         return render(request, "page.html", ctx, status=e.status)
     return RedirectResponse(f"/checks/{run_id}", status_code=303)
+
+
+PASSAGE_BREAK = "\n\n"  # between a reopened run's passages in the evidence box
+
+
+def evidence_fields(passages: list[str]) -> dict[str, Any]:
+    """The form's evidence box showing these passages; several are also kept beside it (`evidence_passages`, JSON)
+    to be sent again as they were, not as the one text the box shows."""
+    several = len(passages) > 1
+    return {"evidence": PASSAGE_BREAK.join(passages), "evidence_passages": json.dumps(passages) if several else "",
+            "evidence_count": len(passages)}
+
+
+def given_passages(text: str, kept: str) -> list[str]:
+    """What the evidence box sends: the passages a reopened run was checked against (`kept`, a JSON list beside the
+    box) while the box still holds them as it showed them, else the box's text as one passage ([] when empty).
+    (static/app.js sends the same from the page with JavaScript.)"""
+    if not text.strip():
+        return []
+    try:
+        passages = json.loads(kept) if kept else None
+    except ValueError:
+        passages = None
+    if (isinstance(passages, list) and passages and all(isinstance(x, str) for x in passages)
+            and PASSAGE_BREAK.join(passages).replace("\r\n", "\n") == text.replace("\r\n", "\n")):
+        return passages
+    return [text]
 
 
 def same_origin(request: Request, refusal: str) -> None:

@@ -251,6 +251,19 @@
       qa.value = mode() === "claim" && evidence.value.trim() !== "" ? "retriever-reader" : defaultQa;
       updateQaDesc();
     }
+    // a reopened run's several passages, kept beside the box: sent again as they were while the box shows them
+    // unchanged, else the box is one passage (pages.given_passages, the same rule for the form without JavaScript)
+    const keptInput = $("#evidence-passages"), keptHint = $("#evidence-passages-hint");
+    const kept = keptInput ? JSON.parse(keptInput.value) : null;
+    const unix = (s) => s.replace(/\r\n/g, "\n");
+    const keptAsShown = () => !!kept && unix(kept.join("\n\n")) === unix(evidence.value);
+    function givenPassages() { return keptAsShown() ? kept : [evidence.value]; }
+    if (keptHint) evidence.addEventListener("input", () => {
+      keptHint.textContent = keptAsShown()
+        ? `The run was checked against ${kept.length} passages (between blank lines above): they are sent again as `
+          + "they were unless you edit the box."
+        : "Edited: the box is sent as one passage.";
+    });
     evidence.addEventListener("input", updateEvidence);
     for (const r of form.querySelectorAll("input[name=mode]")) r.addEventListener("change", updateMode);
     for (const r of form.querySelectorAll("input[name=mode]")) r.addEventListener("change", updateEvidence);
@@ -305,7 +318,7 @@
         ? { question: question.value, answer: answer.value, pipeline: "answer-check", model: $("#model").value }
         : textMode ? { pipeline: pipeline.value, model: $("#model").value, extract: extract.value }
         : { claim: claim.value, pipeline: pipeline.value, model: $("#model").value };
-      if (mode() === "claim" && evidence.value.trim()) body.evidence = [evidence.value];
+      if (mode() === "claim" && evidence.value.trim()) body.evidence = givenPassages();
       if (textMode && maxClaims.value) body.max_claims = Number(maxClaims.value);
       const info = pipelineInfo(body.pipeline);
       if (!answerMode && info && info.qa === "choice") body.qa = qa.value;
