@@ -235,3 +235,31 @@ def test_a_source_whose_own_sentence_says_otherwise_gives_no_confident_verdict(c
     assert f'its sentence "{first}" alone reads refuted' in out
     why = next(x for x in out.splitlines() if x.startswith("Uncertain because "))
     assert "is below" in why and f'the source reads both ways (its sentence "{first}"' in why  # says why it is low
+
+
+def test_check_batch_answers_qacheck_from_each_claims_evidence_when_every_claim_gives_some(scripted, cli_env,
+                                                                                           tmp_path):
+    """A file whose claims all bring their evidence: QACheck's questions are answered from it (as `check
+    --evidence` does), not recited; a file where only some do keeps the configured module and says so."""
+    import json
+
+    source = "The Orrin Bridge is a stone bridge in Riga, Latvia."
+    claims = tmp_path / "claims.jsonl"
+    claims.write_text(json.dumps({"id": "a", "claim": "The Orrin Bridge stands in Tallinn.", "label": "refuted",
+                                  "evidence": [source]}) + "\n", encoding="utf-8")
+    r = veracity("check-batch", str(claims), "--out", str(tmp_path / "all"), "--model", scripted, "--no-cache",
+                 "--no-progress", env=cli_env)
+    assert r.returncode == 0, r.stderr.decode()
+    row = json.loads((tmp_path / "all" / "items.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    answers = [s for s in row["verdict"]["steps"] if s.get("question")]
+    assert answers and all(e["text"] == source and not e.get("memory") for s in answers for e in s["evidence"])
+
+    with claims.open("a", encoding="utf-8") as f:
+        f.write(json.dumps({"id": "b", "claim": "The Orrin Bridge stands in Tallinn.", "label": "refuted"}) + "\n")
+    r = veracity("check-batch", str(claims), "--out", str(tmp_path / "some"), "--model", scripted, "--no-cache",
+                 "--no-progress", env=cli_env)
+    assert r.returncode == 0, r.stderr.decode()
+    assert "1 of 2 claims give evidence: QACheck keeps the configured QA module" in r.stdout.decode()
+    rows = [json.loads(x) for x in (tmp_path / "some" / "items.jsonl").read_text(encoding="utf-8").splitlines()]
+    recited = [e for row in rows for s in row["verdict"]["steps"] if s.get("question") for e in s["evidence"]]
+    assert recited and all(e.get("memory") for e in recited)

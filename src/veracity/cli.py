@@ -178,10 +178,17 @@ def cmd_check_batch(args: argparse.Namespace) -> int:
 
     from .eval.datasets import load_dataset
     from .eval.report import load_rows
+    from .pipeline import qa_for
 
-    config = config_from(args)
     fmt = "csv" if args.claims.lower().endswith(".csv") else "jsonl"
     dataset = load_dataset(fmt, args.claims)
+    given = sum(bool(it.evidence) for it in dataset.items)
+    if given and given == len(dataset.items):  # every claim brings its evidence: QACheck's answers read it
+        args.qa = qa_for(args.qa, True)
+    elif given and not args.qa:
+        print(f"{given} of {len(dataset.items)} claims give evidence: QACheck keeps the configured QA module for all "
+              "(give --qa retriever-reader to answer from each claim's evidence)", flush=True)
+    config = config_from(args)
     summary = _run_items(args, config, dataset, "Checking")
     ids = {it.id for it in dataset.items}
     rows = [r for r in load_rows(args.out) if r.get("dataset") == dataset.name and r.get("id") in ids]
