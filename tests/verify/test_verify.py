@@ -556,3 +556,23 @@ def test_no_confident_verdict_from_a_passage_whose_own_sentence_says_otherwise()
     assert "alone reads refuted" in d.rationale and "where the passage read supported" in d.rationale
     step = next(s for s in tracer.to_list() if s["stage"] == "evidence_verifier")
     assert step["conflict"]["label"] == "refuted"
+
+
+def test_a_two_label_verdict_says_how_its_rule_read_the_three_probabilities():
+    # FEVEROUS-S claim 5124 as the tenth stage read it: refuted the more probable of the three, yet the fitted
+    # two-label rule (nei counted against refuted) reads Supported 0.50; the rationale printed only the three, so
+    # it seemed to contradict its label
+    from veracity.types import Evidence
+    from veracity.verify.decide import explain
+
+    rule = {"name": "fitted", "weights": [0.8256, -0.8256, 0.039], "bias": 0.3782}
+    v = Verification({"supported": 0.2785, "refuted": 0.4137, "nei": 0.3078}, None, [])
+    passages = [Evidence(text="One sentence."), Evidence(text="Another.")]
+    label, p = label_for(v, ("Supported", "Refuted"), rule)
+    assert label == "Supported" and 0.5 <= p < 0.51
+    said = explain(v, label, passages, "v", two_label=p)
+    assert said.startswith("Label Supported: decided by the 2 passages read together")
+    assert said.endswith("supported 0.28, refuted 0.41, nei 0.31; read for a choice of two labels (the two-label "
+                         "rule), Supported 0.50.")
+    three = explain(v, "Refuted", passages, "v")  # a set with nei: the most probable of the three, nothing added
+    assert three.endswith("nei 0.31.") and "two labels" not in three

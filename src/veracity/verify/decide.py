@@ -92,9 +92,14 @@ def probability_of(v: Verification, label: str, labels: Sequence[str], binary_ru
     return None if key is None else v.probabilities[key]
 
 
-def explain(v: Verification, label: str, passages: Sequence["Evidence"], verifier: str) -> str:
-    """A rationale that says what decided, and never contradicts the label."""
+def explain(v: Verification, label: str, passages: Sequence["Evidence"], verifier: str, *,
+            two_label: float | None = None) -> str:
+    """A rationale that says what decided, and never contradicts the label. `two_label`: the label's probability
+    when the set has no not-enough-information label (its two-label rule may choose the label that is not the more
+    probable of the three printed, so the reading it made is said too)."""
     probs = ", ".join(f"{k} {v.probabilities[k]:.2f}" for k in ("supported", "refuted", "nei"))
+    if two_label is not None:
+        probs += f"; read for a choice of two labels (the two-label rule), {label} {two_label:.2f}"
     if not passages:
         return f"No evidence was found for the claim, so the {verifier} verifier could not check it ({probs})."
     if v.passage is None:
@@ -159,7 +164,9 @@ def check_evidence(settings: "VerifierConfig", tracer: "Tracer", claim: str, pas
     verifier = get_verifier(settings, kind)
     v = verifier.verify(claim, [evidence_text(e.text, e.source) for e in passages])
     label, confidence = label_for(v, labels, verifier.binary_rule)
-    rationale = explain(v, label, passages, verifier.name)
+    _, _, nei, conflict = _names(tuple(dict.fromkeys(labels)))
+    rationale = explain(v, label, passages, verifier.name,
+                        two_label=confidence if nei is None and label != conflict else None)
     extra = {"conflict": v.conflict} if v.conflict else {}  # a sentence of the deciding passage read otherwise
     tracer.emit("evidence_verifier", verifier=verifier.name, label=label, confidence=confidence,
                 probabilities={k: round(x, 4) for k, x in v.probabilities.items()}, passage=v.passage,
