@@ -489,9 +489,13 @@ def count_draws(folders: list[dict], training_dir: Path, s: TrainSettings, data:
             count_draws(folder["averaged_from"], training_dir, s, data)
         elif "data" not in folder:
             made = folder.get("settings", {})
-            seen = training_draw(trained_pool(training_dir, made, s, data), made.get("limit"), made.get("per_source"))
-            folder["data"] = {"train_pairs": len(seen),
-                              "train_by_source": dict(Counter(p.source for p in seen).most_common())}
+            folder["data"] = draw_counts(training_draw(trained_pool(training_dir, made, s, data), made.get("limit"),
+                                                       made.get("per_source")))
+
+
+def draw_counts(seen: list[Pair]) -> dict:
+    """How many pairs a training read, in all and by source (verifier.json's `data`, the model card's sizes)."""
+    return {"train_pairs": len(seen), "train_by_source": dict(Counter(p.source for p in seen).most_common())}
 
 
 def draws(folders: list[dict]) -> str:
@@ -610,8 +614,7 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
     if retraining or "train_pairs" not in settings.get("data", {}):
         seen = training_draw(data.train if retraining else trained_pool(training_dir, trained_with, s, data),
                              s.limit or trained_with.get("limit"), s.per_source or trained_with.get("per_source"))
-        trained = {"train_pairs": len(seen), "train_by_source": dict(Counter(p.source for p in seen).most_common()),
-                   "cut_at_max_length": cut_by_source(seen, tok, max_length)}
+        trained = {**draw_counts(seen), "cut_at_max_length": cut_by_source(seen, tok, max_length)}
     else:
         trained = {k: settings["data"][k] for k in ("train_pairs", "train_by_source", "cut_at_max_length")
                    if k in settings["data"]}

@@ -258,11 +258,9 @@
     const unix = (s) => s.replace(/\r\n/g, "\n");
     const keptAsShown = () => !!kept && unix(kept.join("\n\n")) === unix(evidence.value);
     function givenPassages() { return keptAsShown() ? kept : [evidence.value]; }
+    const keptSaid = keptHint ? keptHint.textContent : "";  // the page's own words while the box is unchanged
     if (keptHint) evidence.addEventListener("input", () => {
-      keptHint.textContent = keptAsShown()
-        ? `The run was checked against ${kept.length} passages (between blank lines above): they are sent again as `
-          + "they were unless you edit the box."
-        : "Edited: the box is sent as one passage.";
+      keptHint.textContent = keptAsShown() ? keptSaid : "Edited: the box is sent as one passage.";
     });
     evidence.addEventListener("input", updateEvidence);
     for (const r of form.querySelectorAll("input[name=mode]")) r.addEventListener("change", updateMode);
