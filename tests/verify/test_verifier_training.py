@@ -660,7 +660,7 @@ def test_an_averaged_verifier_lists_what_each_of_its_folders_was_trained_on(tmp_
 
     built: list[int] = []
     monkeypatch.setattr(T, "build", lambda root, seed=13, **kw: (built.append(seed), mix(root, seed))[1])
-    T.count_draws(outer["averaged_from"], tmp_path, TrainSettings(seed=31), mix(tmp_path, 31))
+    T.count_draws(outer["averaged_from"], tmp_path, TrainSettings(seed=31), mix(tmp_path, 31), tok=None)
     assert sorted(built) == [43, 53]  # the folders whose calibration did not count their draw
     assert outer["averaged_from"][0]["averaged_from"][1]["data"] == {
         "train_pairs": 4, "train_by_source": {"vitaminc_real": 2, "check_covid": 2}}

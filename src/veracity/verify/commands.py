@@ -41,6 +41,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--same-subject", type=int, default=0,
                    help="add up to this many pairs of a claim against a sentence on another point about its subject "
                         "(nei; default none)")
+    t.add_argument("--long-pairs", choices=("cut", "window"), default="cut",
+                   help="a pair longer than --max-length: cut there (default), or read in the window of its evidence "
+                        "that holds most of the claim, a supported or refuted one dropped when no one window holds "
+                        "what the whole evidence holds of the claim (as the pipelines read long passages)")
     t.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     t.add_argument("--init-from", default=None, help="continue from a trained verifier folder")
     t.add_argument("--device", default="auto", help="auto (a CUDA GPU when torch sees one, else the CPU), cpu, cuda")
@@ -92,7 +96,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     data = _data_dir(args.data)  # (after the flags: a mistyped flag is told before a missing folder)
     s = TrainSettings(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_length=args.max_length,
                       frozen_layers=args.frozen_layers, seed=args.seed, limit=args.limit, threads=args.threads,
-                      per_source=args.per_source, same_subject=args.same_subject,
+                      per_source=args.per_source, same_subject=args.same_subject, long_pairs=args.long_pairs,
                       init_from=args.init_from, checkpoint_every=args.checkpoint_every, device=args.device)
     result = run(data, out, s, progress=True)
     print(json.dumps({k: result[k] for k in ("sha256", "temperature", "binary_rule", "figures", "ms_per_pair")},

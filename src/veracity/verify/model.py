@@ -135,12 +135,11 @@ class CrossEncoderVerifier:
     def read_whole(self, claim: str, texts: Sequence[str]) -> list[list[str]]:
         """Per text, what is scored so that all of it is read: the text, or its windows when it does not fit
         beside the claim (verify/windows.py)."""
+        from .long_pairs import token_counter
         from .windows import windows
 
         with self._lock:  # a fast tokenizer is not to be used by two threads at once
-            def count(text: str) -> int:  # (a text past the model's 512 pieces is counted here, not read: no warning)
-                return len(self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
-
+            count = token_counter(self.tokenizer)
             n_claim = count(claim)
             return [windows(n_claim, t, count, self.max_length) for t in texts]
 

@@ -46,6 +46,7 @@ class TrainSettings:
     limit: int | None = None  # at most this many training pairs (quick runs)
     per_source: int | None = None  # at most this many training pairs of each source (training_draw)
     same_subject: int = 0  # training pairs of a claim against a sentence on another point about its subject (data.py)
+    long_pairs: str = "cut"  # a pair longer than max_length: "cut" there, or "window": fitted (verify/long_pairs.py)
     eval_limit: int | None = None  # at most this many calibration and evaluation pairs each (quick runs)
     init_from: str | None = None  # continue from a trained verifier folder (its verifier.safetensors)
     threads: int | None = None
@@ -80,6 +81,19 @@ def training_draw(pairs: list[Pair], limit: int | None = None, per_source: int |
                 kept.append(p)
         pairs = kept
     return pairs[:limit] if limit else pairs
+
+
+def fitted_draw(pool: list[Pair], made: Mapping, tok, max_length: int) -> tuple[list[Pair], dict | None]:
+    """The pairs a training with settings `made` (limit, per_source, long_pairs) read: its draw, and with
+    `long_pairs` "window" each long pair fitted to a window or dropped (verify/long_pairs.py; what it did, per
+    source, is the second value)."""
+    seen = training_draw(pool, made.get("limit"), made.get("per_source"))
+    if made.get("long_pairs", "cut") != "window":
+        return seen, None
+    from .long_pairs import fit_long_pairs, token_counter
+
+    seen, fitted = fit_long_pairs(seen, token_counter(tok), max_length)
+    return seen, fitted.to_json()
 
 
 def _batches(pairs: list[Pair], size: int, rng: random.Random) -> list[list[Pair]]:
@@ -143,7 +157,7 @@ def fine_tune(data: TrainingData, out: Path, s: TrainSettings, *, progress: bool
             p.requires_grad = False
     device = training_device(s.device)
     model.to(device)
-    train = training_draw(data.train, s.limit, s.per_source)
+    train, _ = fitted_draw(data.train, asdict(s), tok, s.max_length)
     rng = random.Random(s.seed)
     epochs = [_batches(train, s.batch_size, rng) for _ in range(s.epochs)]
     total = sum(len(e) for e in epochs)
@@ -383,6 +397,18 @@ def describe_cut(cut: dict[str, list[int]], max_length: int) -> str:
             + (f" ({most})" if most else ""))
 
 
+def describe_fitted(fitted: dict) -> str:
+    """What `--long-pairs window` did to the last training stage's long pairs, for the model card."""
+    def listed(counts: dict) -> str:
+        return ", ".join(f"{src} {n}" for src, n in sorted(counts.items(), key=lambda x: (-x[1], x[0])))
+
+    windowed, dropped = fitted.get("windowed", {}), fitted.get("dropped", {})
+    return (f"{sum(windowed.values()):,} longer pairs of the last training stage were read in the window of their "
+            f"evidence that holds most of the claim ({listed(windowed) or 'none'}) and {sum(dropped.values()):,} "
+            f"supported or refuted ones dropped, their claim's words found in no one window "
+            f"({listed(dropped) or 'none'}; verify/long_pairs.py)")
+
+
 def several_passages(pairs: list[Pair]) -> list[tuple[str, list[str], str]]:
     """Each pair's evidence split into its sentences, one passage each, as a multi-hop claim's gold evidence
     comes (several sentences, each on its own)."""
@@ -481,16 +507,16 @@ def trained_pool(training_dir: Path, trained_with: dict, s: TrainSettings, data:
     return build(training_dir, seed=seed, same_subject=same).train
 
 
-def count_draws(folders: list[dict], training_dir: Path, s: TrainSettings, data: TrainingData) -> None:
+def count_draws(folders: list[dict], training_dir: Path, s: TrainSettings, data: TrainingData, tok) -> None:
     """The training draw of each averaged folder (and of the folders an averaged one was made of), counted from its
     training's settings where its own calibration did not count it (stopped, or never run)."""
     for folder in folders:
         if "averaged_from" in folder:
-            count_draws(folder["averaged_from"], training_dir, s, data)
+            count_draws(folder["averaged_from"], training_dir, s, data, tok)
         elif "data" not in folder:
             made = folder.get("settings", {})
-            folder["data"] = draw_counts(training_draw(trained_pool(training_dir, made, s, data), made.get("limit"),
-                                                       made.get("per_source")))
+            seen, _ = fitted_draw(trained_pool(training_dir, made, s, data), made, tok, made.get("max_length", 128))
+            folder["data"] = draw_counts(seen)
 
 
 def draw_counts(seen: list[Pair]) -> dict:
@@ -612,13 +638,17 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
     # again, with the training's seed, limit and cap per source)
     trained_with = settings.get("settings", {})
     if retraining or "train_pairs" not in settings.get("data", {}):
-        seen = training_draw(data.train if retraining else trained_pool(training_dir, trained_with, s, data),
-                             s.limit or trained_with.get("limit"), s.per_source or trained_with.get("per_source"))
-        trained = {**draw_counts(seen), "cut_at_max_length": cut_by_source(seen, tok, max_length)}
+        made = {**trained_with, "limit": s.limit or trained_with.get("limit"),
+                "per_source": s.per_source or trained_with.get("per_source"),
+                "long_pairs": s.long_pairs if retraining else trained_with.get("long_pairs", "cut")}
+        seen, fitted = fitted_draw(data.train if retraining else trained_pool(training_dir, trained_with, s, data),
+                                   made, tok, max_length)
+        trained = {**draw_counts(seen), "cut_at_max_length": cut_by_source(seen, tok, max_length),
+                   **({"fitted_to_windows": fitted} if fitted else {})}
     else:
-        trained = {k: settings["data"][k] for k in ("train_pairs", "train_by_source", "cut_at_max_length")
-                   if k in settings["data"]}
-    count_draws(settings.get("averaged_from") or [], training_dir, s, data)
+        trained = {k: settings["data"][k] for k in ("train_pairs", "train_by_source", "cut_at_max_length",
+                                                    "fitted_to_windows") if k in settings["data"]}
+    count_draws(settings.get("averaged_from") or [], training_dir, s, data, tok)
     settings.update({
         "temperature": temperature, "aggregate_temperature": aggregate_temperature,
         "binary_rule": rule, "stack": stack.to_json() if use_stack else None,
@@ -663,6 +693,7 @@ def model_card(settings: dict) -> str:
     fig = settings.get("figures", {})
     data = dict(settings.get("data") or {})
     cut = data.pop("cut_at_max_length", None)  # its own line under Maximum length, not among the sizes
+    fitted = data.pop("fitted_to_windows", None)  # the same
     rows = []
     for name in dict.fromkeys(n for sets in fig.values() for n in sets):
         for model, sets in fig.items():
@@ -675,7 +706,8 @@ def model_card(settings: dict) -> str:
            f"--max-length {s.get('max_length')} --frozen-layers {s.get('frozen_layers')} --seed {s.get('seed')} "
            f"--threads {s.get('threads')}" + (f" --limit {s['limit']}" if s.get("limit") else "")
            + (f" --per-source {s['per_source']}" if s.get("per_source") else "")
-           + (f" --same-subject {s['same_subject']}" if s.get("same_subject") else ""))
+           + (f" --same-subject {s['same_subject']}" if s.get("same_subject") else "")
+           + (f" --long-pairs {s['long_pairs']}" if s.get("long_pairs", "cut") != "cut" else ""))
     rule = settings.get("uncertain_rule") or {}
     uncertain = (f"- **Uncertain below:** {settings['uncertain_below']} -- chosen on the calibration part so that "
                  f"the verdicts at or above it are right {100 * rule.get('target_accuracy', 0):.0f}% of the time "
@@ -713,6 +745,7 @@ def model_card(settings: dict) -> str:
         "used when there are enough of them, as the temperature is).",
         *([uncertain] if uncertain else []),
         f"- **Maximum length:** {settings['max_length']} word pieces per pair"
+        + (f"; {describe_fitted(fitted)}" if fitted else "")
         + (f"; {describe_cut(cut, settings['max_length'])}." if cut else "."),
         f"- **Decision shipped:** `{settings.get('chosen')}` (mean held-out macro-F1 "
         f"{settings.get('mean_macro_f1_heldout')}): the cross-encoder alone, or a logistic regression over its "
