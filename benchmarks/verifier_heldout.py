@@ -3,6 +3,7 @@ macro-F1, accuracy, the accuracy of the 20% most confident verdicts and the expe
 lexical baseline beside them. Use it to decide whether new weights beat the shipped ones.
 
     python benchmarks/verifier_heldout.py --model default --model /tmp/new_verifier [--limit 500]
+    python benchmarks/verifier_heldout.py --model DIR --sets summedits,check_covid,fm2_heldout   # some sets only
 
 Each verifier folder is used as shipped: its own temperature, stacker and two-label rule (verifier.json). By default
 each pair is read as the pipelines read it (`verify_many`: a passage too long for the model is read in windows,
@@ -17,12 +18,19 @@ against their evidence among two unrelated passages, and against three unrelated
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
 from veracity.verify import load_lexical, load_verifier
 from veracity.verify.data import LABELS, Pair, build, default_training_dir
 from veracity.verify.train import figures, held_apart_sets, passage_sets
+
+
+def progress(system: str, set_name: str, f: dict, t0: float) -> None:
+    """One line per set as it is read (a verifier takes tens of minutes on 2 cores), before the table."""
+    print(f"{system} {set_name}: macro-F1 {f['macro_f1']:.1f}, accuracy {f['accuracy']:.1f}, top-20% "
+          f"{f['top20_accuracy']:.1f}, ECE {f['ece']:.3f} ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
 
 
 def main() -> int:
@@ -32,12 +40,21 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=None, help="at most this many pairs per set")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--data", default=None)
+    ap.add_argument("--sets", default=None, help="comma-separated set names (default: every held-apart set)")
     ap.add_argument("--read", choices=("whole", "cut"), default="whole",
                     help="whole: as the pipelines read (long passages in windows); cut: one pair cut at max length")
     args = ap.parse_args()
     data = build(Path(args.data) if args.data else default_training_dir())
     sets = [(n, p[: args.limit] if args.limit else p) for n, p in held_apart_sets(data) if p]
     several = [(n, c[: args.limit // 10 or 1] if args.limit else c) for n, c in passage_sets(data)]
+    if args.sets:
+        wanted = [x.strip() for x in args.sets.split(",") if x.strip()]
+        known = [n for n, _ in sets + several]
+        unknown = [x for x in wanted if x not in known]
+        if unknown:
+            ap.error(f"unknown set(s) {', '.join(unknown)}; the sets are: {', '.join(known)}")
+        sets = [(n, p) for n, p in sets if n in wanted]
+        several = [(n, c) for n, c in several if n in wanted]
     systems = [(m, load_verifier(m, threads=args.threads)) for m in (args.model or ["default"])]
     if args.lexical:
         systems.append(("lexical", load_lexical()))
@@ -54,11 +71,13 @@ def main() -> int:
             probs = [[row[k] for k in LABELS] for row in scored]
             table.setdefault(set_name, {})[name] = figures(probs, pairs, getattr(v, "binary_rule",
                                                                                  "supported_vs_refuted"))
+            progress(name, set_name, table[set_name][name], t0)
         for set_name, claims in several:
             probs = [[x.probabilities[k] for k in LABELS] for x in v.verify_many([(c, ps) for c, ps, _ in claims])]
             table.setdefault(set_name, {})[name] = figures(
                 probs, [Pair(c, "", lab, set_name) for c, _, lab in claims],
                 getattr(v, "binary_rule", "supported_vs_refuted"))
+            progress(name, set_name, table[set_name][name], t0)
         print(f"{name}: {time.time() - t0:.0f} s", flush=True)
     names = [n for n, _ in systems]
     print("\n| set | n | " + " | ".join(f"{n} macro-F1 / acc / top-20% acc / ECE" for n in names) + " |")
