@@ -65,11 +65,3 @@ def fit_long_pairs(pairs: list[Pair], count: Callable[[str], int], max_length: i
         fitted.windowed[p.source] += 1
         out.append(replace(p, evidence=parts[best]))
     return out, fitted
-
-
-def token_counter(tok) -> Callable[[str], int]:
-    """A text's word pieces by a Hugging Face tokenizer, without special tokens (a text past the model's 512
-    pieces is counted, not read: no warning)."""
-    def count(text: str) -> int:
-        return len(tok(text, add_special_tokens=False, verbose=False)["input_ids"])
-    return count

@@ -135,8 +135,7 @@ class CrossEncoderVerifier:
     def read_whole(self, claim: str, texts: Sequence[str]) -> list[list[str]]:
         """Per text, what is scored so that all of it is read: the text, or its windows when it does not fit
         beside the claim (verify/windows.py)."""
-        from .long_pairs import token_counter
-        from .windows import windows
+        from .windows import token_counter, windows
 
         with self._lock:  # a fast tokenizer is not to be used by two threads at once
             count = token_counter(self.tokenizer)

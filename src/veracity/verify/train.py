@@ -90,7 +90,8 @@ def fitted_draw(pool: list[Pair], made: Mapping, tok, max_length: int) -> tuple[
     seen = training_draw(pool, made.get("limit"), made.get("per_source"))
     if made.get("long_pairs", "cut") != "window":
         return seen, None
-    from .long_pairs import fit_long_pairs, token_counter
+    from .long_pairs import fit_long_pairs
+    from .windows import token_counter
 
     seen, fitted = fit_long_pairs(seen, token_counter(tok), max_length)
     return seen, fitted.to_json()
@@ -515,7 +516,8 @@ def count_draws(folders: list[dict], training_dir: Path, s: TrainSettings, data:
             count_draws(folder["averaged_from"], training_dir, s, data, tok)
         elif "data" not in folder:
             made = folder.get("settings", {})
-            seen, _ = fitted_draw(trained_pool(training_dir, made, s, data), made, tok, made.get("max_length", 128))
+            seen, _ = fitted_draw(trained_pool(training_dir, made, s, data), made, tok,
+                                  made.get("max_length", TrainSettings.max_length))
             folder["data"] = draw_counts(seen)
 
 
@@ -638,9 +640,8 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
     # again, with the training's seed, limit and cap per source)
     trained_with = settings.get("settings", {})
     if retraining or "train_pairs" not in settings.get("data", {}):
-        made = {**trained_with, "limit": s.limit or trained_with.get("limit"),
-                "per_source": s.per_source or trained_with.get("per_source"),
-                "long_pairs": s.long_pairs if retraining else trained_with.get("long_pairs", "cut")}
+        made = {**trained_with, "limit": s.limit or trained_with.get("limit"),  # (retraining: asdict(s) itself)
+                "per_source": s.per_source or trained_with.get("per_source")}
         seen, fitted = fitted_draw(data.train if retraining else trained_pool(training_dir, trained_with, s, data),
                                    made, tok, max_length)
         trained = {**draw_counts(seen), "cut_at_max_length": cut_by_source(seen, tok, max_length),
