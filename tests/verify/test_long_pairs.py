@@ -44,6 +44,16 @@ def test_a_supported_pair_whose_claim_no_one_window_holds_is_dropped():
     assert fit_long_pairs([Pair(pair.claim, EVIDENCE, "refuted", "compound")], words, 40)[0] == []
 
 
+def test_with_keep_unsure_a_pair_whose_claim_no_one_window_holds_stays_cut():
+    pairs = [Pair("Rebane designed railway bridge.", EVIDENCE, label, "compound") for label in ("supported", "refuted")]
+    sure = Pair("Bridge opened 1871 horse traffic.", EVIDENCE, "supported", "fm2")
+    kept, fitted = fit_long_pairs([*pairs, sure], words, 40, keep_unsure=True)
+    assert kept[:2] == pairs and kept[2].evidence != EVIDENCE and PAGE[3] in kept[2].evidence
+    assert fitted.to_json() == {"windowed": {"fm2": 1}, "dropped": {}, "kept_cut": {"compound": 2}}
+    assert "2 supported or refuted ones kept cut, their claim's words found in no one window (compound 2;" \
+        in describe_fitted(fitted.to_json())
+
+
 def test_not_enough_information_and_not_supported_hold_in_any_window():
     for label in ("nei", "not_supported"):
         pair = Pair("Rebane designed railway bridge.", EVIDENCE, label, "summedits")
@@ -97,7 +107,7 @@ def test_training_with_long_pairs_window_reads_the_fitted_pairs(tmp_path, monkey
 
     monkeypatch.setattr(T, "_batches", batches)
     data = TrainingData([long_pair, short_pair], [], [], [], [], [], {})
-    for long_pairs in ("cut", "window"):
+    for long_pairs in ("cut", "window", "window-or-cut"):
         s = T.TrainSettings(max_length=48, frozen_layers=6, seed=3, threads=1, long_pairs=long_pairs)
         with pytest.raises(Stop):
             T.fine_tune(data, tmp_path, s, progress=False)

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 from ..errors import UserError
+from .long_pairs import MODES
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -41,10 +42,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--same-subject", type=int, default=0,
                    help="add up to this many pairs of a claim against a sentence on another point about its subject "
                         "(nei; default none)")
-    t.add_argument("--long-pairs", choices=("cut", "window"), default="cut",
+    t.add_argument("--long-pairs", choices=MODES, default="cut",
                    help="a pair longer than --max-length: cut there (default), or read in the window of its evidence "
-                        "that holds most of the claim, a supported or refuted one dropped when no one window holds "
-                        "what the whole evidence holds of the claim (as the pipelines read long passages)")
+                        "that holds most of the claim, a supported or refuted one dropped (window) or kept cut "
+                        "(window-or-cut) when no one window holds what the whole evidence holds of the claim (as the "
+                        "pipelines read long passages)")
     t.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     t.add_argument("--init-from", default=None, help="continue from a trained verifier folder")
     t.add_argument("--device", default="auto", help="auto (a CUDA GPU when torch sees one, else the CPU), cpu, cuda")

@@ -46,7 +46,7 @@ class TrainSettings:
     limit: int | None = None  # at most this many training pairs (quick runs)
     per_source: int | None = None  # at most this many training pairs of each source (training_draw)
     same_subject: int = 0  # training pairs of a claim against a sentence on another point about its subject (data.py)
-    long_pairs: str = "cut"  # a pair longer than max_length: "cut" there, or "window": fitted (verify/long_pairs.py)
+    long_pairs: str = "cut"  # a pair longer than max_length: "cut" there, or fitted (long_pairs.MODES)
     eval_limit: int | None = None  # at most this many calibration and evaluation pairs each (quick runs)
     init_from: str | None = None  # continue from a trained verifier folder (its verifier.safetensors)
     threads: int | None = None
@@ -85,15 +85,16 @@ def training_draw(pairs: list[Pair], limit: int | None = None, per_source: int |
 
 def fitted_draw(pool: list[Pair], made: Mapping, tok, max_length: int) -> tuple[list[Pair], dict | None]:
     """The pairs a training with settings `made` (limit, per_source, long_pairs) read: its draw, and with
-    `long_pairs` "window" each long pair fitted to a window or dropped (verify/long_pairs.py; what it did, per
-    source, is the second value)."""
+    `long_pairs` "window" each long pair fitted to a window or dropped, with "window-or-cut" fitted or kept cut
+    (verify/long_pairs.py; what it did, per source, is the second value)."""
     seen = training_draw(pool, made.get("limit"), made.get("per_source"))
-    if made.get("long_pairs", "cut") != "window":
+    if made.get("long_pairs", "cut") == "cut":
         return seen, None
     from .long_pairs import fit_long_pairs
     from .windows import token_counter
 
-    seen, fitted = fit_long_pairs(seen, token_counter(tok), max_length)
+    seen, fitted = fit_long_pairs(seen, token_counter(tok), max_length,
+                                  keep_unsure=made["long_pairs"] == "window-or-cut")
     return seen, fitted.to_json()
 
 
@@ -399,15 +400,17 @@ def describe_cut(cut: dict[str, list[int]], max_length: int) -> str:
 
 
 def describe_fitted(fitted: dict) -> str:
-    """What `--long-pairs window` did to the last training stage's long pairs, for the model card."""
+    """What `--long-pairs window` (or `window-or-cut`) did to the last training stage's long pairs, for the model
+    card."""
     def listed(counts: dict) -> str:
         return ", ".join(f"{src} {n}" for src, n in sorted(counts.items(), key=lambda x: (-x[1], x[0])))
 
-    windowed, dropped = fitted.get("windowed", {}), fitted.get("dropped", {})
+    windowed, dropped, kept = fitted.get("windowed", {}), fitted.get("dropped", {}), fitted.get("kept_cut", {})
+    unsure, done = (kept, "kept cut") if kept else (dropped, "dropped")
     return (f"{sum(windowed.values()):,} longer pairs of the last training stage were read in the window of their "
-            f"evidence that holds most of the claim ({listed(windowed) or 'none'}) and {sum(dropped.values()):,} "
-            f"supported or refuted ones dropped, their claim's words found in no one window "
-            f"({listed(dropped) or 'none'}; verify/long_pairs.py)")
+            f"evidence that holds most of the claim ({listed(windowed) or 'none'}) and {sum(unsure.values()):,} "
+            f"supported or refuted ones {done}, their claim's words found in no one window "
+            f"({listed(unsure) or 'none'}; verify/long_pairs.py)")
 
 
 def several_passages(pairs: list[Pair]) -> list[tuple[str, list[str], str]]:
