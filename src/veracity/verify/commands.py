@@ -21,10 +21,10 @@ from .long_pairs import MODES
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("verifier",
-                                   help="the trained evidence verifier (train, calibrate, average, check, info)",
+                                   help="the trained evidence verifier (train, calibrate, average, compare, check, info)",
                                    description="Train, inspect and try the evidence verifier that decides whether "
                                    "passages support, refute or do not settle a claim.")
-    commands = parser.add_subparsers(dest="verifier_command", metavar="{train,calibrate,average,check,info}",
+    commands = parser.add_subparsers(dest="verifier_command", metavar="{train,calibrate,average,compare,check,info}",
                                      required=True)
 
     t = commands.add_parser("train", help="train the verifier and the lexical baseline (seeded, resumable)")
@@ -70,6 +70,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     a.add_argument("--seed", type=int, default=13, help="the calibration's seed")
     a.add_argument("--threads", type=int, default=1)
     a.set_defaults(func=cmd_average)
+
+    m = commands.add_parser("compare", help="two trained verifiers' held-apart figures side by side (ship B only "
+                            "when it beats A)")
+    m.add_argument("folders", nargs="+", metavar="FOLDER",
+                   help="A B: the verifier to beat and the candidate; one folder: the shipped verifier is A")
+    m.add_argument("--model", choices=("cross_encoder", "stacked"), default=None,
+                   help="compare this model's figures in both (default: the decision each ships)")
+    m.set_defaults(func=cmd_compare)
 
     c = commands.add_parser("check", help="verify a claim against passages given on the command line")
     c.add_argument("claim")
@@ -139,6 +147,18 @@ def cmd_average(args: argparse.Namespace) -> int:
     data = _data_dir(args.data)  # before writing anything: the averaged weights are not usable uncalibrated
     average([Path(f) for f in args.folders], Path(args.out))
     return cmd_calibrate(argparse.Namespace(out=args.out, data=str(data), seed=args.seed, threads=args.threads))
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .compare import compare, render
+    from .model import WEIGHTS_DIR
+
+    if len(args.folders) > 2:
+        raise UserError("give two verifier folders (A, the one to beat, then B), or one to compare with the shipped")
+    a, b = ([WEIGHTS_DIR] if len(args.folders) == 1 else []) + [Path(f) for f in args.folders]
+    label_a = "the shipped verifier" if len(args.folders) == 1 else str(a)
+    print(render(compare(a, b, args.model), label_a, str(b)))
+    return 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:
