@@ -64,3 +64,25 @@ def test_one_folder_is_compared_with_the_shipped_verifier(tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"A: the shipped verifier ({chosen})" in out
     assert "B better on 2, worse on 0" in out and f"| {some[0]} |" in out
+
+
+def test_a_training_or_calibration_into_another_folder_ends_with_how_it_stands_against_the_shipped(tmp_path, capsys):
+    from veracity.verify.commands import _against_shipped
+    from veracity.verify.model import WEIGHTS_DIR
+
+    shipped = json.loads((WEIGHTS_DIR / "verifier.json").read_text())
+    chosen = shipped["chosen"]
+    name = sorted(shipped["figures"][chosen])[0]
+    b = folder(tmp_path, "b", chosen, {chosen: {name: fig(0.0, 0.5)}})
+    _against_shipped(b)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"A: the shipped verifier, B: {b} (`veracity verifier compare {b}` for each set)"
+    calibrated = int(shipped["figures"][chosen][name]["ece"] <= 0.05)
+    assert out[1].endswith("B better on 0, worse on 1")
+    assert out[2] == f"ECE at most 0.05: A on {calibrated}, B on 0 of 1 sets"
+    _against_shipped(WEIGHTS_DIR)  # into the package's own folder: nothing to set it against
+    uncalibrated = tmp_path / "quick"
+    uncalibrated.mkdir()
+    (uncalibrated / "verifier.json").write_text("{}")
+    _against_shipped(uncalibrated)  # a quick run without held-apart figures: nothing said, nothing raised
+    assert capsys.readouterr().out == ""

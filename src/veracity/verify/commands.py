@@ -112,7 +112,23 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(json.dumps({k: result[k] for k in ("sha256", "temperature", "binary_rule", "figures", "ms_per_pair")},
                      indent=1))
     print(f"wrote {out / 'verifier.safetensors'}, {out / 'verifier.json'}, {out / 'lexical.json'}")
+    _against_shipped(out)
     return 0
+
+
+def _against_shipped(out: Path) -> None:
+    """After a training or calibration into another folder: its held-apart figures against the shipped verifier's,
+    in two lines (`veracity verifier compare` gives the table)."""
+    from .compare import compare, summary
+    from .model import WEIGHTS_DIR
+
+    if out.resolve() == WEIGHTS_DIR.resolve() or not (WEIGHTS_DIR / "verifier.json").is_file():
+        return
+    try:
+        lines = summary(compare(WEIGHTS_DIR, out))
+    except UserError:  # the shipped verifier, or this one, has no held-apart figures (an eval-limited quick run)
+        return
+    print(f"A: the shipped verifier, B: {out} (`veracity verifier compare {out}` for each set)", *lines, sep="\n")
 
 
 def _data_dir(arg: str | None) -> Path:
@@ -136,6 +152,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                          "seed": args.seed, "threads": args.threads})
     result = calibrate(out, _data_dir(args.data), s)
     print(json.dumps({k: result[k] for k in ("temperature", "binary_rule", "figures", "ms_per_pair")}, indent=1))
+    _against_shipped(out)
     return 0
 
 

@@ -79,11 +79,16 @@ def render(c: Comparison, label_a: str, label_b: str) -> str:
         lines.append(f"| {name} | {n} | {a['macro_f1']:.1f} | {b['macro_f1']:.1f} | "
                      f"{b['macro_f1'] - a['macro_f1']:+.1f} | {a['top20_accuracy']:.1f} | {b['top20_accuracy']:.1f} | "
                      f"{a['ece']:.3f} | {b['ece']:.3f} |")
+    return "\n".join(lines + [""] + summary(c))
+
+
+def summary(c: Comparison) -> list[str]:
+    """The mean macro-F1, the sets better and worse, the sets calibrated, and the sets not compared."""
     better, worse = c.counts()
-    lines += ["", f"mean macro-F1 over {len(c.rows)} sets: A {c.mean(0):.2f}, B {c.mean(1):.2f} "
-              f"({c.mean(1) - c.mean(0):+.2f}); B better on {better}, worse on {worse}",
-              f"ECE at most {ECE_GOAL}: A on {c.calibrated(0)}, B on {c.calibrated(1)} of {len(c.rows)} sets"]
+    lines = [f"mean macro-F1 over {len(c.rows)} sets: A {c.mean(0):.2f}, B {c.mean(1):.2f} "
+             f"({c.mean(1) - c.mean(0):+.2f}); B better on {better}, worse on {worse}",
+             f"ECE at most {ECE_GOAL}: A on {c.calibrated(0)}, B on {c.calibrated(1)} of {len(c.rows)} sets"]
     if c.only_a or c.only_b:
         lines.append(f"not compared (measured on one side only): A {', '.join(c.only_a) or 'none'}; "
                      f"B {', '.join(c.only_b) or 'none'}")
-    return "\n".join(lines)
+    return lines
