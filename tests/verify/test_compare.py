@@ -9,10 +9,11 @@ def fig(f1: float, ece: float, n: int = 100, top20: float = 90.0) -> dict:
     return {"macro_f1": f1, "accuracy": f1, "top20_accuracy": top20, "ece": ece, "n": n}
 
 
-def folder(tmp_path, name: str, chosen: str, figures: dict):
+def folder(tmp_path, name: str, chosen: str, figures: dict, seed: int = 31):
     out = tmp_path / name
     out.mkdir()
-    (out / "verifier.json").write_text(json.dumps({"name": name, "chosen": chosen, "figures": figures}))
+    (out / "verifier.json").write_text(json.dumps({"name": name, "chosen": chosen, "figures": figures,
+                                                   "calibrated_with": {"seed": seed}}))
     return out
 
 
@@ -33,6 +34,7 @@ def test_the_candidate_is_set_against_the_verifier_to_beat_per_set_and_in_all(tm
     assert "mean macro-F1 over 3 sets: A 68.57, B 68.57 (+0.00); B better on 1, worse on 1" in out
     assert "ECE at most 0.05: A on 2, B on 2 of 3 sets" in out
     assert "not compared (measured on one side only): A none; B summedits" in out
+    assert "different seeds" not in out
 
     assert main(["verifier", "compare", str(a), str(b), "--model", "cross_encoder"]) == 0
     out = capsys.readouterr().out
@@ -86,3 +88,13 @@ def test_a_training_or_calibration_into_another_folder_ends_with_how_it_stands_a
     (uncalibrated / "verifier.json").write_text("{}")
     _against_shipped(uncalibrated)  # a quick run without held-apart figures: nothing said, nothing raised
     assert capsys.readouterr().out == ""
+
+
+def test_folders_calibrated_with_different_seeds_are_said_to_be_measured_partly_on_different_pairs(tmp_path, capsys):
+    # a training run calibrates with its own seed: its capped and made held-apart sets are other draws
+    a = folder(tmp_path, "a", "cross_encoder", {"cross_encoder": {"vitaminc_real": fig(56.4, 0.03, 1499)}}, seed=31)
+    b = folder(tmp_path, "b", "cross_encoder", {"cross_encoder": {"vitaminc_real": fig(52.5, 0.04, 1499)}}, seed=53)
+    assert main(["verifier", "compare", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "calibrated with different seeds (A 31, B 53)" in out
+    assert "`veracity verifier calibrate --out COPY --seed 31`" in out

@@ -5,6 +5,11 @@ by the calibration into verifier.json). This reads both folders' figures for the
 cross-encoder alone or the stacker: its `chosen`), or for one named model, over the sets both were measured on,
 and says per set and in all which is better: the mean macro-F1, the sets better and worse, and the sets whose
 expected calibration error is within the goal.
+
+The held-apart sets a calibration measures depend on its seed where they are drawn (a source with more held-apart
+pairs than the cap, the made pairs: two-part, joined, off-topic, other subject): a training run calibrates with the
+training's seed, so two folders calibrated with different seeds are measured partly on different pairs. The
+comparison says so, and how to measure both alike (`veracity verifier calibrate --seed`).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ class Comparison:
     rows: list[tuple[str, dict, dict]]  # (set, A's figures, B's figures), sets both were measured on, by name
     only_a: list[str]
     only_b: list[str]
+    seeds: tuple[int | None, int | None] = (None, None)  # each side's calibration seed
 
     def mean(self, side: int) -> float:
         return sum(r[1 + side]["macro_f1"] for r in self.rows) / len(self.rows)
@@ -36,6 +42,11 @@ class Comparison:
 
     def calibrated(self, side: int) -> int:
         return sum(r[1 + side]["ece"] <= ECE_GOAL for r in self.rows)
+
+
+def calibration_seed(settings: dict) -> int | None:
+    """The seed of the calibration that measured a folder's figures (a training run's own: the training's)."""
+    return settings.get("calibrated_with", settings.get("settings", {})).get("seed")
 
 
 def read_settings(folder: Path) -> dict:
@@ -60,13 +71,15 @@ def _figures(settings: dict, model: str | None, folder: Path) -> tuple[str, dict
 
 def compare(a: Path, b: Path, model: str | None = None) -> Comparison:
     """A (the verifier to beat) against B, for the decision each ships or for `model` in both."""
-    name_a, fig_a = _figures(read_settings(a), model, a)
-    name_b, fig_b = _figures(read_settings(b), model, b)
+    settings_a, settings_b = read_settings(a), read_settings(b)
+    name_a, fig_a = _figures(settings_a, model, a)
+    name_b, fig_b = _figures(settings_b, model, b)
     common = sorted(set(fig_a) & set(fig_b))
     if not common:
         raise UserError(f"{a} and {b} were measured on no set in common")
     return Comparison(name_a, name_b, [(s, fig_a[s], fig_b[s]) for s in common],
-                      sorted(set(fig_a) - set(fig_b)), sorted(set(fig_b) - set(fig_a)))
+                      sorted(set(fig_a) - set(fig_b)), sorted(set(fig_b) - set(fig_a)),
+                      (calibration_seed(settings_a), calibration_seed(settings_b)))
 
 
 def render(c: Comparison, label_a: str, label_b: str) -> str:
@@ -91,4 +104,8 @@ def summary(c: Comparison) -> list[str]:
     if c.only_a or c.only_b:
         lines.append(f"not compared (measured on one side only): A {', '.join(c.only_a) or 'none'}; "
                      f"B {', '.join(c.only_b) or 'none'}")
+    if c.seeds[0] != c.seeds[1]:
+        lines.append(f"calibrated with different seeds (A {c.seeds[0]}, B {c.seeds[1]}): the sets drawn by seed (capped "
+                     f"sources, made pairs) hold different pairs; for a like-for-like table calibrate a copy of B with "
+                     f"`veracity verifier calibrate --out COPY --seed {c.seeds[0]}`")
     return lines
