@@ -20,8 +20,8 @@ from .long_pairs import MODES
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("verifier",
-                                   help="the trained evidence verifier (train, calibrate, average, compare, check, info)",
+    parser = subparsers.add_parser("verifier", help="the trained evidence verifier (train, calibrate, average, "
+                                   "compare, check, info)",
                                    description="Train, inspect and try the evidence verifier that decides whether "
                                    "passages support, refute or do not settle a claim.")
     commands = parser.add_subparsers(dest="verifier_command", metavar="{train,calibrate,average,compare,check,info}",

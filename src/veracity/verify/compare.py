@@ -105,7 +105,7 @@ def summary(c: Comparison) -> list[str]:
         lines.append(f"not compared (measured on one side only): A {', '.join(c.only_a) or 'none'}; "
                      f"B {', '.join(c.only_b) or 'none'}")
     if c.seeds[0] != c.seeds[1]:
-        lines.append(f"calibrated with different seeds (A {c.seeds[0]}, B {c.seeds[1]}): the sets drawn by seed (capped "
-                     f"sources, made pairs) hold different pairs; for a like-for-like table calibrate a copy of B with "
-                     f"`veracity verifier calibrate --out COPY --seed {c.seeds[0]}`")
+        lines.append(f"calibrated with different seeds (A {c.seeds[0]}, B {c.seeds[1]}): the sets drawn by seed "
+                     f"(capped sources, made pairs) hold different pairs; for a like-for-like table calibrate a copy "
+                     f"of B with `veracity verifier calibrate --out COPY --seed {c.seeds[0]}`")
     return lines
