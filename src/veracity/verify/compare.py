@@ -30,7 +30,7 @@ class Comparison:
     rows: list[tuple[str, dict, dict]]  # (set, A's figures, B's figures), sets both were measured on, by name
     only_a: list[str]
     only_b: list[str]
-    seeds: tuple[int | None, int | None] = (None, None)  # each side's calibration seed
+    seeds: tuple[int | None, int | None]  # each side's calibration seed
 
     def mean(self, side: int) -> float:
         return sum(r[1 + side]["macro_f1"] for r in self.rows) / len(self.rows)

@@ -676,7 +676,9 @@ def build_commands(settings: dict, cmd: str) -> list[str]:
 
     `stages` in verifier.json (written by hand when weights are continued from shipped ones) holds each earlier
     stage's whole command, the n-th writing /tmp/stage<n>; the last stage continues from the one before it."""
-    seed = settings.get("calibrated_with", settings.get("settings", {})).get("seed")
+    from .compare import calibration_seed
+
+    seed = calibration_seed(settings)
     calibrate = f"veracity verifier calibrate --seed {seed}"
     stages = settings.get("stages")
     averaged = settings.get("averaged_from")
