@@ -676,3 +676,42 @@ def test_an_averaged_verifier_lists_what_each_of_its_folders_was_trained_on(tmp_
     assert f"{tmp_path / 'c'}: 3 pairs" in line
     assert "- Sizes: {'calibration_pairs': 7}." in card  # not the first folder's 5 training pairs as the whole's
     assert "(trained on 2 CPU cores in an average itself, 600 s)" in card
+
+
+def test_a_training_is_calibrated_with_the_shipped_verifiers_seed_unless_told_otherwise(tmp_path, monkeypatch, capsys):
+    # the calibration that ends a training draws the held-apart sets with the shipped verifier's seed by default, so
+    # that `veracity verifier compare` measures the two alike; with the training's own seed it reuses its data
+    import json
+
+    import torch
+
+    from veracity.cli import main
+    from veracity.verify import train as T
+    from veracity.verify.compare import calibration_seed
+    from veracity.verify.model import WEIGHTS_DIR
+
+    (tmp_path / "data" / "fm2").mkdir(parents=True)
+    training = TrainingData([Pair("c", "e", "supported", "fm2")], [], [], [], [], [], {})
+    monkeypatch.setattr(T, "build", lambda root, seed=13, **kw: training)
+    monkeypatch.setattr(T, "fine_tune", lambda data, out, s, progress=True: (torch.nn.Linear(2, 3), None))
+    calls = []
+
+    def calibrate(out, root, s, *, data=None):
+        calls.append((s.seed, data))
+        return {"sha256": "", "temperature": 1.0, "binary_rule": {}, "figures": {}, "ms_per_pair": 0}
+
+    monkeypatch.setattr(T, "calibrate", calibrate)
+    shipped = calibration_seed(json.loads((WEIGHTS_DIR / "verifier.json").read_text(encoding="utf-8")))
+    args = ["verifier", "train", "--data", str(tmp_path / "data"), "--seed", "53"]
+    assert main([*args, "--out", str(tmp_path / "a")]) == 0
+    assert calls[-1] == (shipped, None) and shipped != 53  # its own draw, as `veracity verifier calibrate` makes it
+    written = json.loads((tmp_path / "a" / "verifier.json").read_text(encoding="utf-8"))["settings"]
+    assert (written["seed"], written["calibration_seed"]) == (53, shipped)
+    assert f"--seed 53 --threads 1 --calibration-seed {shipped}" in T.model_card(
+        {**json.loads((WEIGHTS_DIR / "verifier.json").read_text(encoding="utf-8")), "settings": written,
+         "averaged_from": None})
+    assert main([*args, "--out", str(tmp_path / "b"), "--calibration-seed", "53"]) == 0
+    assert calls[-1] == (53, training)  # the training's own data, drawn once
+    with pytest.raises(Exception, match="long_pairs 'sliding'"):
+        T.fitted_draw([], {"long_pairs": "sliding"}, None, 32)
+    capsys.readouterr()

@@ -47,6 +47,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "that holds most of the claim, a supported or refuted one dropped (window) or kept cut "
                         "(window-or-cut) when no one window holds what the whole evidence holds of the claim (as the "
                         "pipelines read long passages)")
+    t.add_argument("--calibration-seed", type=int, default=None,
+                   help="the seed of the calibration that ends the training, which draws the held-apart sets "
+                        "(default: the shipped verifier's, so that `veracity verifier compare` measures the two alike)")
     t.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     t.add_argument("--init-from", default=None, help="continue from a trained verifier folder")
     t.add_argument("--device", default="auto", help="auto (a CUDA GPU when torch sees one, else the CPU), cpu, cuda")
@@ -107,13 +110,28 @@ def cmd_train(args: argparse.Namespace) -> int:
     s = TrainSettings(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_length=args.max_length,
                       frozen_layers=args.frozen_layers, seed=args.seed, limit=args.limit, threads=args.threads,
                       per_source=args.per_source, same_subject=args.same_subject, long_pairs=args.long_pairs,
-                      init_from=args.init_from, checkpoint_every=args.checkpoint_every, device=args.device)
+                      init_from=args.init_from, checkpoint_every=args.checkpoint_every, device=args.device,
+                      calibration_seed=_calibration_seed(args.calibration_seed))
     result = run(data, out, s, progress=True)
     print(json.dumps({k: result[k] for k in ("sha256", "temperature", "binary_rule", "figures", "ms_per_pair")},
                      indent=1))
     print(f"wrote {out / 'verifier.safetensors'}, {out / 'verifier.json'}, {out / 'lexical.json'}")
     _against_shipped(out)
     return 0
+
+
+def _calibration_seed(asked: int | None) -> int | None:
+    """The seed a training's calibration draws its held-apart sets with: the one asked, else the shipped verifier's
+    (None, the training's own seed, when the package carries no calibrated verifier)."""
+    from .compare import calibration_seed
+    from .model import WEIGHTS_DIR
+
+    if asked is not None:
+        return asked
+    try:
+        return calibration_seed(json.loads((WEIGHTS_DIR / "verifier.json").read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None
 
 
 def _against_shipped(out: Path) -> None:

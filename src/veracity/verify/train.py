@@ -17,7 +17,7 @@ import math
 from collections import Counter
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Mapping
 
@@ -52,6 +52,9 @@ class TrainSettings:
     threads: int | None = None
     checkpoint_every: int = 200  # batches between checkpoints (a killed run resumes mid-epoch from the last one)
     device: str = "auto"  # auto: a CUDA GPU when torch sees one, else the CPU; or "cpu", "cuda", "cuda:N"
+    #: the seed of the calibration that ends a training (it draws the held-apart sets capped or made by seed, and the
+    #: calibration's own fits): None, the training's seed; set to another verifier's, the two are measured alike
+    calibration_seed: int | None = None
 
 
 def training_device(name: str) -> str:
@@ -87,10 +90,15 @@ def fitted_draw(pool: list[Pair], made: Mapping, tok, max_length: int) -> tuple[
     """The pairs a training with settings `made` (limit, per_source, long_pairs) read: its draw, and with
     `long_pairs` "window" each long pair fitted to a window or dropped, with "window-or-cut" fitted or kept cut
     (verify/long_pairs.py; what it did, per source, is the second value)."""
+    from .long_pairs import MODES, fit_long_pairs
+
+    if made.get("long_pairs", "cut") not in MODES:
+        from ..errors import UserError
+
+        raise UserError(f"long_pairs {made['long_pairs']!r}: one of {', '.join(MODES)}")
     seen = training_draw(pool, made.get("limit"), made.get("per_source"))
     if made.get("long_pairs", "cut") == "cut":
         return seen, None
-    from .long_pairs import fit_long_pairs
     from .windows import token_counter
 
     seen, fitted = fit_long_pairs(seen, token_counter(tok), max_length,
@@ -370,7 +378,10 @@ def run(training_dir: Path, out: Path, s: TrainSettings, *, progress: bool = Tru
         "train_seconds": round(train_seconds),
     }
     (out / "verifier.json").write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
-    settings = calibrate(out, training_dir, s, data=data)
+    if s.calibration_seed in (None, s.seed):
+        settings = calibrate(out, training_dir, s, data=data)
+    else:  # the held-apart sets drawn with the calibration's seed, as `veracity verifier calibrate --seed N` draws them
+        settings = calibrate(out, training_dir, replace(s, seed=s.calibration_seed))
     ckpt = out / "checkpoint.pt"
     if ckpt.exists():
         ckpt.unlink()
@@ -713,7 +724,9 @@ def model_card(settings: dict) -> str:
            f"--threads {s.get('threads')}" + (f" --limit {s['limit']}" if s.get("limit") else "")
            + (f" --per-source {s['per_source']}" if s.get("per_source") else "")
            + (f" --same-subject {s['same_subject']}" if s.get("same_subject") else "")
-           + (f" --long-pairs {s['long_pairs']}" if s.get("long_pairs", "cut") != "cut" else ""))
+           + (f" --long-pairs {s['long_pairs']}" if s.get("long_pairs", "cut") != "cut" else "")
+           + (f" --calibration-seed {s['calibration_seed']}"
+              if s.get("calibration_seed") not in (None, s.get("seed")) else ""))
     rule = settings.get("uncertain_rule") or {}
     uncertain = (f"- **Uncertain below:** {settings['uncertain_below']} -- chosen on the calibration part so that "
                  f"the verdicts at or above it are right {100 * rule.get('target_accuracy', 0):.0f}% of the time "
