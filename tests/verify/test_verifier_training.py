@@ -715,3 +715,37 @@ def test_a_training_is_calibrated_with_the_shipped_verifiers_seed_unless_told_ot
     with pytest.raises(Exception, match="long_pairs 'sliding'"):
         T.fitted_draw([], {"long_pairs": "sliding"}, None, 32)
     capsys.readouterr()
+
+
+def test_a_verifier_trained_at_one_length_can_be_calibrated_to_read_another(tmp_path, monkeypatch, capsys):
+    # `calibrate --max-length N`: the folder reads N word pieces per pair from then on and is measured reading them;
+    # the model card keeps the training's length apart (the pairs it cut were cut at that length)
+    import json
+
+    from veracity.cli import main
+    from veracity.verify import train as T
+    from veracity.verify.model import WEIGHTS_DIR
+
+    (tmp_path / "data" / "fm2").mkdir(parents=True)
+    folder = tmp_path / "v"
+    folder.mkdir()
+    for f in ("verifier.json", "verifier.safetensors"):
+        (folder / f).write_bytes((WEIGHTS_DIR / f).read_bytes())
+    read = []
+    monkeypatch.setattr(T, "calibrate", lambda out, root, s: read.append(
+        json.loads((out / "verifier.json").read_text(encoding="utf-8"))["max_length"]) or {
+        "temperature": 1.0, "binary_rule": {}, "figures": {}, "ms_per_pair": 0})
+    args = ["verifier", "calibrate", "--out", str(folder), "--data", str(tmp_path / "data")]
+    assert main([*args, "--max-length", "600"]) != 0
+    assert "--max-length must be between 16 and 512" in capsys.readouterr().err and read == []
+    assert main([*args, "--max-length", "256"]) == 0 and read == [256]
+    assert main(args) == 0 and read == [256, 256]  # it goes on reading what it was set to
+    settings = json.loads((folder / "verifier.json").read_text(encoding="utf-8"))
+    settings.pop("averaged_from", None)
+    card = T.model_card(settings)
+    trained = settings["settings"]["max_length"]
+    assert f"**Maximum length:** 256 word pieces per pair (trained on pairs of at most {trained};" in card
+    assert f"were longer than {trained} and were cut" in card
+    assert "(trained on" not in T.model_card({**settings, "max_length": trained})
+    assert main(["verifier", "train", "--max-length", "1024", "--out", str(tmp_path / "t")]) != 0
+    assert "--max-length must be at most 512" in capsys.readouterr().err

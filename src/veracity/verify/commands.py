@@ -18,6 +18,8 @@ from pathlib import Path
 from ..errors import UserError
 from .long_pairs import MODES
 
+MIN_LENGTH, MAX_LENGTH = 16, 512  # word pieces per pair: the shortest window that holds a claim, the base's positions
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("verifier", help="the trained evidence verifier (train, calibrate, average, "
@@ -33,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--epochs", type=int, default=1)
     t.add_argument("--lr", type=float, default=5e-5)
     t.add_argument("--batch-size", type=int, default=16)
-    t.add_argument("--max-length", type=int, default=128)
+    t.add_argument("--max-length", type=int, default=128, help="word pieces per pair read in training (default 128)")
     t.add_argument("--frozen-layers", type=int, default=2, help="lowest encoder layers left as the base model has them")
     t.add_argument("--seed", type=int, default=13)
     t.add_argument("--limit", type=int, default=None, help="at most this many training pairs (a quick run)")
@@ -63,6 +65,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     k.add_argument("--out", default=None, help="the verifier folder (default: the package's verify/weights)")
     k.add_argument("--seed", type=int, default=13)
     k.add_argument("--threads", type=int, default=1)
+    k.add_argument("--max-length", type=int, default=None,
+                   help="word pieces the verifier reads per claim-passage pair, a longer passage read in windows of "
+                        f"it ({MIN_LENGTH}-{MAX_LENGTH}; default: as the folder reads, at first its training's length)")
     k.set_defaults(func=cmd_calibrate)
 
     a = commands.add_parser("average", help="average trained verifiers' weights (a model soup) into a new folder, "
@@ -99,9 +104,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     from .train import TrainSettings, run
 
     out = Path(args.out) if args.out else WEIGHTS_DIR
-    for name, lo in (("epochs", 1), ("batch_size", 1), ("max_length", 16), ("threads", 1), ("checkpoint_every", 1)):
+    for name, lo in (("epochs", 1), ("batch_size", 1), ("max_length", MIN_LENGTH), ("threads", 1),
+                     ("checkpoint_every", 1)):
         if getattr(args, name) < lo:
             raise UserError(f"--{name.replace('_', '-')} must be at least {lo}")
+    if args.max_length > MAX_LENGTH:
+        raise UserError(f"--max-length must be at most {MAX_LENGTH} (the base model's positions)")
     if args.per_source is not None and args.per_source < 1:
         raise UserError("--per-source must be at least 1")
     if args.same_subject < 0:
@@ -165,7 +173,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else WEIGHTS_DIR
     if not (out / "verifier.json").is_file():
         raise UserError(f"no trained verifier in {out} (no verifier.json)")
-    prior = json.loads((out / "verifier.json").read_text(encoding="utf-8")).get("settings", {})
+    written = json.loads((out / "verifier.json").read_text(encoding="utf-8"))
+    read = getattr(args, "max_length", None)
+    if read is not None:  # what the weights read from now on; the calibration measures them reading it
+        if not MIN_LENGTH <= read <= MAX_LENGTH:
+            raise UserError(f"--max-length must be between {MIN_LENGTH} and {MAX_LENGTH} (the base model's positions)")
+        written["max_length"] = read
+        (out / "verifier.json").write_text(json.dumps(written, indent=1) + "\n", encoding="utf-8")
+    prior = written.get("settings", {})
     s = TrainSettings(**{**{k: v for k, v in prior.items() if k in TrainSettings.__dataclass_fields__},
                          "seed": args.seed, "threads": args.threads})
     result = calibrate(out, _data_dir(args.data), s)

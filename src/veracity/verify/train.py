@@ -656,9 +656,10 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
     if retraining or "train_pairs" not in settings.get("data", {}):
         made = {**trained_with, "limit": s.limit or trained_with.get("limit"),  # (retraining: asdict(s) itself)
                 "per_source": s.per_source or trained_with.get("per_source")}
+        trained_length = made.get("max_length", max_length)  # (what the training read: the reading may be longer)
         seen, fitted = fitted_draw(data.train if retraining else trained_pool(training_dir, trained_with, s, data),
-                                   made, tok, max_length)
-        trained = {**draw_counts(seen), "cut_at_max_length": cut_by_source(seen, tok, max_length),
+                                   made, tok, trained_length)
+        trained = {**draw_counts(seen), "cut_at_max_length": cut_by_source(seen, tok, trained_length),
                    **({"fitted_to_windows": fitted} if fitted else {})}
     else:
         trained = {k: settings["data"][k] for k in ("train_pairs", "train_by_source", "cut_at_max_length",
@@ -719,6 +720,7 @@ def model_card(settings: dict) -> str:
                 rows.append(f"| {name} | {model} | {f['n']} | {f['macro_f1']:.1f} | {f['accuracy']:.1f} | "
                             f"{f.get('top20_accuracy', float('nan')):.1f} | {f['ece']:.3f} |")
     s = settings.get("settings", {})
+    trained_length = s.get("max_length", settings["max_length"])
     cmd = (f"veracity verifier train --epochs {s.get('epochs')} --lr {s.get('lr')} --batch-size {s.get('batch_size')} "
            f"--max-length {s.get('max_length')} --frozen-layers {s.get('frozen_layers')} --seed {s.get('seed')} "
            f"--threads {s.get('threads')}" + (f" --limit {s['limit']}" if s.get("limit") else "")
@@ -764,8 +766,10 @@ def model_card(settings: dict) -> str:
         "used when there are enough of them, as the temperature is).",
         *([uncertain] if uncertain else []),
         f"- **Maximum length:** {settings['max_length']} word pieces per pair"
+        + (f" (trained on pairs of at most {trained_length}; `veracity verifier calibrate --max-length N` sets what "
+           "it reads)" if trained_length != settings["max_length"] else "")
         + (f"; {describe_fitted(fitted)}" if fitted else "")
-        + (f"; {describe_cut(cut, settings['max_length'])}." if cut else "."),
+        + (f"; {describe_cut(cut, trained_length)}." if cut else "."),
         f"- **Decision shipped:** `{settings.get('chosen')}` (mean held-out macro-F1 "
         f"{settings.get('mean_macro_f1_heldout')}): the cross-encoder alone, or a logistic regression over its "
         "log-probabilities and the lexical features fitted on the calibration part, whichever scores higher on "
