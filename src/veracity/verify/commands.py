@@ -3,7 +3,9 @@
     veracity verifier train [--data ../shared/training] [--out src/veracity/verify/weights] [--epochs 1] ...
     veracity verifier check "CLAIM" --evidence "PASSAGE" [--evidence ...] [--model DIR|lexical] [--json]
     veracity verifier info [--json]
+    veracity verifier calibrate [--out DIR] [--seed 13] [--threads 1] [--max-length N]
     veracity verifier average FOLDER FOLDER [...] --out DIR [--seed 13] [--threads 1]
+    veracity verifier compare A [B] [--model cross_encoder|stacked]
 
 `train` is seeded and resumes after a kill, mid-epoch (a checkpoint every --checkpoint-every batches, run the
 same command again); it reads only ../shared/training.
