@@ -441,6 +441,7 @@ def test_training_counts_per_source_the_pairs_it_cuts_at_the_maximum_length_and_
 
     settings = json.loads((WEIGHTS_DIR / "verifier.json").read_text(encoding="utf-8"))
     settings["max_length"] = 32
+    settings["settings"] = {**settings["settings"], "max_length": 32}  # trained at 32 (the card counts at that length)
     settings.setdefault("data", {})["cut_at_max_length"] = cut
     card = model_card(settings)
     assert "1 of the last training stage's 3 pairs (33.3%) were longer than 32 and were cut" in card
