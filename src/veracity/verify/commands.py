@@ -176,16 +176,17 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if not (out / "verifier.json").is_file():
         raise UserError(f"no trained verifier in {out} (no verifier.json)")
     written = json.loads((out / "verifier.json").read_text(encoding="utf-8"))
-    read = getattr(args, "max_length", None)
+    read = args.max_length
+    if read is not None and not MIN_LENGTH <= read <= MAX_LENGTH:
+        raise UserError(f"--max-length must be between {MIN_LENGTH} and {MAX_LENGTH} (the base model's positions)")
+    data = _data_dir(args.data)  # before the folder is rewritten: it is not to read a length it was not calibrated for
     if read is not None:  # what the weights read from now on; the calibration measures them reading it
-        if not MIN_LENGTH <= read <= MAX_LENGTH:
-            raise UserError(f"--max-length must be between {MIN_LENGTH} and {MAX_LENGTH} (the base model's positions)")
         written["max_length"] = read
         (out / "verifier.json").write_text(json.dumps(written, indent=1) + "\n", encoding="utf-8")
     prior = written.get("settings", {})
     s = TrainSettings(**{**{k: v for k, v in prior.items() if k in TrainSettings.__dataclass_fields__},
                          "seed": args.seed, "threads": args.threads})
-    result = calibrate(out, _data_dir(args.data), s)
+    result = calibrate(out, data, s)
     print(json.dumps({k: result[k] for k in ("temperature", "binary_rule", "figures", "ms_per_pair")}, indent=1))
     _against_shipped(out)
     return 0
@@ -198,7 +199,8 @@ def cmd_average(args: argparse.Namespace) -> int:
         raise UserError("--threads must be at least 1")
     data = _data_dir(args.data)  # before writing anything: the averaged weights are not usable uncalibrated
     average([Path(f) for f in args.folders], Path(args.out))
-    return cmd_calibrate(argparse.Namespace(out=args.out, data=str(data), seed=args.seed, threads=args.threads))
+    return cmd_calibrate(argparse.Namespace(out=args.out, data=str(data), seed=args.seed, threads=args.threads,
+                                            max_length=None))
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
