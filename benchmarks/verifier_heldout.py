@@ -69,14 +69,12 @@ def main() -> int:
             else:
                 scored = [v.model.probabilities(p.claim, p.evidence) for p in pairs]
             probs = [[row[k] for k in LABELS] for row in scored]
-            table.setdefault(set_name, {})[name] = figures(probs, pairs, getattr(v, "binary_rule",
-                                                                                 "supported_vs_refuted"))
+            table.setdefault(set_name, {})[name] = figures(probs, pairs, v.binary_rule, v.rest_rule)
             progress(name, set_name, table[set_name][name], t0)
         for set_name, claims in several:
             probs = [[x.probabilities[k] for k in LABELS] for x in v.verify_many([(c, ps) for c, ps, _ in claims])]
             table.setdefault(set_name, {})[name] = figures(
-                probs, [Pair(c, "", lab, set_name) for c, _, lab in claims],
-                getattr(v, "binary_rule", "supported_vs_refuted"))
+                probs, [Pair(c, "", lab, set_name) for c, _, lab in claims], v.binary_rule, v.rest_rule)
             progress(name, set_name, table[set_name][name], t0)
         print(f"{name}: {time.time() - t0:.0f} s", flush=True)
     names = [n for n, _ in systems]

@@ -615,7 +615,7 @@ def test_in_a_two_label_set_an_undecisive_reading_leaning_against_the_models_lab
     from veracity.verify.result import Verification
 
     class Unsettled:  # a verifier that reads any evidence as not settling the claim, leaning Refuted
-        name, binary_rule = "unsettled", "supported_vs_refuted"
+        name, binary_rule, rest_rule = "unsettled", "supported_vs_refuted", "supported_vs_rest"
 
         def verify(self, claim, passages):
             return Verification({"supported": 0.1, "refuted": 0.3, "nei": 0.6}, None,

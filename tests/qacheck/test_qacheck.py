@@ -279,7 +279,7 @@ def test_when_the_evidence_is_not_decisive_the_verdict_is_uncertain_with_the_ver
     from veracity.verify.result import Verification
 
     class Unsettled:  # a verifier that reads any evidence as not settling the claim
-        name, binary_rule = "unsettled", "supported_vs_refuted"
+        name, binary_rule, rest_rule = "unsettled", "supported_vs_refuted", "supported_vs_rest"
 
         def verify(self, claim, passages):
             return Verification({"supported": 0.1, "refuted": 0.3, "nei": 0.6}, None,
@@ -310,7 +310,7 @@ def test_in_a_two_label_set_a_sure_refutation_with_nei_above_half_decides_agains
     reading = {"supported": 0.05, "refuted": 0.40, "nei": 0.55}
 
     class SureOnTwoLabels:
-        name, binary_rule = "sure-on-two-labels", "supported_vs_refuted"
+        name, binary_rule, rest_rule = "sure-on-two-labels", "supported_vs_refuted", "supported_vs_rest"
 
         def verify(self, claim, passages):
             return Verification(dict(reading), None, [dict(reading) for _ in passages])

@@ -403,6 +403,83 @@ def test_the_two_label_rule_is_fitted_only_on_sources_with_two_labels():
     assert named == max(scores, key=scores.get) and "fitted" not in scores
 
 
+def _rest_readings(n: int, seed: int) -> tuple[list[list[float]], list[str]]:
+    """Readings of a supported / not-supported set (a summary faithful or not, an answer grounded or not) in which
+    the verifier's supported mass runs low: a faithful one gets 0.15-0.5, an unfaithful one 0.01-0.3; 38% are
+    faithful, as in the not-supported sources."""
+    rng = random.Random(seed)
+    probs, gold = [], []
+    for _ in range(n):
+        label = "supported" if rng.random() < 0.38 else "not_supported"
+        s = rng.uniform(0.15, 0.5) if label == "supported" else rng.uniform(0.01, 0.3)
+        probs.append([s, (1 - s) / 2, (1 - s) / 2])
+        gold.append(label)
+    return probs, gold
+
+
+def test_the_fitted_rule_against_the_rest_moves_where_supported_is_decided():
+    from veracity.eval.metrics import macro_f1
+    from veracity.verify.result import binary_label
+    from veracity.verify.train import fit_rest_rule
+
+    probs, gold = _rest_readings(3000, 1)
+    groups = ["a"] * 1500 + ["b"] * 1500
+    balanced = fit_rest_rule(probs, gold, groups, seed=0, balanced=True)
+    mixed = fit_rest_rule(probs, gold, groups, seed=0, balanced=False)
+    assert balanced["name"] == mixed["name"] == "fitted_vs_rest" and balanced["weight"] > 0
+
+    def at(rule):  # the supported mass from which the rule decides supported
+        return 1 / (1 + math.exp(rule["bias"] / rule["weight"]))
+
+    # each label weighing the same decides supported from a lower mass than the sources' own mix does, and both
+    # below the one half at which supported_vs_rest decides
+    assert 0.15 < at(balanced) < at(mixed) < 0.5
+    test_probs, test_gold = _rest_readings(3000, 2)
+
+    def f1(rule):
+        pred = [binary_label(s, r, rule)[0] for s, r, _ in test_probs]
+        return macro_f1(test_gold, [x if x == "supported" else "not_supported" for x in pred],
+                        ["supported", "not_supported"])
+
+    assert f1(balanced) > f1("supported_vs_rest") + 0.1
+
+
+def test_the_rule_against_the_rest_is_fitted_only_on_not_supported_sources():
+    from veracity.verify.data import Pair
+    from veracity.verify.train import TWO_LABEL_MIN, choose_rest_rule
+
+    probs, gold = _rest_readings(600, 3)
+    pairs = [Pair("c", "e", g, "summedits") for g in gold]
+    # a two-label source read far surer: were it pooled in, the rule would move
+    two = [([0.9, 0.05, 0.05], "supported"), ([0.05, 0.9, 0.05], "refuted")] * 300
+    rule, chosen = choose_rest_rule(probs + [p for p, _ in two], pairs + [Pair("c", "e", g, "fm2") for _, g in two],
+                                    seed=0)
+    alone, _ = choose_rest_rule(probs, pairs, seed=0)
+    assert rule == alone and rule["name"] == "fitted_vs_rest"
+    assert set(chosen) == {"supported_vs_rest", "fitted", "fitted_balanced"}
+    assert chosen[max(chosen, key=chosen.get)] > chosen["supported_vs_rest"]
+    # readings that already decide at one half keep the named rule: a fitted one is no better there
+    sure = [[0.9, 0.05, 0.05] if g == "supported" else [0.1, 0.45, 0.45] for g in gold]
+    assert choose_rest_rule(sure, pairs, seed=0)[0] == "supported_vs_rest"
+    few = pairs[: TWO_LABEL_MIN - 1]
+    named, scores = choose_rest_rule(probs[: len(few)], few, seed=0)
+    assert named == "supported_vs_rest" and set(scores) == {"supported_vs_rest"}
+    # no such source: the named rule
+    assert choose_rest_rule([p for p, _ in two], [Pair("c", "e", g, "fm2") for _, g in two], seed=0) == (
+        "supported_vs_rest", {})
+
+    import json
+
+    from veracity.verify.model import WEIGHTS_DIR
+    from veracity.verify.train import model_card
+
+    settings = json.loads((WEIGHTS_DIR / "verifier.json").read_text(encoding="utf-8"))
+    card = model_card({**settings, "not_supported_rule": rule, "not_supported_rule_on_calibration": chosen})
+    at = 1 / (1 + math.exp(rule["bias"] / rule["weight"]))
+    assert f"Supported / not-supported sets use `fitted: supported with probability logistic(" in card
+    assert f"supported from {at:.2f}`" in card and "'fitted_balanced': " in card
+
+
 def test_joined_claims_against_some_of_their_parts_evidence_are_refuted_only_when_a_false_parts_evidence_is_there():
     from veracity.verify.synthetic import joined_pairs
 

@@ -14,6 +14,7 @@ from veracity.verify import evidence_text, synthetic
 from veracity.verify.data import fm2_part, read_fm2
 from veracity.verify.lexical import FEATURES, LexicalModel, features, fit_lexical
 from veracity.verify.model import WEIGHTS_DIR, Verification, aggregate
+from veracity.verify.result import describe_rule
 
 TRAINING = ROOT.parent / "shared" / "training"
 SHIPPED = (WEIGHTS_DIR / "verifier.json").is_file()
@@ -122,6 +123,22 @@ def test_the_verifiers_probability_of_any_label_of_the_callers_set():
     for labels in (two, four):
         label, p = label_for(v, labels, "supported_vs_refuted")
         assert probability_of(v, label, labels, "supported_vs_refuted") == pytest.approx(p)
+
+
+def test_a_supported_or_not_set_is_read_by_the_artifacts_rule_against_the_rest():
+    # a fitted rule against the rest that decides supported from 0.39 (weight 1.2, bias 0.536): LEAF's set reads
+    # a supported mass of 0.45 as Supported, where supported_vs_rest read it Not Supported 0.55
+    rest = {"name": "fitted_vs_rest", "weight": 1.2, "bias": 0.536}
+    v = Verification({"supported": 0.45, "refuted": 0.15, "nei": 0.4}, None, [])
+    ns = ("Supported", "Not Supported")
+    assert label_for(v, ns, "supported_vs_refuted") == ("Not Supported", pytest.approx(0.55))
+    label, p = label_for(v, ns, "supported_vs_refuted", rest)
+    assert label == "Supported" and 0.5 < p < 0.6
+    assert probability_of(v, "Not Supported", ns, "supported_vs_refuted", rest) == pytest.approx(1 - p)
+    assert "supported from 0.39" in describe_rule(rest)
+    # a set of supported and refuted keeps the two-label rule: 0.45 against 0.15
+    assert label_for(v, ("Supported", "Refuted"), "supported_vs_refuted", rest) == ("Supported",
+                                                                                      pytest.approx(0.75))
 
 
 def test_a_label_chosen_against_an_undecisive_reading_gets_the_verifiers_probability_and_a_reason():

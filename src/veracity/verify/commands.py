@@ -252,6 +252,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"{data['name']}  (sha256 {data['sha256'][:16]}...)\nbase: {data['base']}")
     print(f"temperature {data['temperature']}, two-label rule {describe_rule(data['binary_rule'])}, "
           f"max length {data['max_length']}")
+    print(f"supported against not supported: {describe_rule(data.get('not_supported_rule', 'supported_vs_rest'))}")
     print(f"several passages: the deciding reading tempered by "
           f"{describe_several(data.get('aggregate_temperature', 1.0))}")
     for model, sets in data.get("figures", {}).items():

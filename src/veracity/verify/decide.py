@@ -49,16 +49,19 @@ def _strongest(v: Verification) -> tuple[float, float]:
     return max(p["supported"] for p in v.per_passage), max(p["refuted"] for p in v.per_passage)
 
 
-def _two_label_rule(refuted: str, binary_rule: TwoLabelRule) -> TwoLabelRule:
+def _two_label_rule(refuted: str, binary_rule: TwoLabelRule, rest_rule: TwoLabelRule) -> TwoLabelRule:
     """The rule for a set without a not-enough-information label: "Not Supported" (LEAF) means refuted or not
-    settled, the supported mass against all the rest; otherwise the artifact's rule for two-label sets."""
-    return "supported_vs_rest" if refuted.lower() == "not supported" else binary_rule
+    settled, the supported mass against all the rest (the artifact's rule for that); otherwise the artifact's rule
+    for two-label sets."""
+    return rest_rule if refuted.lower() == "not supported" else binary_rule
 
 
-def label_for(v: Verification, labels: Sequence[str], binary_rule: TwoLabelRule) -> tuple[str, float]:
+def label_for(v: Verification, labels: Sequence[str], binary_rule: TwoLabelRule,
+              rest_rule: TwoLabelRule = "supported_vs_rest") -> tuple[str, float]:
     """The verifier's conclusion as one of `labels` (a pipeline's or an evaluation's set), with its probability.
 
-    Two labels (Supported/Refuted, or True/False): the artifact's rule for two-label sets. With a
+    Two labels (Supported/Refuted, or True/False): the artifact's rule for two-label sets (Supported/Not
+    Supported: its rule for supported against the rest, `rest_rule`). With a
     not-enough-information label: the most probable of the three. With a "conflicting" label: chosen when one
     passage supports and another refutes the claim, each with probability above one half.
     """
@@ -70,12 +73,13 @@ def label_for(v: Verification, labels: Sequence[str], binary_rule: TwoLabelRule)
     if conflict and best_s > 0.5 and best_r > 0.5:
         return conflict, best_s * best_r
     if nei is None:
-        name, p = v.binary(_two_label_rule(refuted, binary_rule))
+        name, p = v.binary(_two_label_rule(refuted, binary_rule, rest_rule))
         return (supported if name == "supported" else refuted), p
     return {"supported": supported, "refuted": refuted, "nei": nei}[v.label], v.confidence
 
 
-def probability_of(v: Verification, label: str, labels: Sequence[str], binary_rule: TwoLabelRule) -> float | None:
+def probability_of(v: Verification, label: str, labels: Sequence[str], binary_rule: TwoLabelRule,
+                   rest_rule: TwoLabelRule = "supported_vs_rest") -> float | None:
     """The verifier's probability of `label`, one of `labels`, read as `label_for` reads it (None for a label
     outside the set, such as a parse failure's)."""
     labels = tuple(dict.fromkeys(labels))
@@ -86,7 +90,7 @@ def probability_of(v: Verification, label: str, labels: Sequence[str], binary_ru
         best_s, best_r = _strongest(v)
         return best_s * best_r
     if nei is None:
-        name, p = v.binary(_two_label_rule(refuted, binary_rule))
+        name, p = v.binary(_two_label_rule(refuted, binary_rule, rest_rule))
         return p if (label == supported) == (name == "supported") else 1.0 - p
     key = {supported: "supported", refuted: "refuted", nei: "nei"}.get(label)
     return None if key is None else v.probabilities[key]
@@ -124,6 +128,7 @@ class EvidenceDecision:
     labels: tuple[str, ...] = ()
     binary_rule: TwoLabelRule = "supported_vs_refuted"
     threshold: float | None = None  # the uncertain threshold (verifier.uncertain_below) the pipeline reports with
+    rest_rule: TwoLabelRule = "supported_vs_rest"
 
     @property
     def decisive(self) -> bool:
@@ -147,7 +152,7 @@ class EvidenceDecision:
         stands. Either way the confidence is the verifier's probability of the label (calibrated on held-apart
         data; the small model's own probability is not, and on AVeriTeC its surest verdicts were its least
         accurate); such a verdict stays below the uncertain threshold."""
-        p = probability_of(self.verification, label, self.labels, self.binary_rule)
+        p = probability_of(self.verification, label, self.labels, self.binary_rule, self.rest_rule)
         if label == self.label:
             return label, p, ""
         given = f", and gives {label} {p:.2f}" if p is not None else ""
@@ -163,7 +168,7 @@ def check_evidence(settings: "VerifierConfig", tracer: "Tracer", claim: str, pas
     """Verify `claim` against `passages`, map onto `labels`, record an `evidence_verifier` step."""
     verifier = get_verifier(settings, kind)
     v = verifier.verify(claim, [evidence_text(e.text, e.source) for e in passages])
-    label, confidence = label_for(v, labels, verifier.binary_rule)
+    label, confidence = label_for(v, labels, verifier.binary_rule, verifier.rest_rule)
     _, _, nei, conflict = _names(tuple(dict.fromkeys(labels)))
     rationale = explain(v, label, passages, verifier.name,
                         two_label=confidence if nei is None and label != conflict else None)
@@ -172,4 +177,4 @@ def check_evidence(settings: "VerifierConfig", tracer: "Tracer", claim: str, pas
                 probabilities={k: round(x, 4) for k, x in v.probabilities.items()}, passage=v.passage,
                 rationale=rationale, **extra)
     return EvidenceDecision(label, confidence, v, rationale, tuple(dict.fromkeys(labels)), verifier.binary_rule,
-                            uncertain_threshold(settings))
+                            uncertain_threshold(settings), verifier.rest_rule)

@@ -142,6 +142,7 @@ class LexicalVerifier:
     def __init__(self, model: LexicalModel, binary_rule: str = "supported_vs_refuted") -> None:
         self.model = model
         self.binary_rule = binary_rule
+        self.rest_rule = "supported_vs_rest"
 
     def verify_many(self, items):
         out = []

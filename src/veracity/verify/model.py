@@ -96,6 +96,7 @@ class CrossEncoderVerifier:
         several = self.settings.get("aggregate_temperature", 1.0)  # a number, or one by count (result.py)
         self.aggregate_temperature = several if isinstance(several, dict) else float(several)
         self.binary_rule = self.settings.get("binary_rule", "supported_vs_refuted")
+        self.rest_rule = self.settings.get("not_supported_rule", "supported_vs_rest")
         self.order = [self.settings["labels"].index(lab) for lab in LABELS]
         self.threads = threads
 

@@ -10,7 +10,10 @@ from typing import Mapping, Protocol, Sequence, Union
 #: how a two-label set (supported / refuted) is decided from three-way probabilities: "supported_vs_refuted",
 #: "supported_vs_rest", or a rule fitted on calibration pairs of two-label sources (verify/train.py
 #: `fit_two_label_rule`): {"name": "fitted", "weights": [w_supported, w_refuted, w_nei], "bias": b}, the
-#: probability of supported being the logistic function of b + the weights times the log-probabilities
+#: probability of supported being the logistic function of b + the weights times the log-probabilities; or, for
+#: sets whose other label is "not supported" (refuted or not settled), one fitted on calibration pairs of such
+#: sources (`fit_rest_rule`): {"name": "fitted_vs_rest", "weight": w, "bias": b}, the logistic function of
+#: b + w times the log-odds of supported against the rest
 TwoLabelRule = Union[str, Mapping]
 #: the floor under each probability before a fitted rule takes its logarithm: one value for fitting and reading
 RULE_FLOOR = 1e-6
@@ -45,19 +48,32 @@ def describe_several(setting: SeveralTemperature) -> str:
 def binary_label(supported: float, refuted: float, rule: TwoLabelRule = "supported_vs_refuted") -> tuple[str, float]:
     """A two-label decision from three-way probabilities: ("supported" | "refuted", its probability).
     supported_vs_refuted sets the not-enough-information mass aside; supported_vs_rest counts it as refuted; a
-    fitted rule weighs the three log-probabilities as calibration pairs of two-label sources asked."""
-    if isinstance(rule, Mapping):
+    fitted rule weighs the three log-probabilities as calibration pairs of two-label sources asked, and a fitted
+    rule against the rest tempers and shifts supported's log-odds as calibration pairs of not-supported sources
+    asked."""
+    if isinstance(rule, Mapping) and rule.get("name") == "fitted_vs_rest":
+        p = min(max(supported, RULE_FLOOR), 1.0 - RULE_FLOOR)
+        s = _logistic(rule["bias"] + rule["weight"] * (math.log(p) - math.log(1.0 - p)))
+    elif isinstance(rule, Mapping):
         nei = max(1.0 - supported - refuted, 0.0)
         z = rule["bias"] + sum(w * math.log(max(p, RULE_FLOOR))
                                 for w, p in zip(rule["weights"], (supported, refuted, nei)))
-        s = 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+        s = _logistic(z)
     else:
         s = supported if rule == "supported_vs_rest" else supported / max(supported + refuted, 1e-9)
     return ("supported", s) if s >= 0.5 else ("refuted", 1 - s)
 
 
+def _logistic(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+
 def describe_rule(rule: TwoLabelRule) -> str:
     """The two-label rule in words, for the model card and `veracity verifier info`."""
+    if isinstance(rule, Mapping) and rule.get("name") == "fitted_vs_rest":
+        at = 1.0 / (1.0 + math.exp(rule["bias"] / rule["weight"]))  # where the logistic crosses one half
+        return (f"fitted: supported with probability logistic({rule['bias']:.3f} + {rule['weight']:.3f} "
+                f"log(supported / (1 - supported))), supported from {at:.2f}")
     if isinstance(rule, Mapping):
         ws, wr, wn = rule["weights"]
         return (f"fitted: supported with probability logistic({rule['bias']:.3f} + {ws:.3f} log supported "
@@ -98,7 +114,8 @@ class Verification:
 
 class Verifier(Protocol):
     name: str
-    binary_rule: TwoLabelRule
+    binary_rule: TwoLabelRule  # supported against refuted
+    rest_rule: TwoLabelRule  # supported against the rest (a set whose other label is "not supported")
 
     def verify(self, claim: str, passages: Sequence[str]) -> Verification: ...
 
