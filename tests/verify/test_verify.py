@@ -136,6 +136,10 @@ def test_a_supported_or_not_set_is_read_by_the_artifacts_rule_against_the_rest()
     assert label == "Supported" and 0.5 < p < 0.6
     assert probability_of(v, "Not Supported", ns, "supported_vs_refuted", rest) == pytest.approx(1 - p)
     assert "supported from 0.39" in describe_rule(rest)
+    flat = {"name": "fitted_vs_rest", "weight": 0.0, "bias": -0.4}  # a fit that learnt nothing of the reading
+    assert describe_rule(flat).endswith("not supported at any reading") and label_for(
+        Verification({"supported": 0.99, "refuted": 0.0, "nei": 0.01}, None, []), ns, "supported_vs_refuted",
+        flat)[0] == "Not Supported"
     # a set of supported and refuted keeps the two-label rule: 0.45 against 0.15
     assert label_for(v, ("Supported", "Refuted"), "supported_vs_refuted", rest) == ("Supported",
                                                                                       pytest.approx(0.75))

@@ -71,9 +71,12 @@ def _logistic(z: float) -> float:
 def describe_rule(rule: TwoLabelRule) -> str:
     """The two-label rule in words, for the model card and `veracity verifier info`."""
     if isinstance(rule, Mapping) and rule.get("name") == "fitted_vs_rest":
-        at = 1.0 / (1.0 + math.exp(rule["bias"] / rule["weight"]))  # where the logistic crosses one half
-        return (f"fitted: supported with probability logistic({rule['bias']:.3f} + {rule['weight']:.3f} "
-                f"log(supported / (1 - supported))), supported from {at:.2f}")
+        said = (f"fitted: supported with probability logistic({rule['bias']:.3f} + {rule['weight']:.3f} "
+                f"log(supported / (1 - supported)))")
+        if rule["weight"] <= 0:  # (a fit on readings that say nothing of the label: it decides by its bias alone)
+            return f"{said}, {'supported' if rule['bias'] >= 0 else 'not supported'} at any reading"
+        at = 1.0 / (1.0 + math.exp(min(rule["bias"] / rule["weight"], 700.0)))  # where it crosses one half
+        return f"{said}, supported from {at:.2f}"
     if isinstance(rule, Mapping):
         ws, wr, wn = rule["weights"]
         return (f"fitted: supported with probability logistic({rule['bias']:.3f} + {ws:.3f} log supported "
