@@ -458,6 +458,17 @@ def test_the_rule_against_the_rest_is_fitted_only_on_not_supported_sources():
     assert rule == alone and rule["name"] == "fitted_vs_rest"
     assert set(chosen) == {"supported_vs_rest", "fitted", "fitted_balanced"}
     assert chosen[max(chosen, key=chosen.get)] > chosen["supported_vs_rest"]
+    # each source weighs the same: a second source of 150 pairs read well at one half counts as much as the 600
+    few_probs, few_gold = _rest_readings(150, 5)
+    sure_few = [[0.8, 0.1, 0.1] if g == "supported" else [0.2, 0.4, 0.4] for g in few_gold]
+    both = pairs + [Pair("c", "e", g, "begin") for g in few_gold]
+    _, mixed = choose_rest_rule(probs + sure_few, both, seed=0)
+    from veracity.verify.train import figures
+
+    rule_fitted = choose_rest_rule(probs + sure_few, both, seed=0)[0]
+    each = [figures(pr, ps, "supported_vs_refuted", rule_fitted)["macro_f1"]
+            for pr, ps in ((probs, pairs), (sure_few, both[len(pairs):]))]
+    assert max(mixed.values()) == round(sum(each) / 2, 2)
     # readings that already decide at one half keep the named rule: a fitted one is no better there
     sure = [[0.9, 0.05, 0.05] if g == "supported" else [0.1, 0.45, 0.45] for g in gold]
     assert choose_rest_rule(sure, pairs, seed=0)[0] == "supported_vs_rest"
