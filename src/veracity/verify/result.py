@@ -52,8 +52,7 @@ def binary_label(supported: float, refuted: float, rule: TwoLabelRule = "support
     rule against the rest tempers and shifts supported's log-odds as calibration pairs of not-supported sources
     asked."""
     if isinstance(rule, Mapping) and rule.get("name") == "fitted_vs_rest":
-        p = min(max(supported, RULE_FLOOR), 1.0 - RULE_FLOOR)
-        s = _logistic(rule["bias"] + rule["weight"] * (math.log(p) - math.log(1.0 - p)))
+        s = _logistic(rule["bias"] + rule["weight"] * supported_log_odds(supported))
     elif isinstance(rule, Mapping):
         nei = max(1.0 - supported - refuted, 0.0)
         z = rule["bias"] + sum(w * math.log(max(p, RULE_FLOOR))
@@ -62,6 +61,13 @@ def binary_label(supported: float, refuted: float, rule: TwoLabelRule = "support
     else:
         s = supported if rule == "supported_vs_rest" else supported / max(supported + refuted, 1e-9)
     return ("supported", s) if s >= 0.5 else ("refuted", 1 - s)
+
+
+def supported_log_odds(supported: float) -> float:
+    """log(supported / (1 - supported)), the probability held RULE_FLOOR from 0 and 1: what a fitted rule against
+    the rest reads, one function for fitting (verify/train.py `fit_rest_rule`) and reading."""
+    p = min(max(supported, RULE_FLOOR), 1.0 - RULE_FLOOR)
+    return math.log(p) - math.log(1.0 - p)
 
 
 def _logistic(z: float) -> float:

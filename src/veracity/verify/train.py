@@ -26,7 +26,7 @@ from .data import LABELS, Pair, TrainingData, build
 from .sources import NOT_SUPPORTED
 from .lexical import fit_lexical
 from .result import (RULE_FLOOR, SEVERAL_TEMPERATURE_RANGE, SeveralTemperature, TwoLabelRule, binary_label,
-                     candidates, describe_rule, describe_several)
+                     candidates, describe_rule, describe_several, supported_log_odds)
 
 
 
@@ -285,13 +285,18 @@ def fit_two_label_rule(probs: list[list[float]], gold: list[str], groups: list[s
     return {"name": "fitted", "weights": [odds, -odds, nei], "bias": round(bias, 4)}
 
 
-def choose_two_label_rule(probs: list[list[float]], pairs: list[Pair], *, seed: int) -> tuple[TwoLabelRule, dict]:
-    """The rule for two-label sets, and each candidate's macro-F1 on the calibration pairs of two-label sources:
-    the fitted rule when there are TWO_LABEL_MIN such pairs, else the named rule of the higher macro-F1."""
+def labelled_exactly(pairs: list[Pair], labels: set[str]) -> list[int]:
+    """The indices of the pairs whose source has exactly `labels` (a two-label source, a not-supported one)."""
     labels_of: dict[str, set[str]] = {}
     for p in pairs:
         labels_of.setdefault(p.source, set()).add(p.label)
-    two = [i for i, p in enumerate(pairs) if labels_of[p.source] == {"supported", "refuted"}]
+    return [i for i, p in enumerate(pairs) if labels_of[p.source] == labels]
+
+
+def choose_two_label_rule(probs: list[list[float]], pairs: list[Pair], *, seed: int) -> tuple[TwoLabelRule, dict]:
+    """The rule for two-label sets, and each candidate's macro-F1 on the calibration pairs of two-label sources:
+    the fitted rule when there are TWO_LABEL_MIN such pairs, else the named rule of the higher macro-F1."""
+    two = labelled_exactly(pairs, {"supported", "refuted"})
     chosen = [probs[i] for i in two]
     candidates: dict[str, TwoLabelRule] = {x: x for x in ("supported_vs_refuted", "supported_vs_rest")}
     if len(two) >= TWO_LABEL_MIN:
@@ -315,11 +320,7 @@ def fit_rest_rule(probs: list[list[float]], gold: list[str], groups: list[str], 
 
     from .lexical import fit_softmax
 
-    def log_odds(p: float) -> float:
-        p = min(max(p, RULE_FLOOR), 1.0 - RULE_FLOOR)
-        return math.log(p) - math.log(1.0 - p)
-
-    X = np.asarray([[log_odds(row[0])] for row in probs], float)
+    X = np.asarray([[supported_log_odds(row[0])] for row in probs], float)
     size = Counter((g, y) if balanced else g for g, y in zip(groups, gold))
     weights = np.asarray([1.0 / size[(g, y) if balanced else g] for g, y in zip(groups, gold)])
     W, b, mean, scale = fit_softmax(X, [int(g == "supported") for g in gold], 2, seed=seed, l2=1e-2, steps=1500,
@@ -338,10 +339,7 @@ def choose_rest_rule(probs: list[list[float]], pairs: list[Pair], *, seed: int) 
     Each source weighs the same, as in the fits: scored on the pairs pooled, the tenth stage's calibration chose the
     rule fitted to the sources' own mix by 0.1 point (76.8 against 76.7), and on the held-apart pairs it cost
     SummEdits 1.8 points and MNLI-doc 2.3; by the mean of the four sources, one half stays (74.4 against 73.8)."""
-    labels_of: dict[str, set[str]] = {}
-    for p in pairs:
-        labels_of.setdefault(p.source, set()).add(p.label)
-    rest = [i for i, p in enumerate(pairs) if labels_of[p.source] == {"supported", NOT_SUPPORTED}]
+    rest = labelled_exactly(pairs, {"supported", NOT_SUPPORTED})
     candidates: dict[str, TwoLabelRule] = {"supported_vs_rest": "supported_vs_rest"}
     if len(rest) >= TWO_LABEL_MIN:
         chosen, gold, groups = [probs[i] for i in rest], [pairs[i].label for i in rest], [pairs[i].source for i in rest]
