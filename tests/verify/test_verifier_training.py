@@ -555,7 +555,7 @@ def test_a_draw_with_a_cap_per_source_keeps_the_mix_order_and_no_source_dominate
 
     settings = json.loads((WEIGHTS_DIR / "verifier.json").read_text(encoding="utf-8"))
     settings.pop("averaged_from", None)  # a trained verifier's card (an averaged one's gives its stages' commands)
-    settings["settings"] = {**settings["settings"], "per_source": 1500}
+    settings["settings"] = {**settings["settings"], "limit": 30000, "per_source": 1500}
     assert "--limit 30000 --per-source 1500" in model_card(settings)
 
 
@@ -611,7 +611,7 @@ def test_weights_trained_with_same_subject_pairs_are_counted_from_that_mix(monke
     settings = json.loads((WEIGHTS_DIR / "verifier.json").read_text(encoding="utf-8"))
     settings.pop("averaged_from", None)  # a trained verifier's card (an averaged one's gives its stages' commands)
     assert "--same-subject 4000" not in T.model_card(settings)
-    settings["settings"] = {**settings["settings"], "same_subject": 4000}
+    settings["settings"] = {**settings["settings"], "limit": 30000, "same_subject": 4000}
     assert "--limit 30000 --same-subject 4000" in T.model_card(settings)
     assert main(["verifier", "train", "--same-subject", "-1", "--out", "/nonexistent"]) != 0
     assert "--same-subject must be at least 0" in capsys.readouterr().err
@@ -827,17 +827,19 @@ def test_a_verifier_trained_at_one_length_can_be_calibrated_to_read_another(tmp_
     args = ["verifier", "calibrate", "--out", str(folder), "--data", str(tmp_path / "data")]
     assert main([*args, "--max-length", "600"]) != 0
     assert "--max-length must be between 16 and 512" in capsys.readouterr().err and read == []
+    trained = json.loads((WEIGHTS_DIR / "verifier.json").read_text(encoding="utf-8"))["settings"]["max_length"]
+    other = 192 if trained != 192 else 320  # a length the shipped weights were not trained at
     assert main(["verifier", "calibrate", "--out", str(folder), "--data", str(tmp_path / "none"),
-                 "--max-length", "256"]) != 0
+                 "--max-length", str(other)]) != 0
     assert "training data not found" in capsys.readouterr().err and read == []
     assert (folder / "verifier.json").read_bytes() == (WEIGHTS_DIR / "verifier.json").read_bytes()  # left as it was
-    assert main([*args, "--max-length", "256"]) == 0 and read == [256]
-    assert main(args) == 0 and read == [256, 256]  # it goes on reading what it was set to
+    assert main([*args, "--max-length", str(other)]) == 0 and read == [other]
+    assert main(args) == 0 and read == [other, other]  # it goes on reading what it was set to
     settings = json.loads((folder / "verifier.json").read_text(encoding="utf-8"))
     settings.pop("averaged_from", None)
     card = T.model_card(settings)
-    trained = settings["settings"]["max_length"]
-    assert f"**Maximum length:** 256 word pieces per pair (trained on pairs of at most {trained};" in card
+    assert settings["settings"]["max_length"] == trained
+    assert f"**Maximum length:** {other} word pieces per pair (trained on pairs of at most {trained};" in card
     assert f"were longer than {trained} and were cut" in card
     assert "(trained on" not in T.model_card({**settings, "max_length": trained})
     assert main(["verifier", "train", "--max-length", "1024", "--out", str(tmp_path / "t")]) != 0
