@@ -81,7 +81,7 @@ def describe_rule(rule: TwoLabelRule) -> str:
                 f"log(supported / (1 - supported)))")
         if rule["weight"] <= 0:  # (a fit on readings that say nothing of the label: it decides by its bias alone)
             return f"{said}, {'supported' if rule['bias'] >= 0 else 'not supported'} at any reading"
-        at = 1.0 / (1.0 + math.exp(min(rule["bias"] / rule["weight"], 700.0)))  # where it crosses one half
+        at = _logistic(-rule["bias"] / rule["weight"])  # the supported probability where it crosses one half
         return f"{said}, supported from {at:.2f}"
     if isinstance(rule, Mapping):
         ws, wr, wn = rule["weights"]

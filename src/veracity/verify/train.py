@@ -695,8 +695,8 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
     mean = {m: round(sum(f["macro_f1"] for f in results[m].values()) / len(results[m]), 2)
             for m in ("cross_encoder", "stacked")}
     use_stack = mean["stacked"] > mean["cross_encoder"]
-    rule = rule_of["stacked" if use_stack else "cross_encoder"]
-    rest_rule = rest_of["stacked" if use_stack else "cross_encoder"]
+    shipped = "stacked" if use_stack else "cross_encoder"
+    rule, rest_rule = rule_of[shipped], rest_of[shipped]
 
     # the uncertain threshold: on the calibration part, the lowest confidence at which decided verdicts are right
     # UNCERTAIN_TARGET of the time (each pair decided the way its label set asks)
@@ -729,15 +729,14 @@ def calibrate(out: Path, training_dir: Path, s: TrainSettings, *, data: Training
     settings.update({
         "temperature": temperature, "aggregate_temperature": aggregate_temperature,
         "binary_rule": rule, "stack": stack.to_json() if use_stack else None,
-        "chosen": "stacked" if use_stack else "cross_encoder", "mean_macro_f1_heldout": mean,
+        "chosen": shipped, "mean_macro_f1_heldout": mean,
         "uncertain_below": threshold,
         "uncertain_rule": {"target_accuracy": UNCERTAIN_TARGET, "calibration_accuracy_decided": round(kept_accuracy, 4),
                            "calibration_share_decided": round(kept_share, 4), "calibration_pairs": len(conf)},
         "data": {**trained, "calibration_pairs": len(data.calibration), "heldout_fm2_claims": len(data.heldout_fm2),
                  "cad_test_pairs": len(data.cad_test)},
-        "figures": results, "binary_rule_on_calibration": rules["stacked" if use_stack else "cross_encoder"],
-        "not_supported_rule": rest_rule,
-        "not_supported_rule_on_calibration": rests["stacked" if use_stack else "cross_encoder"],
+        "figures": results, "binary_rule_on_calibration": rules[shipped],
+        "not_supported_rule": rest_rule, "not_supported_rule_on_calibration": rests[shipped],
         "ms_per_pair": ms_per_pair,
         "calibrated_with": asdict(s),
     })
