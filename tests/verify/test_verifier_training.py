@@ -446,7 +446,7 @@ def test_the_fitted_rule_against_the_rest_moves_where_supported_is_decided():
 
 def test_the_rule_against_the_rest_is_fitted_only_on_not_supported_sources():
     from veracity.verify.data import Pair
-    from veracity.verify.train import TWO_LABEL_MIN, choose_rest_rule
+    from veracity.verify.train import TWO_LABEL_MIN, choose_rest_rule, figures
 
     probs, gold = _rest_readings(600, 3)
     pairs = [Pair("c", "e", g, "summedits") for g in gold]
@@ -462,10 +462,7 @@ def test_the_rule_against_the_rest_is_fitted_only_on_not_supported_sources():
     few_probs, few_gold = _rest_readings(150, 5)
     sure_few = [[0.8, 0.1, 0.1] if g == "supported" else [0.2, 0.4, 0.4] for g in few_gold]
     both = pairs + [Pair("c", "e", g, "begin") for g in few_gold]
-    _, mixed = choose_rest_rule(probs + sure_few, both, seed=0)
-    from veracity.verify.train import figures
-
-    rule_fitted = choose_rest_rule(probs + sure_few, both, seed=0)[0]
+    rule_fitted, mixed = choose_rest_rule(probs + sure_few, both, seed=0)
     each = [figures(pr, ps, "supported_vs_refuted", rule_fitted)["macro_f1"]
             for pr, ps in ((probs, pairs), (sure_few, both[len(pairs):]))]
     assert max(mixed.values()) == round(sum(each) / 2, 2)
