@@ -108,6 +108,9 @@ def test_a_verifier_trained_from_another_base_is_the_whole_model_and_reads_as_it
     shipped = json.loads((WEIGHTS_DIR / "verifier.json").read_text(encoding="utf-8"))  # (a calibrated card's fields)
     card = T.model_card({**shipped, **settings, "figures": {}, "averaged_from": None, "stages": None})
     assert "(float16, the whole model)" in card and f"--base {s.base}" in card and "needs nothing else" in card
+    assert settings["trained_on"] == "cpu" and "Trained on 2 CPU cores" in card  # (a CUDA GPU's run says so)
+    on_gpu = T.model_card({**shipped, **settings, "trained_on": "cuda", "averaged_from": None, "stages": None})
+    assert "Trained on a CUDA GPU in" in on_gpu and "(torch 2.13.0)." in on_gpu
 
 
 def test_weights_of_another_base_are_refused_where_the_packaged_base_is_expected(tmp_path, capsys):

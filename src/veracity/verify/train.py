@@ -149,7 +149,6 @@ def _save_atomic(state: dict, path: Path) -> None:
 def fine_tune(data: TrainingData, out: Path, s: TrainSettings, *, progress: bool = True):
     import torch
     from tqdm import tqdm
-    from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     from .model import training_base
@@ -465,7 +464,7 @@ def run(training_dir: Path, out: Path, s: TrainSettings, *, progress: bool = Tru
     settings = {
         **named, "labels": list(LABELS), "max_length": s.max_length, "temperature": 1.0,
         "weights": weights.name, "sha256": sha256(weights), "settings": asdict(s),
-        "train_seconds": round(train_seconds),
+        "train_seconds": round(train_seconds), "trained_on": training_device(s.device),
     }
     (out / "verifier.json").write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
     if s.calibration_seed in (None, s.seed):
@@ -839,10 +838,11 @@ def model_card(settings: dict) -> str:
     if averaged:  # what each folder's training read is listed folder by folder, not as the first folder's
         data = {k: v for k, v in data.items() if k not in ("train_pairs", "train_by_source")}
     took = ["an average itself" if "averaged_from" in a else f"{a.get('train_seconds')} s" for a in averaged or []]
+    on_gpu = str(settings.get("trained_on", "cpu")).startswith("cuda")  # (recorded since `--base`; before: the CPU)
     trained = (f"The element-wise mean of {len(averaged)} trained verifiers' weights (trained on 2 CPU cores in "
                f"{', '.join(took)}), calibrated after averaging"
-               if averaged else f"{'The last stage trained' if settings.get('stages') else 'Trained'} on 2 CPU "
-               f"cores in {settings.get('train_seconds')} s")
+               if averaged else f"{'The last stage trained' if settings.get('stages') else 'Trained'} on "
+               f"{'a CUDA GPU' if on_gpu else '2 CPU cores'} in {settings.get('train_seconds')} s")
     return "\n".join([
         "# Model card: veracity's evidence verifier", "",
         f"- **Name:** `{settings['name']}`; weights `{settings['weights']}` (float16, "
@@ -926,7 +926,7 @@ def model_card(settings: dict) -> str:
         f"- Sizes: {data}.",
         *([f"- Training draw of each averaged folder's last stage: {drawn}."] if drawn else []), "",
         "## How it was built", "", "```", *build_commands(settings, cmd), "```", "",
-        f"{trained} (torch 2.13.0 CPU). Seeded; a killed run "
+        f"{trained} (torch 2.13.0{'' if on_gpu else ' CPU'}). Seeded; a killed run "
         "resumes from its last checkpoint (every few hundred batches), mid-epoch.", "",
         "## Figures (held-apart data)", "",
         "Two-label sets (supported / refuted) by the rule above; two-way sets (supported / not_supported) as "
