@@ -75,7 +75,8 @@ def _data() -> TrainingData:
 
 
 @pytest.mark.timeout(600)
-def test_a_verifier_trained_from_another_base_is_the_whole_model_and_reads_as_it_was_trained(tmp_path, monkeypatch):
+def test_a_verifier_trained_from_another_base_is_the_whole_model_and_reads_as_it_was_trained(tmp_path, monkeypatch,
+                                                                                             capsys):
     import torch
 
     from veracity.verify import train as T
@@ -109,6 +110,13 @@ def test_a_verifier_trained_from_another_base_is_the_whole_model_and_reads_as_it
     card = T.model_card({**shipped, **settings, "figures": {}, "averaged_from": None, "stages": None})
     assert "(float16, the whole model)" in card and f"--base {s.base}" in card and "needs nothing else" in card
     assert settings["trained_on"] == "cpu" and "Trained on 2 CPU cores" in card  # (a CUDA GPU's run says so)
+    from veracity.cli import main
+
+    assert main(["verifier", "info", str(out)]) == 0  # what was trained there, not the shipped verifier
+    said = capsys.readouterr().out
+    assert said.startswith(f"veracity-verifier-bert-base  (sha256 {settings['sha256'][:16]}") and str(s.base) in said
+    assert main(["verifier", "info", str(tmp_path / "nowhere")]) != 0
+    assert f"no trained verifier in {tmp_path / 'nowhere'}" in capsys.readouterr().err
     on_gpu = T.model_card({**shipped, **settings, "trained_on": "cuda", "averaged_from": None, "stages": None})
     assert "Trained on a CUDA GPU in" in on_gpu and "(torch 2.13.0)." in on_gpu
 

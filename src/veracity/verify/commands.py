@@ -100,7 +100,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=cmd_check)
 
-    i = commands.add_parser("info", help="the shipped verifier's settings, hash and figures")
+    i = commands.add_parser("info", help="a verifier's settings, hash and figures (default: the shipped one)")
+    i.add_argument("folder", nargs="?", default=None, help="a trained verifier folder (default: the shipped one)")
     i.add_argument("--json", action="store_true")
     i.set_defaults(func=cmd_info)
 
@@ -250,15 +251,17 @@ def cmd_info(args: argparse.Namespace) -> int:
     from .model import WEIGHTS_DIR
     from .result import describe_rule, describe_several
 
-    f = WEIGHTS_DIR / "verifier.json"
+    f = (Path(args.folder).expanduser() if args.folder else WEIGHTS_DIR) / "verifier.json"
     if not f.is_file():
-        raise UserError("no trained verifier in this installation; build it with `veracity verifier train`")
+        raise UserError(f"no trained verifier in {args.folder} (no verifier.json there)" if args.folder else
+                        "no trained verifier in this installation; build it with `veracity verifier train`")
     data = json.loads(f.read_text(encoding="utf-8"))
     if args.json:
         print(json.dumps(data, indent=1))
         return 0
     print(f"{data['name']}  (sha256 {data['sha256'][:16]}...)\nbase: {data['base']}")
-    print(f"temperature {data['temperature']}, two-label rule {describe_rule(data['binary_rule'])}, "
+    print(f"temperature {data.get('temperature', 1.0)}, two-label rule "
+          f"{describe_rule(data.get('binary_rule', 'supported_vs_refuted'))}, "
           f"max length {data['max_length']}")
     print(f"supported against not supported: {describe_rule(data.get('not_supported_rule', 'supported_vs_rest'))}")
     print(f"several passages: the deciding reading tempered by "
