@@ -121,8 +121,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise UserError("--per-source must be at least 1")
     if args.same_subject < 0:
         raise UserError("--same-subject must be at least 0")
-    if args.base and not (Path(args.base).expanduser() / "config.json").is_file():
-        raise UserError(f"--base {args.base}: not a Hugging Face model folder (no config.json there)")
+    if args.base:
+        from .model import model_folder
+
+        model_folder(args.base)  # (a wrong --base is told before the training data is read)
     data = _data_dir(args.data)  # (after the flags: a mistyped flag is told before a missing folder)
     s = TrainSettings(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_length=args.max_length,
                       frozen_layers=args.frozen_layers, seed=args.seed, limit=args.limit, threads=args.threads,

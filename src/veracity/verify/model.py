@@ -223,14 +223,12 @@ def training_base(base: str | None):
 
     if base is None:
         return AutoTokenizer.from_pretrained(base_model_path(), local_files_only=True), base_classifier(len(LABELS))
-    path = Path(base).expanduser()
-    if not (path / "config.json").is_file():
-        raise UserError(f"--base {base}: not a Hugging Face model folder (no config.json there)")
+    path = model_folder(base)
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
     try:
         config = AutoConfig.from_pretrained(path, local_files_only=True)
-        names = [_label_name(str(config.id2label[i]).lower()) for i in range(config.num_labels)]
+        names = three_way_names(config)
         keep = sorted(names) == sorted(LABELS)
         new_head = {} if keep else {"num_labels": len(LABELS), "ignore_mismatched_sizes": True}
         model = AutoModelForSequenceClassification.from_pretrained(path, local_files_only=True, **new_head)
@@ -249,6 +247,20 @@ def training_base(base: str | None):
     model.config.id2label = dict(enumerate(LABELS))
     model.config.label2id = {lab: i for i, lab in enumerate(LABELS)}
     return tokenizer, model
+
+
+def model_folder(base: str) -> Path:
+    """`--base`'s folder, or a clear error when it holds no Hugging Face model."""
+    path = Path(base).expanduser()
+    if not (path / "config.json").is_file():
+        raise UserError(f"--base {base}: not a Hugging Face model folder (no config.json there)")
+    return path
+
+
+def three_way_names(config) -> list[str]:
+    """A model config's labels in its output order, named as the verifier names them where it knows the name
+    (entailment -> supported, contradiction -> refuted, neutral -> nei; others lower-cased as they are)."""
+    return [_label_name(str(config.id2label[i]).lower()) for i in range(config.num_labels)]
 
 
 def weights_file(folder: Path, settings: dict) -> Path:
@@ -278,25 +290,25 @@ def _load_cross_encoder(folder: str):
                 raise UserError(f"verifier weights missing: {weights}")
             if settings.get("sha256") and sha256(weights) != settings["sha256"]:
                 raise UserError(f"verifier weights {weights} do not match their recorded hash; reinstall or retrain")
-        if settings_file.is_file() and settings.get("weights") == WHOLE_MODEL_WEIGHTS:  # trained from `--base`
-            model = AutoModelForSequenceClassification.from_pretrained(path, local_files_only=True).float()
-            tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        elif settings_file.is_file():
-            base = base_model_path()
-            model = base_classifier(len(settings["labels"]))
-            tokenizer = AutoTokenizer.from_pretrained(base, local_files_only=True)
-            from safetensors.torch import load_file
+            if settings.get("weights") == WHOLE_MODEL_WEIGHTS:  # trained from `--base`: beside its config, tokenizer
+                model = AutoModelForSequenceClassification.from_pretrained(path, local_files_only=True).float()
+                tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+            else:
+                base = base_model_path()
+                model = base_classifier(len(settings["labels"]))
+                tokenizer = AutoTokenizer.from_pretrained(base, local_files_only=True)
+                from safetensors.torch import load_file
 
-            state = {k: v.float() for k, v in load_file(str(weights)).items()}
-            missing = set(state) - set(model.state_dict())
-            if missing:
-                raise UserError(f"verifier weights {weights} do not fit the base model: {sorted(missing)[:3]}")
-            model.load_state_dict(state, strict=False)
+                state = {k: v.float() for k, v in load_file(str(weights)).items()}
+                missing = set(state) - set(model.state_dict())
+                if missing:
+                    raise UserError(f"verifier weights {weights} do not fit the base model: {sorted(missing)[:3]}")
+                model.load_state_dict(state, strict=False)
         elif (path / "config.json").is_file():  # any full sequence-classification model
             model = AutoModelForSequenceClassification.from_pretrained(path, local_files_only=True)
             tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
             names = [str(model.config.id2label[i]).lower() for i in range(model.config.num_labels)]
-            mapped = [_label_name(n) for n in names]
+            mapped = three_way_names(model.config)
             if sorted(mapped) != sorted(LABELS):
                 raise UserError(f"verifier model {path} has labels {names}; it needs supported/refuted/nei "
                                 "(or entailment/contradiction/neutral)")
