@@ -106,6 +106,13 @@ def test_a_verifier_trained_from_another_base_is_the_whole_model_and_reads_as_it
     got = v.score_pairs([(CLAIM, EVIDENCE)])[0]
     expected = torch.softmax(_logits(trained["model"].float().eval(), trained["tok"]), -1).tolist()
     assert [got[x] for x in LABELS] == pytest.approx(expected, abs=2e-3)
+    from transformers import AutoModelForSequenceClassification
+
+    before = AutoModelForSequenceClassification.from_pretrained(tmp_path / "base").state_dict()
+    after = v.model.state_dict()
+    layer = "bert.encoder.layer.{}.attention.self.query.weight"
+    assert torch.allclose(after[layer.format(0)], before[layer.format(0)], atol=1e-4)  # frozen: the base's (float16)
+    assert (after[layer.format(1)] - before[layer.format(1)]).abs().max() > 1e-3  # trained
     shipped = json.loads((WEIGHTS_DIR / "verifier.json").read_text(encoding="utf-8"))  # (a calibrated card's fields)
     card = T.model_card({**shipped, **settings, "figures": {}, "averaged_from": None, "stages": None})
     assert "(float16, the whole model)" in card and f"--base {s.base}" in card and "needs nothing else" in card
