@@ -9,7 +9,8 @@ checks a model's answer (its sentences split, each searched for in the medical c
 verifier; no model call), and the table gives, per task:
 
 - AUC of the LEAF score (the share of an answer's sentences supported) for the right option's answer against
-  the wrong options' answers (0.5 = no separation), and how many of each pass (score 1.0);
+  the wrong options' answers (0.5 = no separation), how many of each pass (score 1.0), and LEAF's filtered
+  accuracy here: the share of the passing answers that are right (against chance, the share of all answers);
 - AUC of the verifier's probability that the stated option is supported (the same ranking, not cut at a label);
 - how often the option the rater finds best supported is the right one (chance: 1 in the options), with its
   accuracy against coverage (the questions where the best option leads the next by the widest margin first).
@@ -140,8 +141,8 @@ def main() -> int:
 
     print(f"\n## LEAF's rater on answers that state each option ({args.verifier} verifier, MIRAGE)\n")
     print("| task | questions kept / all | answers | AUC LEAF score | AUC P(supported) | passing: right | "
-          "passing: wrong | best-supported option right | chance |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "passing: wrong | right among passing | best-supported option right | chance |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     curves = []
     groups = {t: [r for r in rows if r["task"] == t] for t in tasks}
     if "medmcqa" in tasks:  # its explanation in the corpus (an oracle passage the search may find) or not
@@ -159,10 +160,11 @@ def main() -> int:
         chance = sum(1 / len(data[r["task"]][r["id"]]["options"]) for r in right) / max(1, len(right))
         a_score = auc([r["score"] for r in rs], [r["right"] for r in rs])
         a_prob = auc([r["p_supported"] for r in rs], [r["right"] for r in rs])
+        passed_right, passed_wrong = sum(r["score"] == 1.0 for r in right), sum(r["score"] == 1.0 for r in wrong)
         fmt = lambda x: "–" if x is None else f"{x:.3f}"  # noqa: E731
         print(f"| {task} | {len(picks)} / {total} | {len(rs)} | {fmt(a_score)} | {fmt(a_prob)} | "
-              f"{sum(r['score'] == 1.0 for r in right)} / {len(right)} | "
-              f"{sum(r['score'] == 1.0 for r in wrong)} / {len(wrong)} | "
+              f"{passed_right} / {len(right)} | {passed_wrong} / {len(wrong)} | "
+              f"{pct(passed_right / (passed_right + passed_wrong) if passed_right + passed_wrong else None)} | "
               f"{pct(sum(ok for _, ok in picks) / max(1, len(picks)))} | {pct(chance)} |")
         curve = accuracy_at_coverage([{"verdict": {"confidence": lead}, "gold": True, "pred": ok}
                                       for lead, ok in picks])
