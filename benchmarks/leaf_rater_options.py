@@ -59,7 +59,7 @@ def statement(question: str, option: str) -> str | None:
     if not o or ASKED.search(q) or POINTING.search(o):
         return None
     if BLANK.search(q):
-        text = BLANK.sub(o, q, count=1)
+        text = BLANK.sub(lambda _: o, q, count=1)  # the option as written (a backslash in it is no escape)
     elif q.endswith("?"):
         return None
     else:
@@ -111,8 +111,6 @@ def main() -> int:
     print(f"Index: {len(index)} passages ({'built' if built else 'loaded'} in {t_index:.1f} s); verifier "
           f"{args.verifier}; top {args.top_k} passages per sentence", flush=True)
 
-    explained = {line.split('"id": "medmcqa-exp:', 1)[1].split('"', 1)[0]  # questions whose explanation is there
-                 for line in Path(args.corpus).open(encoding="utf-8") if '"id": "medmcqa-exp:' in line}
     rows: list[dict] = []
     t0 = time.perf_counter()
     for task in tasks:
@@ -121,15 +119,15 @@ def main() -> int:
             if not all(stated.values()):
                 continue
             context = question_context(item["question"], item["options"])
+            explanation = f"medmcqa-exp:{qid}"  # the corpus's document of a MedMCQA question's explanation
             for key, text in stated.items():
                 tracer = Tracer()
                 result = checker.check(context, text, model=model.bind(UsageMeter(), tracer), retriever=retriever,
                                        tracer=tracer)
                 rows.append({"task": task, "id": qid, "option": key, "right": key == item["answer"], "answer": text,
                              "score": result.score, "p_supported": supported_probability(result.sentences[-1]),
-                             "sentences": result.checked, "explained": task == "medmcqa" and qid in explained,
-                             "explanation_found": any(str(e.doc_id or "").startswith(f"medmcqa-exp:{qid}")
-                                                      for e in result.sentences[-1].evidence),
+                             "sentences": result.checked, "explained": index.document(explanation) is not None,
+                             "explanation_found": any(e.doc_id == explanation for e in result.sentences[-1].evidence),
                              "joined": decided_by_joined(tracer, len(result.sentences[-1].evidence))})
     seconds = time.perf_counter() - t0
     if model.backend.loaded:
