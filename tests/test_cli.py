@@ -1,6 +1,7 @@
 """The `veracity` command as a user runs it: real subprocesses, real output, real exit codes."""
 
 import json
+import re
 import socket
 import subprocess
 
@@ -32,8 +33,9 @@ def test_check_prints_each_step_verdict_and_usage(scripted, cli_env):
             in out)
     assert "recited by the model" not in out  # said once, not again after the text
     assert "evidence:" not in out
-    assert "Verdict: Supported" in out
-    # the answer was recited from the model's memory: the verdict is uncertain, and the output says why (the
+    # the answer was recited from the model's memory: the verdict is uncertain, never shown as a decided one
+    assert "\nVerdict: Uncertain, leaning Supported\n" in out and "Verdict: Supported" not in out
+    # the output says why (the
     # confidence threshold has nothing to do with it: not explained here)
     assert "Uncertain because it rests on the model's memory only" in out and "--index" in out
     assert "uncertain: confidence below" not in out
@@ -53,7 +55,11 @@ def test_check_json_and_markdown_report(scripted, cli_env, tmp_path):
     assert {s["stage"] for s in doc["trace"]} >= {"claim", "question", "answer", "verifier", "reasoner", "verdict"}
     md = report.read_text()
     assert md.startswith("# Fact-check: The Orrin Bridge stands in Tallinn.")
-    assert "### Step 1: Where is the Orrin Bridge?" in md and "**Supported**" in md
+    assert "### Step 1: Where is the Orrin Bridge?" in md and "**Uncertain, leaning Supported**" in md
+    assert "- **Verdict:** Uncertain, leaning Supported" in md and "**Verdict:** Supported" not in md
+    # the JSON leads with the uncertainty and its wording; the label itself is kept as it was
+    assert list(doc["verdict"])[:3] == ["uncertain", "shown_as", "label"]
+    assert doc["verdict"]["shown_as"] == "Uncertain, leaning Supported"
     assert doc["verdict"]["uncertain"] and doc["verdict"]["basis"] == "memory"
     assert "**Uncertain because** it rests on the model's memory only" in md
     assert "**The model's memory (recited, not a source):**" in md and "**Evidence:**" not in md
@@ -108,7 +114,7 @@ def test_non_utf8_claim_file_is_rejected(tmp_path, scripted, cli_env):
     assert r.returncode == 2 and "not valid UTF-8" in r.stderr.decode()
     r = veracity("check", "--model", scripted, "--claim-file", "-", env=cli_env,
                  stdin="The Orrin Bridge stands in Tallinn.".encode())
-    assert r.returncode == 0 and "Verdict: Supported" in r.stdout.decode()
+    assert r.returncode == 0 and "Verdict: Uncertain, leaning Supported" in r.stdout.decode()  # recited: memory
 
 
 def test_non_utf8_argument_and_unwritable_report(scripted, cli_env):
@@ -152,7 +158,9 @@ def test_check_with_an_evidence_only_pipeline_never_loads_the_language_model(cli
         r = veracity("check", "--pipeline", pipeline, "--index", str(tmp_path / "idx"), "--no-cache",
                      "--model", f"gguf:{broken}", claim, env=cli_env)
         assert r.returncode == 0, r.stderr.decode()
-        assert "Verdict: Supported" in r.stdout.decode() and "Usage: 0 model calls" in r.stdout.decode()
+        # Supported, or, below the uncertain threshold (one short passage), said uncertain first
+        assert re.search(r"\nVerdict: (Uncertain, leaning )?Supported \(confidence", r.stdout.decode())
+        assert "Usage: 0 model calls" in r.stdout.decode()
     r = veracity("check", "--pipeline", "direct", "--no-cache", "--model", f"gguf:{broken}", claim, env=cli_env)
     err = r.stderr.decode()
     assert r.returncode != 0 and "broken.gguf" in err and "Traceback" not in err
@@ -231,7 +239,7 @@ def test_a_source_whose_own_sentence_says_otherwise_gives_no_confident_verdict(c
     out = r.stdout.decode()
     assert r.returncode == 0, r.stderr.decode()
     verdict = next(x for x in out.splitlines() if x.startswith("Verdict: "))
-    assert verdict.endswith(", uncertain)") and not verdict.startswith("Verdict: Supported")
+    assert re.fullmatch(r"Verdict: Uncertain, leaning \w+ \(confidence 0\.\d\d\)", verdict), verdict
     assert f'its sentence "{first}" alone reads refuted' in out
     why = next(x for x in out.splitlines() if x.startswith("Uncertain because "))
     assert "is below" in why and f'the source reads both ways (its sentence "{first}"' in why  # says why it is low

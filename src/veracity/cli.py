@@ -70,12 +70,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:
         from .check import for_low_confidence
+        from .verdict_words import words_of
         from .verify import uncertain_meaning
 
         v = result.verdict
-        conf = f" (confidence {v.confidence:.2f}{', uncertain' if v.uncertain else ''})" \
-            if v.confidence is not None else ""
-        print(f"\nVerdict: {v.label}{conf}")
+        print(terminal_text(f"\nVerdict: {words_of(v).line}"))  # "Uncertain, leaning Supported (confidence 0.50)"
         if v.uncertain:
             meaning = f" ({uncertain_meaning(config.verifier)})" if for_low_confidence(v) else ""
             print(terminal_text(f"Uncertain because {v.uncertain_reason}.{meaning}"))

@@ -16,6 +16,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 from .check import CheckResult
 from .steps import MEMORY_SOURCE, Fold, Step, ViewItem, as_step, evidence_when
+from .verdict_words import words_of
 
 if TYPE_CHECKING:
     from .defame.record import Record
@@ -337,11 +338,10 @@ def to_markdown(result: CheckResult, image_url: ImageLink | None = None) -> str:
     """The report as Markdown. `image_url` (a local image's absolute path -> the URL to show it by, or None):
     the server links the claim's uploads by their URL instead of its own paths."""
     v = result.verdict
-    conf = (f" (confidence {v.confidence:.2f}{', uncertain' if getattr(v, 'uncertain', False) else ''})"
-            if v.confidence is not None else "")
+    words = words_of(v)  # an uncertain verdict reads "Uncertain, leaning Supported", never as a decided one
     why = getattr(v, "uncertain_reason", "")
     lines = [f"# Fact-check: {md_text(result.claim.text)}", "",
-             f"- **Verdict:** {md_text(v.label)}{conf}",
+             f"- **Verdict:** {md_text(words.line)}",
              *([f"- **Uncertain because** {md_text(why)}."] if getattr(v, "uncertain", False) and why else []),
              *([f"- **No confidence:** {md_text(v.confidence_note)}."] if getattr(v, "confidence_note", "") else []),
              *[f"- **Note:** {md_text(note)}." for note in getattr(v, "notes", [])],
@@ -368,7 +368,7 @@ def to_markdown(result: CheckResult, image_url: ImageLink | None = None) -> str:
             lines += [f"For: {md_text(it['query'])}", ""]
             lines += [f"> {e}" for e in evidence_lines(it["results"], markdown=True)] + [""]
     lines += _recheck_sections(check_items(result))
-    lines += ["## Prediction with rationale", "", _md_strong(v.label), ""]
+    lines += ["## Prediction with rationale", "", _md_strong(words.text), ""]
     if v.rationale and record is None:  # DEFAME's rationale is the justification, shown above
         lines += [md_text_links(v.rationale), ""]
     if v.parse_failures:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from .verdict_words import words_of
+
 # Label sets. Pipelines declare which one they predict; datasets map their gold labels onto it.
 SUPPORTED = "Supported"
 REFUTED = "Refuted"
@@ -117,13 +119,16 @@ class Verdict:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """The verdict as JSON: first whether it is uncertain and how it reads (`verdict_words`: "Uncertain, leaning
+        Supported"), then the label itself, unchanged, and the rest."""
         return {
+            "uncertain": self.uncertain,
+            "shown_as": words_of(self).text,
             "label": self.label,
             "rationale": self.rationale,
             "confidence": self.confidence,
             "steps": [s.to_dict() for s in self.steps],
             "parse_failures": list(self.parse_failures),
-            "uncertain": self.uncertain,
             "uncertain_reason": self.uncertain_reason,
             "basis": self.basis,
             **({"confidence_note": self.confidence_note} if self.confidence_note else {}),

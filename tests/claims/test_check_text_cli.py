@@ -53,7 +53,9 @@ def test_check_text_json_reports_each_claim_with_its_verdict_span_and_evidence(t
     assert claims["Do you like rivers?"]["outcome"] == "not_checkable"
     s = out["summary"]
     assert s["checked"] == s["supported"] + s["refuted"] + s["uncertain"] >= 3
-    assert s["factuality"] == pytest.approx(s["supported"] / s["checked"])
+    # the factuality is over the decided claims (an uncertain one decides nothing), with their count
+    assert s["decided"] == s["supported"] + s["refuted"] >= 1
+    assert s["factuality"] == pytest.approx(s["supported"] / s["decided"])
     assert s["ambiguous"] == 1 and s["not_checkable"] >= 1
     assert out["extraction"]["method"] == "rules" and out["usage"]["total"]["calls"] == 0
 
@@ -99,7 +101,7 @@ def test_reports_show_the_text_as_written_with_the_passages_marked_in_place(tmp_
     entry = page.locator("ol.claims > li:target")
     # its verdict with its confidence, and its evidence (which says the same words, "She" for her name: never
     # Refuted; Supported or, near the verifier's uncertain threshold, Uncertain, as the shipped weights read it)
-    assert re.match(r"(Supported|Uncertain) \(0\.\d+\)", entry.inner_text()), entry.inner_text()
+    assert re.match(r"(Supported|Uncertain, leaning Supported) \(0\.\d+\)", entry.inner_text()), entry.inner_text()
     assert "Marie Curie" in entry.inner_text() and "She won the Nobel Prize" in entry.inner_text()
     assert entry.is_visible() and 0 <= entry.bounding_box()["y"] < 700
     entry.get_by_role("link", name="(in the text)").click()
@@ -116,7 +118,7 @@ def test_reports_show_the_text_as_written_with_the_passages_marked_in_place(tmp_
 def test_text_with_no_checkable_claim_is_said_plainly(tmp_path, cli_env, index, scripted):
     p = run(["check-text", "-", "--index", index, *scripted], cli_env, tmp_path,
             stdin=b"Hello! How are you today? Thanks a lot.")
-    assert "no checkable claim" in p.stdout.decode() and "Factuality (supported / checked): n/a" in p.stdout.decode()
+    assert "no checkable claim" in p.stdout.decode() and "Factuality (supported / decided): n/a" in p.stdout.decode()
 
 
 @pytest.mark.parametrize("content,message", [
@@ -192,9 +194,15 @@ def test_with_no_evidence_source_the_claims_are_checked_from_memory_and_said_so(
              "--report", "r.md"], cli_env, tmp_path)
     out = p.stdout.decode()
     assert "Pipeline: qacheck" in out and "No evidence source was given" in out and "--index" in out
-    # every verdict rests on the model's memory: uncertain, with the reason, in the output and the report
-    assert out.count("] uncertain") == 2 and "model's memory" in out
-    assert "model's memory" in (tmp_path / "r.md").read_text()
+    # every verdict rests on the model's memory: uncertain, worded as every uncertain verdict is (never as a
+    # decided one), with the reason, in the output and the report
+    assert out.count("] Uncertain, leaning ") == 2 and "model's memory" in out, out
+    report = (tmp_path / "r.md").read_text()
+    assert "model's memory" in report and "**Uncertain, leaning " in report
+    # no claim was decided: the factuality is not determined, never "0%" (which reads as "all false")
+    assert "Factuality (supported / decided): not determined: none of the 2 checked claims was decided" in out
+    assert "0%" not in out and "0%" not in report
+    assert "| Factuality (supported / decided) | not determined" in report
     # against a document given, QACheck's questions are answered from it, not recited from memory
     (tmp_path / "article.txt").write_text(" ".join(d["text"] for d in DOCS), encoding="utf-8")
     p = run(["check-text", "t.txt", "--pipeline", "qacheck", "--evidence-file", "article.txt", "--json",

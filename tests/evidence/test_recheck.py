@@ -282,3 +282,24 @@ def test_an_answer_sentence_is_decided_again_as_it_was_read_its_pronoun_resolved
     as_read, as_written = (check_evidence(config.verifier, Tracer(), text, evidence, LEAF_LABELS)
                            for text in (read["read_as"], read["sentence"]))
     assert d["confidence"] == round(as_read.confidence, 4) != round(as_written.confidence, 4)
+
+
+@pytest.mark.parametrize("case", ["long run id", "store not a database", "store a folder",
+                                  "control character in run id"])
+def test_input_no_run_store_holds_is_one_line_and_exit_2(tmp_path, cli_env, case):
+    """A run id no file or run can have (1 kB long, a control character) and a run store that is not one get the
+    one-line error and exit status 2 of every bad input, never a traceback."""
+    db = tmp_path / "runs.sqlite"
+    RunStore(db)  # a real, empty run store
+    args = {"long run id": ["a" * 1024, "--db", str(db)],
+            "control character in run id": ["ab\x01cd", "--db", str(db)],
+            "store not a database": ["0123456789abcdef", "--db", str(tmp_path / "notes.txt")],
+            "store a folder": ["0123456789abcdef", "--db", str(tmp_path)]}[case]
+    (tmp_path / "notes.txt").write_text("these are my notes, not a database\n" * 50)
+    r = subprocess.run(veracity_cmd() + ["recheck", *args], capture_output=True, text=True, env=cli_env, timeout=120)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert r.stderr.startswith("veracity: error:") and r.stderr.count("\n") == 1, r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr) < 600
+    said = {"long run id": "no run 'aaaa", "control character in run id": "no run",
+            "store not a database": "is not a run store", "store a folder": "no run store at"}[case]
+    assert said in r.stderr, r.stderr

@@ -78,7 +78,9 @@ def test_stdio_lists_the_tools_and_checks_a_claim_with_progress(tmp_path, env):
     assert out["label"] == "Supported" and out["claim"] == CLAIM and out["pipeline"] == "qacheck"
     assert out["basis"] == "memory" and out["uncertain"] and "memory" in out["uncertain_reason"]
     assert out["evidence"][0]["source"] == "recited by the model"
-    assert r.content[0].text.startswith("Supported") and out["run_id"] in r.content[0].text
+    # the text an agent reads leads with the uncertainty, never with the label alone as if it were a finding
+    assert out["shown_as"] == "Uncertain, leaning Supported"
+    assert r.content[0].text.startswith("Uncertain, leaning Supported: ") and out["run_id"] in r.content[0].text
     # one notification per step, numbered in order, saying what the check did
     assert [n for n, _ in progress] == list(range(1, len(progress) + 1)) and len(progress) >= 5
     assert any("Where is the Orrin Bridge?" in m or "question" in m.lower() for _, m in progress)
@@ -286,3 +288,166 @@ def test_the_default_pipeline_is_the_servers_and_an_unknown_one_stops_it_at_once
     out = anyio.run(main)
     assert not out.is_error, out.content
     assert out.structured_content["pipeline"] == "qacheck-closed-book"
+
+
+# -- bad input an SDK client would never send: raw JSON-RPC lines over a real stdio session ----------------------
+
+SURROGATE_FIELDS = [("check_claim", {"claim": "S"}, "claim"),
+                    ("check_claim", {"claim": CLAIM, "evidence": ["fine", "S"]}, "evidence.1"),
+                    ("check_claim", {"claim": CLAIM, "pipeline": "S"}, "pipeline"),
+                    ("check_claim", {"claim": CLAIM, "date": "S"}, "date"),
+                    ("check_text", {"text": "S"}, "text"),
+                    ("check_text", {"text": "Paris is in France.", "evidence": ["S"]}, "evidence.0"),
+                    ("check_answer", {"question": "S", "answer": "Paris."}, "question"),
+                    ("check_answer", {"question": "Where?", "answer": "S"}, "answer"),
+                    ("search_evidence", {"query": "S"}, "query"),
+                    ("get_run", {"run_id": "S"}, "run_id")]
+
+
+class RawSession:
+    """`veracity mcp` over stdio, spoken to line by line (raw JSON-RPC), every wait bounded."""
+
+    def __init__(self, args, env, tmp_path):
+        import queue
+        import threading
+
+        self.proc = subprocess.Popen([sys.executable, "-m", "veracity.cli", "mcp", *args,
+                                      "--db", str(tmp_path / "runs.sqlite")], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=open(tmp_path / "stderr.txt", "wb"), env=env,
+                                     cwd=tmp_path)
+        self.stderr = tmp_path / "stderr.txt"
+        self.lines = queue.Queue()  # what the server writes, line by line, read as it comes
+
+        def read():
+            for line in self.proc.stdout:
+                self.lines.put(line)
+
+        threading.Thread(target=read, daemon=True).start()
+
+    def send(self, line: str) -> None:
+        self.proc.stdin.write(line.encode("ascii") + b"\n")  # the escapes as JSON text: "\\ud800", not the bytes
+        self.proc.stdin.flush()
+
+    def answer(self, request_id, timeout=60.0):
+        """The response to `request_id` (notifications skipped), or None when none came within `timeout`."""
+        import queue
+
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                msg = json.loads(self.lines.get(timeout=max(0.01, deadline - time.time())))
+            except queue.Empty:
+                break
+            if msg.get("id") == request_id:
+                return msg
+        return None
+
+    def initialize(self):
+        self.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                         "clientInfo": {"name": "raw", "version": "0"}}}))
+        assert self.answer(0, 120) is not None, self.stderr.read_text()
+        self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+
+    def close(self):
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+@pytest.mark.parametrize("escape", ["\\ud800", "\\udc00"])
+def test_stdio_a_lone_surrogate_in_any_argument_is_a_tool_error_naming_it(tmp_path, env, escape):
+    """A tool argument holding half of a UTF-16 surrogate pair (JSON allows the escape; no UTF-8 text can carry
+    it) is answered at once with a tool error naming the argument, for every string field of every tool; the
+    session goes on and checks the next claim."""
+    model = write_rules(tmp_path / "rules.json")
+    session = RawSession(["--model", model], env, tmp_path)
+    try:
+        session.initialize()
+        answers = []
+        for n, (tool, arguments, field) in enumerate(SURROGATE_FIELDS, start=1):
+            raw = json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                              "params": {"name": tool, "arguments": arguments}})
+            session.send(raw.replace('"S"', f'"bad {escape} text"'))
+            answers.append((tool, field, session.answer(n, timeout=30)))
+        session.send(json.dumps({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
+                                 "params": {"name": "check_claim", "arguments": {"claim": CLAIM}}}))
+        after = session.answer(99)
+    finally:
+        session.close()
+    for tool, field, msg in answers:
+        assert msg is not None, f"{tool}({field}): no answer"
+        result = msg["result"]
+        assert result["isError"] and result["content"][0]["text"].startswith(f"{field}: "), (tool, msg)
+        assert "lone UTF-16 surrogate" in result["content"][0]["text"]
+    assert after is not None and not after["result"].get("isError"), after
+    assert after["result"]["structuredContent"]["shown_as"] == "Uncertain, leaning Supported"
+    assert "Traceback" not in session.stderr.read_text()
+
+
+def test_stdio_a_request_nested_too_deeply_is_answered(tmp_path, env):
+    model = write_rules(tmp_path / "rules.json")
+    session = RawSession(["--model", model], env, tmp_path)
+    try:
+        session.initialize()
+        deep = "[" * 3000 + "]" * 3000
+        session.send('{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "get_run", '
+                      '"arguments": {"run_id": ' + deep + '}}}')
+        msg = session.answer(7, timeout=30)
+    finally:
+        session.close()
+    assert msg is not None and ("error" in msg or msg["result"]["isError"]), msg
+    assert "Traceback" not in session.stderr.read_text()
+
+
+# -- the Origin of browser requests over HTTP (DNS rebinding, other sites' pages) ----------------------------------
+
+def _initialize(url, origin=None):
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    if origin is not None:
+        headers["Origin"] = origin
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "0"}}}
+    return httpx.post(url, json=body, headers=headers, timeout=30)
+
+
+def test_http_refuses_a_foreign_origin_and_serves_its_own_and_the_allowed_ones(tmp_path, env):
+    model = write_rules(tmp_path / "rules.json")
+    proc, url = start_http(["--model", model, "--allow-origin", "http://localhost:6274"], env, tmp_path)
+    port = url.split(":")[2].split("/")[0]
+    try:
+        refused = {o: _initialize(url, o) for o in ("http://evil.example", "null", "http://127.0.0.1.evil.example",
+                                                   f"http://127.0.0.1.evil.example:{port}", "http://localhost:6275")}
+        served = {o: _initialize(url, o) for o in (None, f"http://127.0.0.1:{port}", f"http://localhost:{port}",
+                                                  "http://localhost:6274")}
+
+        async def call(origin):  # a tools/call from a page elsewhere, through the SDK's own client
+            import httpx2
+            from mcp.client.streamable_http import streamable_http_client
+
+            async with httpx2.AsyncClient(headers={"Origin": origin}, timeout=60) as http:
+                async with Client(streamable_http_client(url, http_client=http)) as c:
+                    return await c.call_tool("check_claim", {"claim": CLAIM})
+
+        with pytest.raises(BaseException):  # the client is refused (403) before any session starts
+            anyio.run(call, "http://evil.example")
+        own = anyio.run(call, f"http://127.0.0.1:{port}")
+        runs = sqlite3.connect(tmp_path / "runs.sqlite").execute("select count(*) from runs").fetchone()[0]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    for origin, r in refused.items():
+        assert r.status_code == 403 and "origin" in r.json()["error"]["message"], (origin, r.status_code, r.text)
+    for origin, r in served.items():
+        assert r.status_code == 200 and "serverInfo" in r.text, (origin, r.status_code, r.text)
+    assert not own.is_error and runs == 1  # the foreign page's call started no check
+
+
+def test_an_allowed_origin_that_is_no_origin_stops_the_server_at_once(tmp_path, env):
+    r = subprocess.run([sys.executable, "-m", "veracity.cli", "mcp", "--http", "--allow-origin", "evil.example"],
+                       capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    assert r.returncode == 2 and "--allow-origin" in r.stderr and "Traceback" not in r.stderr

@@ -70,6 +70,9 @@ def test_the_reply_is_the_upstreams_with_each_sentence_checked_against_the_index
     assert v["status"] == "checked" and v["policy"] == "annotate"
     assert v["score"] == pytest.approx(1 / 3) and (v["supported"], v["checked"]) == (1, 3)
     assert [u["verdict"] for u in v["units"]] == ["Supported", "Not Supported", "Not Supported"]
+    # each unit says how it reads, as every verdict of veracity does (all three decided here)
+    assert [(u["shown_as"], u["uncertain"]) for u in v["units"]] == [("Supported", False), ("Not Supported", False),
+                                                                    ("Not Supported", False)]
     for u in v["units"]:  # each span is where the sentence is in the delivered text
         start, end = u["span"]
         assert PLAIN_CTS[start:end] == u["text"]
@@ -153,6 +156,27 @@ def test_fc_rag_above_the_threshold_keeps_the_answer_and_says_why(proxy, stub):
 def test_a_bad_policy_header_is_a_400_naming_the_policies(proxy):
     with pytest.raises(openai.BadRequestError, match="annotate, flag, fc-rag"):
         ask(proxy, extra_headers={"X-Veracity-Policy": "shout"})
+
+
+@pytest.mark.parametrize("body,says", [
+    ('{"model": "stub", "messages": [{"role": "user", "content": "bad \\ud800 text"}]}', "lone UTF-16 surrogate"),
+    ('{"model": "stub", "messages": [{"role": "user", "content": "\\udc00"}]}', "lone UTF-16 surrogate"),
+    ('{"model": "stub", "messages": [{"role": "user", "content": "hi"}], "x": ' + "[" * 100_000 + "]" * 100_000 + "}",
+     "nested"),
+    ('{"model": "stub", "messages": [{"role": "user", "content": "hi"}], "temperature": NaN}', "not a number"),
+    ('{"model": "stub", "messages": [', "not JSON"),
+])
+def test_a_request_the_proxy_cannot_read_is_a_400_in_the_openai_format(proxy, body, says):
+    """Bodies no OpenAI client sends (a lone surrogate escape, nesting 100,000 deep, NaN, cut short) are refused
+    with a 400 saying what is wrong, in the error shape the clients read (never a 500); the proxy goes on."""
+    import httpx
+
+    r = httpx.post(f"{proxy.url}/chat/completions", content=body.encode("ascii"),
+                   headers={"Content-Type": "application/json"}, timeout=60)
+    assert r.status_code == 400, (r.status_code, r.text[:300])
+    error = r.json()["error"]
+    assert says in error["message"] and error["type"] == "veracity_proxy_error" and error["code"], error
+    assert ask(proxy).choices[0].message.content == PLAIN_CTS  # the next request is answered
 
 
 # -- upstream failures ----------------------------------------------------------------------------------------

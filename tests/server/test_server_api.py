@@ -222,7 +222,8 @@ def test_reports_download_as_markdown_html_and_json(fast):
     assert md.status_code == 200 and md.headers["content-type"].startswith("text/markdown")
     assert f'filename="veracity-{run_id}.md"' in md.headers["content-disposition"]
     assert md.text.startswith(f"# Fact-check: {CLAIM}")
-    assert "### Step 1: Where is the Orrin Bridge?" in md.text and "**Supported**" in md.text
+    # resting on the model's memory: uncertain, said so first (the label alone would read as a finding)
+    assert "### Step 1: Where is the Orrin Bridge?" in md.text and "**Uncertain, leaning Supported**" in md.text
     html = fast.get(f"/api/checks/{run_id}/report.html")
     assert html.status_code == 200 and "<h1>Fact-check: The Orrin Bridge stands in Tallinn.</h1>" in html.text
     assert "<table>" in html.text  # usage by stage

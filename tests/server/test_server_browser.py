@@ -93,11 +93,14 @@ def test_submit_watch_steps_verdict_history_and_download(page, site, tmp_path):
     page.goto(site + "/")
     link = page.locator("#history a", has_text=ONSAGER).first
     expect(link).to_be_visible()
-    expect(link.locator(".badge")).to_have_text("Supported")
+    # the verdict rests on the model's memory: uncertain, in the history as on its page, never a green "Supported"
+    expect(link.locator(".badge")).to_have_text("Uncertain, leaning Supported")
+    expect(link.locator(".badge")).to_have_class(re.compile(r"\blabel-uncertain\b"))
     link.click()
     expect(page).to_have_url(run_url)
     expect(page.locator("#run")).not_to_have_attribute("data-live", "1")  # rendered by the server
-    expect(page.locator(".verdict .verdict-label")).to_contain_text("Supported")
+    expect(page.locator(".verdict .verdict-label .badge")).to_have_text("Uncertain, leaning Supported")
+    expect(page.locator(".verdict")).to_have_class(re.compile(r"\blabel-uncertain\b"))
     expect(page.locator("#steps .ev")).to_contain_text("stone bridge in Tallinn")
     expect(page.locator("#steps .ev.memory .src")).to_have_text("the model's memory (recited, not a source)")
     expect(page.locator(".verdict .uncertain-why")).to_contain_text("rests on the model's memory only")
@@ -108,7 +111,7 @@ def test_submit_watch_steps_verdict_history_and_download(page, site, tmp_path):
     md = Path(dl.value.path()).read_text(encoding="utf-8")
     assert dl.value.suggested_filename.endswith(".md")
     assert md.startswith(f"# Fact-check: {ONSAGER}")
-    assert "### Step 1: Where is the Orrin Bridge?" in md and "**Supported**" in md
+    assert "### Step 1: Where is the Orrin Bridge?" in md and "**Uncertain, leaning Supported**" in md
     assert "> The Orrin Bridge is a stone bridge in Tallinn, Estonia.\n" in md and "*recited by the model*" not in md
     assert "**The model's memory (recited, not a source):**" in md
     assert not page.failures, page.failures

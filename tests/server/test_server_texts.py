@@ -122,7 +122,7 @@ def test_a_text_is_checked_claim_by_claim_streamed_and_stored(texts):
         (BORN, "supported"), ("She won the Nobel Prize in Physics in 1903.", "supported"),
         ("Do you like rivers?", "not_checkable"), (DANUBE, "refuted"), ("He lost it.", "ambiguous")]
     summary = next(it for it in items if it["kind"] == "text_summary")
-    assert ["Factuality (supported / checked)", "67%"] in summary["rows"]
+    assert ["Factuality (supported / decided)", "67% (2 of 3 decided claims supported)"] in summary["rows"]
 
     # stored: it reopens with the same steps, and the text check read back from them
     run = texts.get(f"/api/checks/{run_id}").json()
@@ -213,7 +213,7 @@ def test_reports_show_the_text_with_each_claim_coloured_by_its_verdict(texts):
     assert md.status_code == 200 and md.headers["content-type"].startswith("text/markdown")
     assert f'filename="veracity-{run_id}.md"' in md.headers["content-disposition"]
     assert md.text.startswith("# Fact-check of pasted text")
-    assert f"**Refuted** {DANUBE}" in md.text and "| Factuality (supported / checked) | 67% |" in md.text
+    assert f"**Refuted** {DANUBE}" in md.text and "| Factuality (supported / decided) | 67% (2 of 3 decided claims supported) |" in md.text
     assert "evidence: Danube: The Danube is the second-longest river in Europe." in md.text
     assert "<script>" not in md.text
     page = texts.get(f"/api/checks/{run_id}/report.html")

@@ -56,7 +56,7 @@ def cmd_recheck(args: argparse.Namespace) -> int:
         config.defame = replace(config.defame, timeout=args.timeout)
     db = args.db or default_db_path()
     store = None
-    if Path(args.target).is_file() or args.target.lower().endswith(".json"):
+    if _is_file(args.target) or args.target.lower().endswith(".json"):
         run = run_from_report(args.target)
     else:
         store = _open_store(db)
@@ -72,21 +72,26 @@ def cmd_recheck(args: argparse.Namespace) -> int:
     return result.exit_code()
 
 
-def _open_store(db: str):
-    from ..errors import UserError
-    from ..server.store import RunStore
+def _is_file(target: str) -> bool:
+    """Whether `target` names a file; a name no file can have (too long, a NUL byte) is none, not a traceback."""
+    try:
+        return Path(target).is_file()
+    except (OSError, ValueError):
+        return False
 
-    if not Path(db).expanduser().is_file():
-        raise UserError(f"no run store at {db}: give --db FILE (the SQLite file of `veracity serve`), or a report "
-                        "JSON file")
-    return RunStore(db)
+
+def _open_store(db: str):
+    from .runs import open_run_store
+
+    return open_run_store(db)
 
 
 def text_report(result: Recheck, stored: str | None) -> str:
     from ..report import terminal_text
+    from ..verdict_words import words_of
 
     run = result.run
-    label = run.verdict.get("label") or "no verdict"
+    label = words_of(run.verdict).text if run.verdict.get("label") else "no verdict"  # as every front end says it
     lines = [f"Re-checking {run.origin} ({run.pipeline or 'pipeline unknown'}, verdict {label}): "
              f"{len(result.items)} evidence item(s)"]
     for item in result.items:

@@ -111,6 +111,26 @@ def evidence_of(run: StoredRun) -> list[Found]:
 
 # -- reading the sources again ----------------------------------------------------------------------------------
 
+NO_EVIDENCE = ("there is nothing to re-check: this run read no evidence (no passage, page or document), so there is "
+               "no source to read again; check against sources (an index, a search backend, or the evidence given "
+               "with the claim) to have something to re-check")
+MEMORY_ONLY = ("there is nothing to re-check: this run read no evidence source, only the model's memory (what it "
+               "recited is not a source), so there is no source to read again; check the claim against sources (an "
+               "index, a search backend, or the evidence given with it) to have something to re-check")
+
+
+def nothing_to_recheck(steps: Iterable[Any]) -> str | None:
+    """Why a run with these steps has nothing to re-check (it read no evidence, or only the model's memory), or
+    None when it read some source. The page offers no Re-check button for such a run and says this instead, and
+    POST /api/checks/{id}/recheck answers it with a 409."""
+    found = evidence_of(StoredRun(claim="", pipeline="", model="", verdict={}, steps=list(steps)))
+    if not found:
+        return NO_EVIDENCE
+    if all(_is_memory(f.evidence) for f in found):
+        return MEMORY_ONLY
+    return None
+
+
 @dataclass
 class Read:
     """A source read again: its text and hash, or the status and reason why it could not be read."""
@@ -196,9 +216,14 @@ def _index_of(e: Mapping[str, Any]) -> str | None:
     return how.get("index") if isinstance(how, Mapping) and isinstance(how.get("index"), str) else None
 
 
+def _is_memory(e: Mapping[str, Any]) -> bool:
+    """The item is the model's memory (recited or stated), not a source it read."""
+    return bool(e.get("memory")) or e.get("source") in MEMORY_SOURCES
+
+
 def _not_recheckable(e: Mapping[str, Any]) -> str | None:
     """Why an item cannot be checked again (None: it can)."""
-    if e.get("memory") or e.get("source") in MEMORY_SOURCES:
+    if _is_memory(e):
         return f"{MEMORY_SOURCE}: there is no source to read again"
     if not e.get("source_sha256"):
         if not e.get("url") and not e.get("doc_id"):

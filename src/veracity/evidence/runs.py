@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,13 +22,40 @@ RECHECK = "recheck"  # the pipeline name a stored recheck has
 MAX_REPORT_BYTES = 200_000_000
 
 
+def open_run_store(db: str | Path) -> "RunStore":
+    """The run store at `db` (the SQLite file of `veracity serve`), or a one-line UserError: no such file, a path no
+    file can have, or a file that is not a run store (not an SQLite database, or a damaged one)."""
+    from ..server.store import RunStore
+
+    try:
+        found = Path(db).expanduser().is_file()
+    except (OSError, ValueError):
+        found = False
+    if not found:
+        raise UserError(f"no run store at {str(db)[:200]}: give --db FILE (the SQLite file of `veracity serve`), or "
+                        "a report JSON file")
+    try:
+        return RunStore(db)
+    except (sqlite3.DatabaseError, OSError) as e:
+        raise UserError(f"{db} is not a run store ({e}): give --db the SQLite file of `veracity serve`") from None
+
+
 def run_from_store(store: "RunStore", run_id: str) -> StoredRun:
-    """A finished run of the store, or a UserError saying why it cannot be rechecked."""
+    """A finished run of the store, or a UserError saying why it cannot be rechecked (no such run; one that has
+    not finished or is itself a recheck; a store that cannot be read)."""
+    try:
+        return _run_from_store(store, run_id)
+    except sqlite3.DatabaseError as e:
+        raise UserError(f"the run store {store.path} cannot be read ({e})") from None
+
+
+def _run_from_store(store: "RunStore", run_id: str) -> StoredRun:
     from ..server.store import DONE
 
     run = store.get(run_id)
     if run is None:
-        raise UserError(f"no run {run_id!r} in {store.path} (give a run id from `veracity serve`'s history, or "
+        shown = run_id if len(run_id) <= 80 else run_id[:80] + "…"
+        raise UserError(f"no run {shown!r} in {store.path} (give a run id from `veracity serve`'s history, or "
                         "a report JSON file)")
     if run["pipeline"] == RECHECK:
         rechecks = (run.get("options") or {}).get("rechecks")

@@ -21,7 +21,11 @@ class ClaimResult(BaseModel):
     claim: str
     pipeline: str
     model: str
-    label: str = Field(description="Supported, Refuted, Not Enough Information, ... (the pipeline's labels)")
+    shown_as: str = Field(description="the verdict as it should be read and told: the label when decided, "
+                                      "'Uncertain, leaning Supported' when uncertain (never present an uncertain "
+                                      "label as a finding)")
+    label: str = Field(description="Supported, Refuted, Not Enough Information, ... (the pipeline's labels; see "
+                                   "uncertain and shown_as before using it)")
     confidence: float | None = Field(description="the probability of the label, when the model gives one")
     uncertain: bool = Field(description="true when the verdict should not be relied on: see uncertain_reason")
     uncertain_reason: str = ""
@@ -37,6 +41,8 @@ class TextClaim(BaseModel):
     text: str
     spans: list[list[int]] = Field(description="[start, end) character offsets of the claim in the text")
     outcome: str = Field(description="supported, refuted, uncertain, ambiguous, not_checkable, not_checked, failed")
+    shown_as: str = Field("", description="the outcome as it should be read: 'Uncertain, leaning Supported' for an "
+                                          "uncertain claim")
     label: str | None = None
     confidence: float | None = None
     rationale: str = ""
@@ -48,8 +54,11 @@ class TextResult(BaseModel):
     run_id: str
     pipeline: str
     model: str
-    factuality: float | None = Field(description="supported / checked claims")
-    counts: dict[str, int] = Field(description="claims per outcome")
+    factuality: float | None = Field(description="supported / decided claims (supported or refuted; uncertain ones "
+                                                 "decide nothing); null when no claim was decided: not determined, "
+                                                 "not 0")
+    factuality_text: str = Field("", description="the factuality in words, with the count of decided claims")
+    counts: dict[str, int] = Field(description="claims per outcome, and checked and decided")
     note: str | None = None
     claims: list[TextClaim]
 
@@ -87,6 +96,9 @@ class RunResult(BaseModel):
     claim: str = Field(description="the claim, the text's title, or the answer's question")
     pipeline: str
     model: str
+    shown_as: str | None = Field(None, description="the verdict as it should be read ('Uncertain, leaning "
+                                                   "Supported'); null until the run is done")
+    uncertain: bool = False
     label: str | None = None
     confidence: float | None = None
     error: str | None = None

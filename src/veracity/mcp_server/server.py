@@ -2,7 +2,8 @@
 
 Over HTTP the endpoint is /mcp, behind the web server's guard (server/auth.py): without VERACITY_API_TOKEN only
 loopback Host headers are answered (DNS rebinding); with it (required on any other address) every request needs
-'Authorization: Bearer TOKEN'.
+'Authorization: Bearer TOKEN'. A request with an Origin header (a browser's) is answered only when that origin is the
+server's own or one given with --allow-origin (403 otherwise, 'null' included).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ INSTRUCTIONS = (
     "against the evidence index (LEAF score); search_evidence returns passages from the index; get_run reads a "
     "stored check. Every verdict carries its confidence, whether it is uncertain and why, and the evidence it read: "
     "a verdict marked uncertain, or resting on the model's memory (basis 'memory'), should not be presented as a "
-    "finding.")
+    "finding: tell it as its shown_as says ('Uncertain, leaning Supported').")
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 CHECK = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
 
@@ -79,7 +80,8 @@ def build_server(state: "ServerState", *, local_files: bool, pipeline: str | Non
     @mcp.tool(title="Check a text", annotations=CHECK,
               description="Extract the checkable claims of a text and check each: every claim with its character "
                           "spans in the text, its outcome (supported, refuted, uncertain, ...), confidence and "
-                          "evidence, and the text's factuality (supported / checked).")
+                          "evidence, and the text's factuality (supported / decided claims; not determined "
+                          "when no claim was decided).")
     async def check_text(
             ctx: Context,
             text: Annotated[str, Field(description="the text whose claims to check")],
@@ -125,17 +127,27 @@ def build_server(state: "ServerState", *, local_files: bool, pipeline: str | Non
 
 
 class Guard:
-    """ASGI: the web server's host and token rule in front of the MCP endpoint."""
+    """ASGI: the web server's host, origin and token rules in front of the MCP endpoint. A request whose Origin is
+    another site's (a page elsewhere reaching this server through the browser: DNS rebinding) is refused (403)
+    unless the user allowed that origin (`--allow-origin`); one without Origin (not a browser) is not concerned.
+    The origin rule is the page's forms' (`server.auth.origin_allowed`), 'null' refused."""
 
-    def __init__(self, app: Any, auth: "Auth") -> None:
-        self.app, self.auth = app, auth
+    def __init__(self, app: Any, auth: "Auth", allowed_origins: tuple[str, ...] = ()) -> None:
+        self.app, self.auth, self.allowed_origins = app, auth, allowed_origins
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
+            from ..server.auth import origin_allowed
+
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
             if not self.auth.host_allowed(headers.get("host", "")):
                 return await _refuse(send, 421, "this server only answers requests addressed to localhost, "
                                                 "127.0.0.1 or [::1]; to serve other hosts, set VERACITY_API_TOKEN")
+            if not origin_allowed(headers.get("origin"), headers.get("host", ""), self.allowed_origins):
+                shown = headers["origin"][:100]
+                return await _refuse(send, 403, f"requests from the origin {shown!r} are refused: only this "
+                                                "server's own origin, or one given with --allow-origin, may call it "
+                                                "from a browser")
             if not self.auth.allowed(headers, {}):
                 return await _refuse(send, 401, "this server needs 'Authorization: Bearer TOKEN' with the value "
                                                 "of VERACITY_API_TOKEN it was started with",
@@ -153,9 +165,10 @@ async def _refuse(send: Any, status: int, message: str, headers: list | None = N
     await send({"type": "http.response.body", "body": body})
 
 
-def http_app(mcp: MCPServer, auth: "Auth") -> Any:
-    """The streamable HTTP app at /mcp, guarded (the SDK's own host check is off: the guard does it, and also
-    lets a token-guarded server answer other hosts)."""
+def http_app(mcp: MCPServer, auth: "Auth", allowed_origins: tuple[str, ...] = ()) -> Any:
+    """The streamable HTTP app at /mcp, guarded (the SDK's own host and origin checks are off: the guard does them,
+    and also lets a token-guarded server answer other hosts). `allowed_origins`: as `auth.normal_origin` writes
+    them."""
     app = mcp.streamable_http_app(
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
-    return Guard(app, auth)
+    return Guard(app, auth, allowed_origins)

@@ -25,7 +25,9 @@ from ..server.texts import NAME as TEXT_CHECK
 from ..server.texts import TextIn, start_text
 from ..server.uploads import Upload, upload_from_base64
 from ..server.views import LiveView
+from ..textcheck.outcomes import factuality_of, factuality_words, outcome_words
 from ..textcheck.run import evidence_of
+from ..verdict_words import verdict_words, words_of
 from . import schemas as sc
 
 if TYPE_CHECKING:
@@ -104,7 +106,7 @@ class Tools:
         r = run.get("result") or {}
         v = r.get("verdict") or {}
         return sc.ClaimResult(run_id=run_id, claim=run["claim"], pipeline=run["pipeline"], model=run["model"],
-                              label=str(v.get("label", "")), confidence=v.get("confidence"),
+                              shown_as=words_of(v).text, label=str(v.get("label", "")), confidence=v.get("confidence"),
                               uncertain=bool(v.get("uncertain")), uncertain_reason=v.get("uncertain_reason") or "",
                               basis=v.get("basis") or "evidence", rationale=v.get("rationale") or "",
                               evidence=sc.passages(evidence_of(r.get("trace") or steps)),
@@ -139,13 +141,15 @@ class Tools:
         summary = d.get("summary") or {}
         claims = [sc.TextClaim(id=int(c.get("id", 0)), text=str(c.get("text", "")),
                                spans=[list(x) for x in c.get("spans") or []], outcome=str(c.get("outcome", "")),
+                               shown_as=outcome_words(str(c.get("outcome", "")), c.get("label")),
                                label=c.get("label"), confidence=c.get("confidence"),
                                rationale=c.get("rationale") or "", note=c.get("note") or "",
                                evidence=sc.passages(c.get("evidence")))
                   for c in d.get("claims") or []]
         counts = {k: v for k, v in summary.items() if isinstance(v, int) and not isinstance(v, bool)}
         return sc.TextResult(run_id=run_id, pipeline=str((run.get("options") or {}).get("pipeline") or run["pipeline"]),
-                             model=run["model"], factuality=summary.get("factuality"), counts=counts,
+                             model=run["model"], factuality=factuality_of(summary)[0],
+                             factuality_text=factuality_words(summary), counts=counts,
                              note=summary.get("note"), claims=claims)
 
     async def check_answer(self, progress: Progress, question: str, answer: str) -> sc.AnswerResult:
@@ -187,15 +191,18 @@ class Tools:
         kind = "text" if run["pipeline"] == TEXT_CHECK else "answer" if d.get("answer") is not None else "claim"
         verdict = {k: v for k, v in (d.get("verdict") or {}).items() if k != "steps"} or None
         return sc.RunResult(id=d["id"], status=d["status"], kind=kind, claim=d["claim"], pipeline=d["pipeline"],
-                            model=d["model"], label=d["label"], confidence=d["confidence"], error=d["error"],
+                            model=d["model"], shown_as=d["shown_as"], uncertain=d["uncertain"], label=d["label"],
+                            confidence=d["confidence"], error=d["error"],
                             created_at=d["created_at"], verdict=verdict, text=d.get("text"), leaf=d.get("leaf"))
 
 
 # -- the short text beside the structured content ------------------------------------------------------------------
 
 def claim_text(r: sc.ClaimResult) -> str:
-    conf = f" (confidence {r.confidence:.2f})" if r.confidence is not None else ""
-    lines = [f"{r.label}{conf}: {r.claim}"]
+    """The verdict first, worded as every front end words it: an uncertain one leads with "Uncertain, leaning ..."
+    (an agent reading the first word is not told a guess is a finding)."""
+    words = verdict_words(r.label, uncertain=r.uncertain, confidence=r.confidence)
+    lines = [f"{words.line}: {r.claim}"]
     if r.uncertain:
         lines.append(f"Uncertain because {r.uncertain_reason or 'the pipeline said so'}.")
     if r.confidence_note:
@@ -209,9 +216,9 @@ def claim_text(r: sc.ClaimResult) -> str:
 
 
 def text_text(r: sc.TextResult) -> str:
-    fact = "no checkable claim" if r.factuality is None else f"factuality {100 * r.factuality:.0f}%"
+    fact = "no checkable claim" if not r.counts.get("checked") else f"factuality {r.factuality_text}"
     lines = [f"{len(r.claims)} claims, {fact}. Run {r.run_id}."]
-    lines += [f"[{c.id}] {c.outcome.replace('_', ' ')}{f' {c.confidence:.2f}' if c.confidence is not None else ''}: "
+    lines += [f"[{c.id}] {c.shown_as or c.outcome}{f' {c.confidence:.2f}' if c.confidence is not None else ''}: "
               f"{c.text}" for c in r.claims]
     if r.note:
         lines.append(r.note)
@@ -234,5 +241,5 @@ def search_text(r: sc.SearchResult) -> str:
 def run_text(r: sc.RunResult) -> str:
     head = f"Run {r.id} ({r.kind}, {r.pipeline}, {r.model}): {r.status}"
     if r.label:
-        head += f", {r.label}" + (f" ({r.confidence:.2f})" if r.confidence is not None else "")
+        head += f", {r.shown_as or r.label}" + (f" ({r.confidence:.2f})" if r.confidence is not None else "")
     return head + (f". Error: {r.error}" if r.error else "") + f"\n{r.claim}"

@@ -27,6 +27,7 @@ from ..server.app import GuardMiddleware
 from ..server.auth import Auth
 from ..server.errors import ApiError
 from ..server.limits import RateLimiter
+from ..server.safe import strict_json
 from .checking import AnswerChecks, content_text, leaf_result, question_of
 from .policies import (Policy, PolicyError, better, flag_chunks, flag_points, flagged, streamed_text,
                        with_knowledge)
@@ -90,8 +91,10 @@ def create_proxy_app(state: ProxyState, settings: "ServerSettings") -> FastAPI:
     @app.post("/v1/chat/completions")
     async def chat(request: Request):
         guard(request)
-        try:
-            body = json.loads(await request.body())
+        try:  # the server's strict reading: a lone surrogate, nesting too deep or NaN is a 400 saying so, not a 500
+            body = strict_json(await request.body())
+        except ApiError as e:
+            return error_response(400, e.detail, e.code)
         except ValueError:
             return error_response(400, "the request body is not JSON", "invalid_request")
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):

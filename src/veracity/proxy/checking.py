@@ -31,6 +31,7 @@ from ..server.answers import AnswerCheckPipeline
 from ..failures import short_error
 from ..server.errors import ApiError
 from ..types import Evidence
+from ..verdict_words import verdict_words
 from .evidence import NO_EVIDENCE, EvidenceSource
 
 if TYPE_CHECKING:
@@ -61,11 +62,13 @@ def question_of(messages: Any, max_chars: int) -> str:
 
 
 def content_text(content: Any) -> str:
-    """A message's text: a string, or the text parts of a list of parts."""
+    """A message's text: a string, or the text parts of a list of parts (a part whose text is no string, which no
+    client sends, has none)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+        return "\n".join(p["text"] for p in content
+                         if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str))
     return ""
 
 
@@ -154,7 +157,11 @@ def result_view(steps: list[dict[str, Any]], answer: str) -> dict[str, Any]:
     is not a stretch of the answer, e.g. a rewritten claim) and its evidence."""
     result = leaf_result(steps)
     spans = unit_spans(answer, [s.sentence for s in result.sentences])
-    units = [{"index": s.index, "text": s.sentence, "span": span, "verdict": s.rating, "supported": s.supported,
+    units = [{"index": s.index, "text": s.sentence, "span": span,
+              # how the unit reads (`verdict_words`): one whose rating was unusable is "Uncertain (no verdict)", not
+              # a decided "Not Supported", though the score counts it unsupported, as LEAF does
+              "shown_as": verdict_words(s.rating, uncertain=s.rating is None).text, "uncertain": s.rating is None,
+              "verdict": s.rating, "supported": s.supported,
               "confidence": s.confidence, "query": s.query, "reasoning": s.reasoning,
               **({"read_as": s.read_as} if s.read_as else {}),
               "evidence": [e.to_dict() for e in s.evidence]}

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ..report import report_csp
+from ..verdict_words import words_of
 from . import store as st
 from .answers import leaf_summary
 from .checks import MAX_OFFSET, CheckIn, image_url, images_of, start_check, stored_images
@@ -113,6 +114,10 @@ class RunSummary(BaseModel):
     pipeline: str
     qa: str | None
     model: str
+    shown_as: str | None = Field(None, description="the verdict as a reader should read it (the page's badge): the "
+                                                   "label, or 'Uncertain, leaning Supported' for an uncertain one; "
+                                                   "null until the run is done")
+    uncertain: bool = Field(False, description="the verdict is uncertain: do not present its label as a finding")
     label: str | None
     confidence: float | None
     created_at: str
@@ -132,7 +137,9 @@ class RunDetail(RunSummary):
     images: list[ImageOut] = Field([], description="the claim's images, in the order given")
     started_at: str | None
     queue_position: int | None
-    verdict: dict[str, Any] | None = Field(description="label, rationale, confidence, steps, parse_failures")
+    verdict: dict[str, Any] | None = Field(description="uncertain, shown_as (how it reads: 'Uncertain, leaning "
+                                                       "Supported'), label, rationale, confidence, steps, "
+                                                       "parse_failures, uncertain_reason, basis")
     usage: dict[str, Any] | None = Field(description="total and by_stage: calls, tokens, seconds, cost")
     steps: list[dict[str, Any]] = Field(description="the run's trace steps, in the order they happened")
 
@@ -208,8 +215,9 @@ def summary(run: dict[str, Any]) -> dict[str, Any]:
     return {"id": run["id"], "status": str(run["status"]), "claim": str(run["claim"] or ""),
             "date": _str(options.get("date")), "image_count": len(stored_images(run)),
             "pipeline": str(run["pipeline"] or ""), "qa": _str(run["qa"]), "model": str(run["model"] or ""),
-            "label": _str(run["label"]), "confidence": _num(run["confidence"]), "created_at": iso(run["created"]),
-            "finished_at": iso(run["finished"]), "seconds": _num(run["seconds"]),
+            "shown_as": words_of(run).text if run["status"] == st.DONE else None,
+            "uncertain": bool(run.get("uncertain")), "label": _str(run["label"]), "confidence": _num(run["confidence"]),
+            "created_at": iso(run["created"]), "finished_at": iso(run["finished"]), "seconds": _num(run["seconds"]),
             "error": short_error(_str(run["error"])), "links": links(run["id"])}
 
 
@@ -220,7 +228,15 @@ def detail(s: "ServerState", run: dict[str, Any], steps: list[dict[str, Any]]) -
             "leaf": None if text_run else leaf_summary(steps), "text": text_summary(steps) if text_run else None,
             "images": images_of(run), "started_at": iso(run["started"]),
             "queue_position": s.manager.queue_position(run["id"]) if run["status"] == st.QUEUED else None,
-            "verdict": r.get("verdict"), "usage": r.get("usage"), "steps": steps}
+            "verdict": verdict_view(r.get("verdict")), "usage": r.get("usage"), "steps": steps}
+
+
+def verdict_view(verdict: Any) -> dict[str, Any] | None:
+    """A stored verdict led by whether it is uncertain and how it reads (`verdict_words`), for runs stored
+    before the verdict carried `shown_as` too."""
+    if not isinstance(verdict, dict):
+        return None
+    return {"uncertain": bool(verdict.get("uncertain")), "shown_as": words_of(verdict).text, **verdict}
 
 
 def get_run(s: "ServerState", run_id: str) -> dict[str, Any]:
@@ -294,7 +310,8 @@ def recheck_check(run_id: str, request: Request, response: Response) -> dict[str
     gone, unreachable, refused by the address guard or not re-checkable (the model's memory, a record without a
     content hash), and take the decision again with the trained verifier. The recheck is stored as a new run
     (201, its id) that names the run it rechecks. 404 for no such run; 409 `not_recheckable` for an unfinished
-    run or a recheck."""
+    run or a recheck, 409 `nothing_to_recheck` for a run that read no evidence source (its verdict rests on the
+    model's memory only), saying so."""
     s = state(request)
     new_id, result = recheck_run(s, run_id, request.client.host if request.client else "unknown")
     response.headers["Location"] = f"/api/checks/{new_id}"

@@ -16,7 +16,7 @@ import hmac
 import ipaddress
 import re
 import secrets
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from ..errors import UserError
 from .errors import ApiError
@@ -37,7 +37,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-_HOST_HEADER = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._-]+))(?::[0-9]{1,5})?")
+_HOST_HEADER = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._-]+))(?::(?P<port>[0-9]{1,5}))?")
 
 
 def host_of(header: str) -> str:
@@ -47,6 +47,57 @@ def host_of(header: str) -> str:
     if m is None:
         return ""
     return m.group("v6") or m.group("name")
+
+
+def _origin_parts(origin: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) of an Origin header ('http://127.0.0.1:8765' -> ('http', '127.0.0.1', 8765)); None for
+    one that is no http(s) origin ('null', 'file://', a path, a user part, a bad port)."""
+    from urllib.parse import urlsplit
+
+    try:
+        u = urlsplit(origin.strip())
+        port = u.port
+    except ValueError:
+        return None
+    if u.scheme not in ("http", "https") or not u.hostname or u.username is not None or u.password is not None \
+            or u.path not in ("", "/") or u.query or u.fragment:
+        return None
+    return u.scheme, u.hostname.lower(), port or (443 if u.scheme == "https" else 80)
+
+
+def normal_origin(origin: str) -> str | None:
+    """An origin as `--allow-origin` takes it, written one way ('HTTP://Example.org:80/' -> 'http://example.org:80');
+    None for one that is no http(s) origin."""
+    parts = _origin_parts(origin)
+    if parts is None:
+        return None
+    scheme, host, port = parts
+    return f"{scheme}://{'[' + host + ']' if ':' in host else host}:{port}"
+
+
+def origin_allowed(origin: str | None, host_header: str, allowed: Iterable[str] = (), *,
+                   null_ok: bool = False) -> bool:
+    """Whether a request with this Origin header may be served (DNS rebinding, pages of other sites): no Origin
+    (not a browser: curl, an SDK) is allowed; an Origin naming this server's own host and port (the Host header it
+    was sent to, or a loopback form of it when that is a loopback address: localhost, 127.0.0.1, [::1]) is allowed;
+    one the user allowed (`allowed`, as `normal_origin` writes them) is allowed; any other is not, 'null' included
+    unless `null_ok` (the page's own forms send 'null' under its no-referrer policy)."""
+    if origin is None or not origin.strip():
+        return True
+    if origin.strip() == "null":
+        return null_ok
+    parts = _origin_parts(origin)
+    if parts is None:
+        return False
+    if normal_origin(origin) in set(allowed):
+        return True
+    scheme, o_host, o_port = parts
+    m = _HOST_HEADER.fullmatch(host_header.strip())
+    if m is None:
+        return False
+    host = (m.group("v6") or m.group("name")).lower()
+    port = int(m.group("port")) if m.group("port") else (443 if scheme == "https" else 80)
+    return o_port == port and (o_host == host or (is_loopback(o_host) and is_loopback(host)))
 
 
 class Auth:

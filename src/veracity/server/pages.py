@@ -22,12 +22,14 @@ from starlette.datastructures import UploadFile as StarletteUploadFile  # what t
 from ..reading import human_size
 from . import store as st
 from .answers import NAME as ANSWER_CHECK
-from .auth import COOKIE
+from .auth import COOKIE, origin_allowed
 from .checks import MAX_OFFSET, CheckIn, images_of, start_check, stored_images
 from ..check import for_low_confidence
 from ..evidence.quotes import diff_parts
+from ..evidence.recheck import nothing_to_recheck
 from ..evidence.runs import RECHECK
 from ..steps import utc_time
+from ..verdict_words import words_of
 from ..failures import failure_view
 from .errors import ApiError
 from .rechecks import recheck_run
@@ -83,6 +85,8 @@ def run_context(s: "ServerState", run: dict[str, Any]) -> dict[str, Any]:
             "rechecks": s.store.rechecks_of(run["id"]), "rechecked": options.get("rechecks"),
             "verdict": r.get("verdict"), "usage": r.get("usage"), "result": r, "images": images_of(run),
             "claim_date": options.get("date"),
+            # a run that read no source (the model's memory only) is not offered a Re-check: the page says why
+            "nothing_to_recheck": nothing_to_recheck(steps) if run["status"] == st.DONE else None,
             "uncertain_meaning": _uncertain_meaning(s) if for_low_confidence(r.get("verdict")) else ""}
 
 
@@ -306,9 +310,10 @@ def given_passages(text: str, kept: str) -> list[str]:
 
 
 def same_origin(request: Request, refusal: str) -> None:
-    """A form posted from another site's page is refused (a browser names the page's origin; none: not a browser)."""
-    origin = request.headers.get("origin")
-    if origin and origin != "null" and origin.split("://", 1)[-1] != request.headers.get("host"):
+    """A form posted from another site's page is refused (a browser names the page's origin; none: not a browser;
+    'null': this page's own forms under its no-referrer policy). The rule is `auth.origin_allowed`, the MCP
+    endpoint's too."""
+    if not origin_allowed(request.headers.get("origin"), request.headers.get("host", ""), null_ok=True):
         raise ApiError(403, "cross_origin", refusal)
 
 
@@ -357,4 +362,4 @@ def safe_next(target: str) -> str:
 def template_globals() -> dict[str, Any]:
     return {"human_time": human_time, "iso": iso, "label_class": label_class, "source_of": source_of,
             "link_parts": link_parts, "failure_view": failure_view, "utc_time": utc_time, "diff_parts": diff_parts,
-            "plain_refs": plain_refs, "human_size": human_size}
+            "plain_refs": plain_refs, "human_size": human_size, "words_of": words_of}

@@ -64,6 +64,10 @@ CREATE INDEX IF NOT EXISTS run_images_file ON run_images (file);
 _RUN_COLUMNS = ("id", "created", "started", "finished", "status", "claim", "pipeline", "qa", "model", "options",
                 "label", "confidence", "result", "seconds", "error")
 
+#: a run's verdict is uncertain, read from its stored result where a list leaves the result out
+_UNCERTAIN = (", CASE WHEN json_valid(result) THEN json_extract(result, '$.verdict.uncertain') ELSE 0 END "
+              "AS uncertain")
+
 
 def _json_or(text: str | None, default: Any) -> Any:
     """Stored JSON, or `default` when the column is empty or not JSON (a damaged database still reads)."""
@@ -173,8 +177,11 @@ class RunStore:
 
     @staticmethod
     def _row(row: sqlite3.Row) -> dict[str, Any]:
-        """A run as stored, mended (`safe.mend`): nothing read back can make a response fail."""
+        """A run as stored, mended (`safe.mend`): nothing read back can make a response fail. `uncertain`: whether
+        its verdict is uncertain (from its result; a list reads it with `_UNCERTAIN`), so that a history shows it."""
         d = {k: row[k] for k in _RUN_COLUMNS if k in row.keys()}
+        if "uncertain" in row.keys():
+            d["uncertain"] = bool(row["uncertain"])
         d["options"] = _json_or(d.get("options"), {})
         if not isinstance(d["options"], dict):
             d["options"] = {}
@@ -182,6 +189,8 @@ class RunStore:
             d["result"] = _json_or(d["result"], None)
             if not isinstance(d["result"], dict):
                 d["result"] = None
+            verdict = (d["result"] or {}).get("verdict")
+            d["uncertain"] = bool(verdict.get("uncertain")) if isinstance(verdict, dict) else False
         return mend(d)
 
     def get(self, run_id: str) -> dict[str, Any] | None:
@@ -202,7 +211,7 @@ class RunStore:
     def list(self, limit: int = 20, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
         """A page of runs, newest first (without their results), and the total count."""
         c = self._conn()
-        cols = ", ".join(k for k in _RUN_COLUMNS if k != "result")
+        cols = ", ".join(k for k in _RUN_COLUMNS if k != "result") + _UNCERTAIN
         rows = c.execute(f"SELECT {cols} FROM runs ORDER BY created DESC, rowid DESC LIMIT ? OFFSET ?",
                          (limit, offset)).fetchall()
         total = c.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
@@ -210,7 +219,7 @@ class RunStore:
 
     def rechecks_of(self, run_id: str) -> list[dict[str, Any]]:
         """The rechecks of a run (`veracity recheck`, the page's Re-check button), newest first, without results."""
-        cols = ", ".join(k for k in _RUN_COLUMNS if k != "result")
+        cols = ", ".join(k for k in _RUN_COLUMNS if k != "result") + _UNCERTAIN
         rows = self._conn().execute(
             f"SELECT {cols} FROM runs WHERE pipeline='recheck' AND json_valid(options) "
             "AND json_extract(options, '$.rechecks')=? ORDER BY created DESC, rowid DESC", (run_id,)).fetchall()

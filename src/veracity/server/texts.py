@@ -5,7 +5,8 @@ The run's `claim` is the text's title (its HTML title, else its first words); th
 first steps (`text_extraction`, textcheck/steps.py), which also list every claim with its spans; each claim's
 result follows as a `text_claim` step as soon as it is known, and a `text_summary` ends the check. The run's
 options keep how it was asked: the claim pipeline, the extraction method, the budget and where the text came
-from. The verdict's label is "Factuality <score>" (supported / checked), or "No checkable claim".
+from. The verdict's label is "Factuality <score>" (supported / decided claims, with their count when some were not
+decided), "Factuality not determined" when no claim was decided, or "No checkable claim".
 
 It is offered by the server only, at POST /api/texts (not in the pipeline registry): a text is not a claim.
 """
@@ -24,7 +25,7 @@ from ..inputs import InputError, clean_text_input
 from ..pipeline import Context, Pipeline
 from ..reading import human_size
 from ..textcheck.report import to_html, to_markdown
-from ..textcheck.outcomes import percent
+from ..textcheck.outcomes import factuality_label, factuality_words
 from ..textcheck.run import TextCheck, check_text
 from ..textcheck.steps import TextExtraction
 from ..textcheck.stored import text_check_from_steps
@@ -120,9 +121,9 @@ def text_verdict(check: TextCheck) -> Verdict:
     """A checked text as a run's verdict: its factuality score, and what the counts were."""
     s = check.summary()
     if check.checked:
-        label = f"Factuality {percent(check.factuality)}"  # as the summary's table says it
+        label = factuality_label(s)  # over the decided claims, with their count; "not determined" when none was
         rationale = (f"{s['supported']} of {s['checked']} checked claims supported, {s['refuted']} refuted, "
-                     f"{s['uncertain']} uncertain.")
+                     f"{s['uncertain']} uncertain. Factuality {factuality_words(s)}.")
     else:
         label = "No checkable claim" if not check.extraction.checkable else "No claim checked"
         rationale = "Nothing was checked."

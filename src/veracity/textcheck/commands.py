@@ -54,7 +54,7 @@ def cmd_check_text(args: argparse.Namespace) -> int:
     from ..registry import get_pipeline, pipeline_specs
     from ..report import terminal_text
     from ..retrieval.index import given_evidence
-    from .outcomes import summary_rows
+    from .outcomes import outcome_words, summary_rows
     from .report import write_report
     from .run import check_text
 
@@ -117,7 +117,7 @@ def cmd_check_text(args: argparse.Namespace) -> int:
     for r in check.results:
         conf = f" {r.confidence:.2f}" if r.confidence is not None else ""
         note = f"  ({r.note})" if r.note else ""
-        print(terminal_text(f"[{r.claim.id}] {r.outcome.replace('_', ' ')}{conf}: {r.claim.text}{note}"))
+        print(terminal_text(f"[{r.claim.id}] {outcome_words(r.outcome, r.label)}{conf}: {r.claim.text}{note}"))
     print()
     if check.note:
         print(terminal_text(check.note[0].upper() + check.note[1:] + "."))

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Iterable, Mapping
 
+from ..verdict_words import verdict_words
+
 OUTCOMES = ("supported", "refuted", "uncertain", "ambiguous", "not_checkable", "not_checked", "failed")
 PENDING = "pending"
 LABELS = {"supported": "Supported", "refuted": "Refuted", "uncertain": "Uncertain", "ambiguous": "Ambiguous",
@@ -64,8 +66,56 @@ def marks(claims: Iterable[tuple[int, Iterable[Span], str]]) -> list[dict[str, A
     return out_marks
 
 
-def percent(x: float | None) -> str:
-    return "n/a (nothing checked)" if x is None else f"{100 * x:.0f}%"
+def outcome_words(outcome: str, label: str | None) -> str:
+    """A claim's outcome as a reader reads it: an uncertain claim worded as every uncertain verdict is
+    (`verdict_words`: "Uncertain, leaning Supported"), the others by their outcome ("Supported", "Ambiguous")."""
+    if outcome == "uncertain" and label:
+        return verdict_words(label, uncertain=True).text
+    return LABELS.get(outcome, outcome)
+
+
+def _count(summary: Mapping[str, Any], key: str) -> int:
+    n = summary.get(key, 0)
+    return n if isinstance(n, int) and not isinstance(n, bool) else 0
+
+
+def factuality_of(summary: Mapping[str, Any]) -> tuple[float | None, int, int]:
+    """(factuality, decided, checked) of a checked text's summary: the share of supported claims among the decided
+    ones (supported or refuted; an uncertain claim decides nothing, so it counts neither way), None when no claim
+    was decided. From the counts, so that a summary stored by an older version reads the same way."""
+    supported, refuted = _count(summary, "supported"), _count(summary, "refuted")
+    decided = supported + refuted
+    checked = max(_count(summary, "checked"), decided + _count(summary, "uncertain"))
+    return (supported / decided if decided else None), decided, checked
+
+
+def factuality_words(summary: Mapping[str, Any]) -> str:
+    """The factuality of a checked text in words, over its decided claims only and with their count: "67% (2 of
+    3 decided claims supported)"; "not determined: none of the 3 checked claims was decided (3 uncertain)" (never
+    "0%", which reads as "all false"); "n/a (nothing checked)"."""
+    factuality, decided, checked = factuality_of(summary)
+    if not checked:
+        return "n/a (nothing checked)"
+    uncertain = checked - decided
+    if factuality is None:
+        return f"not determined: none of the {checked} checked claim{'s' if checked != 1 else ''} was decided " \
+               f"({uncertain} uncertain)"
+    left = f"; {uncertain} uncertain, not counted" if uncertain else ""
+    return f"{100 * factuality:.0f}% ({_count(summary, 'supported')} of {decided} decided claim" \
+           f"{'s' if decided != 1 else ''} supported{left})"
+
+
+def factuality_label(summary: Mapping[str, Any]) -> str | None:
+    """The factuality as a checked text's one-line verdict: "Factuality 67%" when every checked claim was decided,
+    "Factuality 50% (2 of 3 claims decided)" when some were not, "Factuality not determined (0 of 3 claims
+    decided)" when none was; None when nothing was checked."""
+    factuality, decided, checked = factuality_of(summary)
+    if not checked:
+        return None
+    if factuality is None:
+        return f"Factuality not determined (0 of {checked} claims decided)"
+    return f"Factuality {100 * factuality:.0f}%" + (f" ({decided} of {checked} claims decided)"
+                                                    if decided < checked else "")
 
 
 def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -75,5 +125,5 @@ def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
     for extra in ("not_checked", "failed"):
         if summary.get(extra):
             rows.append((LABELS[extra], str(summary[extra])))
-    rows.append(("Factuality (supported / checked)", percent(summary.get("factuality"))))
+    rows.append(("Factuality (supported / decided)", factuality_words(summary)))
     return rows

@@ -16,7 +16,7 @@ from typing import Any, Iterable
 
 from ..report import evidence_word, html_page, md_link, md_piece, md_text, write_report_as
 from ..steps import evidence_view, http_url
-from .outcomes import LABELS, Span, marks, summary_rows
+from .outcomes import Span, marks, outcome_words, summary_rows
 from .run import ClaimResult, TextCheck
 
 _CSS = """
@@ -42,7 +42,7 @@ def _e(text: Any) -> str:
 
 def _verdict(r: ClaimResult) -> str:
     conf = f" ({r.confidence:.2f})" if r.confidence is not None else ""
-    return f"{LABELS[r.outcome]}{conf}"
+    return f"{outcome_words(r.outcome, r.label)}{conf}"
 
 
 # -- Markdown ------------------------------------------------------------------------------------------------

@@ -4,7 +4,9 @@ Every claim ends with one outcome: supported / refuted / uncertain (any other la
 verifier.uncertain_below) for the claims checked; ambiguous and not_checkable for those the extractor flagged
 and did not send; not_checked for those a budget left out (--max-claims, --max-tokens); failed for a claim whose
 check the model backend answered with an error (its message kept; an unreachable backend still stops the text).
-The factuality score is FActScore's and LEAF's: supported / checked (None when nothing was checked).
+The factuality score is supported / decided claims (FActScore's and LEAF's supported / checked, with the uncertain
+claims left out: they decide nothing either way); None when no claim was decided, said as "not determined", never
+as 0%, which reads "all false" (`outcomes.factuality_words`).
 
 Given a `tracer`, the check is also told as steps (steps.py): the text and its claims once extracted, each claim's
 result as it is known, the summary; the model calls of the extraction and of every claim's check are traced
@@ -81,15 +83,23 @@ class TextCheck:
         return c["supported"] + c["refuted"] + c["uncertain"]
 
     @property
+    def decided(self) -> int:
+        """The checked claims that were decided: supported or refuted (an uncertain one is neither)."""
+        c = self.counts
+        return c["supported"] + c["refuted"]
+
+    @property
     def factuality(self) -> float | None:
-        return self.counts["supported"] / self.checked if self.checked else None
+        """Supported / decided claims: None when no claim was decided (not 0, which would read "all false")."""
+        return self.counts["supported"] / self.decided if self.decided else None
 
     @property
     def note(self) -> str | None:
         return "; ".join(n for n in (self.extraction.note, self.confidence_note) if n) or None
 
     def summary(self) -> dict[str, Any]:
-        return {**self.counts, "checked": self.checked, "claims": len(self.results), "factuality": self.factuality,
+        return {**self.counts, "checked": self.checked, "decided": self.decided, "claims": len(self.results),
+                "factuality": self.factuality,
                 "note": self.note, "stopped": self.stopped, "confidence_note": self.confidence_note}
 
     def to_dict(self) -> dict[str, Any]:

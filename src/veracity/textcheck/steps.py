@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from ..failures import failure_view
 from ..steps import Fold, Step, evidence_view, step_type
-from .outcomes import LABELS, PENDING, marks, strongest, summary_rows
+from .outcomes import LABELS, PENDING, marks, outcome_words, strongest, summary_rows
 
 _STATE = "text"  # the fold's bookkeeping for a text: Fold.state[_STATE]
 
@@ -29,7 +29,7 @@ def _claim_item(c: dict[str, Any], **result: Any) -> dict[str, Any]:
     outcome = result.get("outcome") or PENDING
     return {"kind": "text_claim", "id": c.get("id"), "text": c.get("text", ""), "spans": c.get("spans") or [],
             "status": c.get("status", ""), "reason": c.get("reason", ""), "outcome": outcome,
-            "outcome_label": LABELS.get(outcome, outcome), "label": result.get("label"),
+            "outcome_label": outcome_words(outcome, result.get("label")), "label": result.get("label"),
             "confidence": result.get("confidence"), "rationale": result.get("rationale") or "",
             "evidence": evidence_view(result.get("evidence") or []), "note": result.get("note") or "",
             # a failed check, in plain words with its technical line apart (as a failed run on the page)
@@ -149,6 +149,7 @@ class TextSummary(Step):
     not_checked: int = 0
     failed: int = 0
     checked: int = 0
+    decided: int = 0  # supported + refuted: what the factuality is over
     claims: int = 0
     factuality: float | None = None
     note: str | None = None
