@@ -44,12 +44,34 @@ def pytest_runtest_protocol(item, nextitem):
 
 @pytest.fixture(autouse=True)
 def _isolated_env(tmp_path, monkeypatch):
-    """No test reads the user's config, keys or cache."""
+    """No test reads the user's config, keys or cache. The Wikipedia knowledge base that checks read by default is
+    off (VERACITY_KB=off): a test of a check with no evidence sees no source unless it asks for the knowledge base
+    (the `knowledge_base` fixture), which is then built once per test session, not once per test."""
     for k in list(os.environ):
         if k.startswith("VERACITY_") or k == "OPENAI_API_KEY":
             monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    monkeypatch.setenv("VERACITY_KB", "off")
     monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def kb_dir(tmp_path_factory):
+    """One folder for the knowledge base's index, shared by the tests of a session (VERACITY_KB_DIR)."""
+    return tmp_path_factory.mktemp("kb")
+
+
+@pytest.fixture
+def knowledge_base(kb_dir, monkeypatch):
+    """The Wikipedia knowledge base on, as on a user's machine (skipped where its package is not installed), its
+    index built into the session's folder; returns the environment a CLI subprocess needs for the same."""
+    from veracity.retrieval import knowledge_base as kb
+
+    if kb.installed() is None:
+        pytest.skip(f"the knowledge base is not installed: {kb.missing_hint()}")
+    monkeypatch.delenv("VERACITY_KB", raising=False)
+    monkeypatch.setenv("VERACITY_KB_DIR", str(kb_dir))
+    return {"VERACITY_KB_DIR": str(kb_dir)}
 
 
 @pytest.fixture
@@ -57,6 +79,7 @@ def cli_env(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("VERACITY_") and k != "OPENAI_API_KEY"}
     env["XDG_CACHE_HOME"] = str(tmp_path / "xdg-cache")
     env["PYTHONIOENCODING"] = "utf-8"
+    env["VERACITY_KB"] = "off"  # as in-process tests: the `knowledge_base` fixture's environment turns it on
     return env
 
 
@@ -146,6 +169,7 @@ def server_env(base: Path) -> dict[str, str]:
     env["XDG_DATA_HOME"] = str(base / "xdg-data")
     env["PYTHONIOENCODING"] = "utf-8"
     env["PYTHONUNBUFFERED"] = "1"
+    env["VERACITY_KB"] = "off"  # as in-process tests; env_extra={"VERACITY_KB": "on", ...} asks for it
     return env
 
 

@@ -188,7 +188,10 @@ def test_answering_pipelines_steps_have_items_the_cli_prints(index):
     assert items[-1]["data"]["letter"] == "A" and items[1]["data"]["kind"] == "rag"
     lines = [line for it in items for line in item_lines(it)]
     assert lines[0].startswith("Retrieved 1 passage for: Is carpal tunnel")  # top_k 1: one, said so
-    assert lines[1].startswith("\nAnswer with retrieved passages: option A\n")
+    # the passage itself, with its source (the page's evidence blocks show the same)
+    assert lines[1].startswith("    [1] Carpal tunnel syndrome is an entrapment neuropathy")
+    assert "— Carpal tunnel syndrome (cts), indexed " in lines[1]
+    assert lines[2].startswith("\nAnswer with retrieved passages: option A\n")
 
 
 def test_real_runs_emit_only_declared_step_types(index):

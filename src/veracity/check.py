@@ -43,17 +43,30 @@ class CheckResult:
         }
 
 
-def open_retriever(config: "Config") -> "Retriever | None":
-    if not config.index:
-        return None
-    from .retrieval.index import Index
+def has_source(config: "Config") -> bool:
+    """Whether checks have something to read: an index (or the knowledge base), or the wikipedia search, which
+    QACheck's retriever-reader, LEAF and the verifier read as they read an index (`open_retriever`)."""
+    return bool(config.index) or config.defame.search == "wikipedia"
 
-    index = Index.load(config.index)
+
+def open_retriever(config: "Config") -> "Retriever | None":
+    """The retriever of config.index (a folder, or the knowledge base by name), else of the `wikipedia` search, else
+    None: nothing to read."""
+    if not config.index:
+        if config.defame.search == "wikipedia":
+            from .web.wikipedia import wikipedia_retriever
+
+            return wikipedia_retriever(config)
+        return None
+    from .retrieval.sharded import open_index
+
+    index = open_index(config.index)  # a folder, plain or sharded, or kb:wikipedia (its SubjectRetriever)
     return index.retriever(config.retrieval_mode) if config.retrieval_mode else index.retriever()
 
 
 MEMORY_REASON = ("it rests on the model's memory only (no source was read: what the model recited is not evidence); "
-                 "give an index (--index) or a search backend to check it against sources")
+                 "give an index (--index), a search backend, or the Wikipedia knowledge base (pip install "
+                 "'veracity[wiki]'; on unless --no-kb) to check it against sources")
 
 
 LOW_CONFIDENCE = "its confidence {confidence:.2f} is below {threshold:.2f}"
@@ -87,6 +100,25 @@ def settle_uncertainty(verdict: Verdict, config: "Config", conflict: dict | None
             verdict.uncertain_reason += f": the source reads both ways ({describe(conflict)})"
 
 
+def no_source_found(verdict: Verdict, tracer: Tracer, retriever: "Retriever | None") -> None:
+    """A check over the knowledge base whose passages the trained verifier read as deciding nothing (every reading
+    not decisive: an off-topic lead section, or one that lacks the fact) found no source: its verdict rests on the
+    model's memory, said plainly, instead of being dressed up as resting on those passages."""
+    from .retrieval.knowledge_base import TITLE, knowledge_base_of
+
+    readings = [s for s in tracer.steps if s.stage == "evidence_verifier"]
+    if verdict.basis != "evidence" or not knowledge_base_of(retriever) or not readings:
+        return
+    if any(getattr(s, "decisive", True) for s in readings):
+        return
+    read = list(dict.fromkeys(title for s in readings for title in getattr(s, "sources", None) or []))
+    shown = ", ".join(read[:4]) + (f" and {len(read) - 4} more" if len(read) > 4 else "")
+    verdict.basis = "memory"
+    verdict.uncertain_reason = (f"no source found in {TITLE}"
+                                + (f" (its articles read, {shown}, do not settle the claim)" if read else "")
+                                + "; it rests on the model's memory")
+
+
 def _last_conflict(tracer: Tracer) -> dict | None:
     """The conflict the trained verifier found in its last reading of the evidence (None: none, or no reading)."""
     read = [s for s in tracer.steps if s.stage == "evidence_verifier"]
@@ -113,6 +145,7 @@ def run_check(claim: Claim, pipeline: Pipeline, model: "Model", config: "Config"
     tracer.emit("claim", text=claim.text, pipeline=pipeline.name, model=model.model_id)
     verdict = pipeline.check(claim, ctx)
     seconds = time.perf_counter() - t0
+    no_source_found(verdict, tracer, retriever)
     settle_uncertainty(verdict, config, _last_conflict(tracer))
     if verdict.confidence is None and model.gives_confidences() is False and not _verifier_rated(tracer):
         verdict.confidence_note = NO_CONFIDENCES

@@ -151,13 +151,26 @@ def _read_bytes(path: str, limit: int, what: str) -> bytes:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from .eval.datasets import load_dataset
+    from .eval.datasets import OWN_EVIDENCE_SETTINGS, covered_subset, load_dataset
     from .eval.report import build_report
 
-    config = config_from(args)
     if args.averitec_out and args.dataset.strip().lower() != "averitec":
         raise UserError("--averitec-out needs --dataset averitec")
     dataset = load_dataset(args.dataset, args.path, setting=args.setting)
+    if dataset.setting in OWN_EVIDENCE_SETTINGS:
+        args.no_kb = True  # the benchmark's own evidence (or none): the knowledge base only when --index names it
+    config = config_from(args)
+    if args.covered_by_kb:
+        from .retrieval import knowledge_base as kb
+
+        found = kb.installed(config.kb_language)
+        if found is None:
+            raise UserError(f"--covered-by-kb needs the Wikipedia knowledge base: {kb.missing_hint()}")
+        dataset = covered_subset(dataset, {doc.title for doc in kb.documents(found)})
+    if dataset.setting == "open-domain" and not config.index:
+        raise UserError("the open-domain setting searches an evidence source, and there is none: install the "
+                        "Wikipedia knowledge base (pip install 'veracity[wiki]'), give --index DIR, or leave out "
+                        "--no-kb")
     summary = _run_items(args, config, dataset, "Evaluating", limit=args.limit, seed=args.seed,
                          retrieval_mode=args.retrieval)
     if dataset.name == "averitec":
@@ -274,7 +287,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", required=True,
                    help="feverous-s | hover | averitec | verite | mirage[:task] | jsonl | csv")
     p.add_argument("--path", required=True, help="the dataset file")
-    p.add_argument("--setting", help="e.g. gold-evidence or pooled for feverous-s")
+    p.add_argument("--setting", help="e.g. gold-evidence, pooled or open-domain for feverous-s (open-domain: no "
+                                     "evidence given, the Wikipedia knowledge base or --index is searched)")
+    p.add_argument("--covered-by-kb", action="store_true",
+                   help="only the claims whose subject the Wikipedia knowledge base covers (an article of their gold "
+                        "evidence, feverous-s, or a claims file's 'subject' field, is in it)")
     p.add_argument("--pipeline", action="append", help="pipeline to run (repeat for several; default qacheck)")
     p.add_argument("--limit", type=int, help="evaluate N items drawn with --seed (default: all)")
     p.add_argument("--seed", type=int, default=0, help="seed for drawing --limit items")

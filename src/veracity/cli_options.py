@@ -25,6 +25,11 @@ from .config import QA_MODES, RETRIEVAL_MODES, SEARCH_PROVIDERS, load_config
 from .llm.http_caps import DECISION_MODES, ENDPOINT_MODES
 
 
+INDEX_HELP = ("index directory to retrieve from (see `veracity index build`), or kb:wikipedia[-fr|-es]; default: "
+              "the Wikipedia knowledge base when installed (pip install 'veracity[wiki]')")
+NO_KB_HELP = "do not read the Wikipedia knowledge base when no --index, evidence or search is given (config: kb = false)"
+
+
 def model_options() -> argparse.ArgumentParser:
     """Parent parser of the model and configuration flags."""
     p = argparse.ArgumentParser(add_help=False)
@@ -53,15 +58,18 @@ def pipeline_options() -> argparse.ArgumentParser:
     g = p.add_argument_group("pipeline")
     g.add_argument("--qa", choices=QA_MODES,
                    help="QACheck question-answering module (of the plain `qacheck` pipeline)")
-    g.add_argument("--index", help="index directory to retrieve from (see `veracity index build`)")
+    g.add_argument("--index", help=INDEX_HELP)
+    g.add_argument("--no-kb", action="store_true", help=NO_KB_HELP)
     g.add_argument("--mode", choices=RETRIEVAL_MODES, help="retrieval mode for --index")
     g.add_argument("--top-k", type=int, help="passages the retriever-reader reads per question")
     g.add_argument("--max-iterations", type=int, help="QACheck question rounds (default 5)")
     g.add_argument("--no-validator", action="store_true", help="keep every QA pair (ablation)")
     g = p.add_argument_group("DEFAME tools")
     g.add_argument("--search", choices=SEARCH_PROVIDERS,
-                   help="web search provider (serper needs SERPER_API_KEY; local searches --index; "
-                        "default: local with --index, else none)")
+                   help="web search provider (serper needs SERPER_API_KEY; local searches --index; wikipedia: "
+                        "MediaWiki's API, no key; default: local with --index, else none)")
+    g.add_argument("--wikipedia-language", metavar="CODE",
+                   help="Wikipedia edition of --search wikipedia: en (default), de, fr, simple, zh-min-nan, ...")
     g.add_argument("--searxng-url", help="SearXNG instance with JSON output enabled, e.g. http://127.0.0.1:8888")
     g.add_argument("--image-collection", help="folder from `veracity images build`: local image and reverse search")
     g.add_argument("--geoclip-weights", help="local GeoCLIP/CLIP weights for the geolocation tool")
@@ -74,7 +82,8 @@ def leaf_options() -> argparse.ArgumentParser:
     """Parent parser of the LEAF fact-checking flags (index, retrieval mode, rater)."""
     p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("fact-checking")
-    g.add_argument("--index", help="index directory to retrieve from (see `veracity index build`)")
+    g.add_argument("--index", help=INDEX_HELP)
+    g.add_argument("--no-kb", action="store_true", help=NO_KB_HELP)
     g.add_argument("--retrieval", dest="mode", choices=RETRIEVAL_MODES,
                    help="retrieval mode (default: hybrid when the index has embeddings, else bm25)")
     g.add_argument("--rater-model", help="model that fact-checks (default: the answering model), same specs "
@@ -131,12 +140,14 @@ def config_from(args: argparse.Namespace):
     overrides["qacheck.top_k"] = getattr(args, "top_k", None)
     if getattr(args, "no_validator", False):
         overrides["qacheck.validator"] = False
-    for key in ("search", "searxng_url", "image_collection", "geoclip_weights"):
+    for key in ("search", "searxng_url", "image_collection", "geoclip_weights", "wikipedia_language"):
         overrides[f"defame.{key}"] = getattr(args, key, None)
     if getattr(args, "allow_private_addresses", False):
         overrides["defame.allow_private_addresses"] = True
     if getattr(args, "no_cache", False):
         overrides["cache"] = False
+    if getattr(args, "no_kb", False):
+        overrides["kb"] = False
     return load_config(args.config, overrides)
 
 

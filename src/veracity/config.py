@@ -15,7 +15,9 @@ read at import time, and keys are never prompted for.
 Environment: VERACITY_CONFIG (file), VERACITY_MODEL, VERACITY_BASE_URL, VERACITY_API_KEY (or
 OPENAI_API_KEY), VERACITY_CACHE_PATH, VERACITY_INDEX, VERACITY_N_THREADS, VERACITY_MAX_CLAIM_CHARS,
 VERACITY_LLAMA_EXTRA_BUFFERS (auto | on | off: llama.cpp's repacking and AMX kernels, see llm/llama_guard.py),
-VERACITY_CONCURRENCY (model calls of one check in flight together over an OpenAI-compatible server).
+VERACITY_CONCURRENCY (model calls of one check in flight together over an OpenAI-compatible server),
+VERACITY_KB (off: no Wikipedia knowledge base by default), VERACITY_KB_LANGUAGE (en | fr | es), and
+VERACITY_KB_DIR (where the knowledge base's index is built; read by retrieval/knowledge_base.py).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from .errors import ConfigError
 
 QA_MODES = ("retriever-reader", "closed-book", "reciter-reader")
 RETRIEVAL_MODES = ("bm25", "dense", "hybrid")  # Config.retrieval_mode; default: hybrid when the index has vectors
+KB_LANGUAGES = ("en", "fr", "es")  # the editions of the Wikipedia knowledge base (retrieval/knowledge_base.py)
 
 
 def default_cache_path() -> str:
@@ -103,7 +106,24 @@ class LeafConfig:
 
 
 DEFAME_LABELS = ("Supported", "Refuted", "Not Enough Information", "Conflicting Evidence/Cherrypicking")
-SEARCH_PROVIDERS = ("serper", "searxng", "local", "none")
+SEARCH_PROVIDERS = ("serper", "searxng", "local", "wikipedia", "none")
+_WIKIPEDIA_LANGUAGE = re.compile(r"[a-z]{2,3}(-[a-z]+)*|simple")  # en, de, zh-min-nan, be-tarask, simple, ...
+WIKIPEDIA_URL_KIND = "an http(s) URL of a MediaWiki api.php"  # what defame.wikipedia_url must be
+
+
+def wikipedia_language_problem(code: object) -> str | None:
+    """What is wrong with a Wikipedia language code (defame.wikipedia_language); None when it is fine."""
+    if isinstance(code, str) and _WIKIPEDIA_LANGUAGE.fullmatch(code):
+        return None
+    return (f"{code!r} is not a Wikipedia language code (2-3 lowercase letters with optional -parts, e.g. en, de, "
+            "zh-min-nan, or simple)")
+
+
+def http_url_problem(url: object, what: str = "an http(s) URL") -> str | None:
+    """What is wrong with a URL that must be http(s) (defame.wikipedia_url); None when it is fine."""
+    if isinstance(url, str) and re.fullmatch(r"https?://[^\s/?#]+(/\S*)?", url.strip(), re.I):
+        return None
+    return f"{url!r} is not {what}"
 
 
 def _default_excluded() -> list[str]:
@@ -116,8 +136,10 @@ def _default_excluded() -> list[str]:
 class DefameConfig:
     """DEFAME: tool-using verification of text and image claims (veracity.defame)."""
 
-    search: str | None = None  # serper | searxng | local | none; default: local with an index, else none
+    search: str | None = None  # serper | searxng | local | wikipedia | none; default: local with an index, else none
     searxng_url: str | None = None  # e.g. http://127.0.0.1:8888 (JSON output enabled in its settings.yml)
+    wikipedia_language: str = "en"  # --search wikipedia: the language edition (en, de, zh-min-nan, simple, ...)
+    wikipedia_url: str | None = None  # its API endpoint instead of https://{lang}.wikipedia.org/w/api.php
     serper_api_key: str | None = field(default=None, repr=False)  # default: $SERPER_API_KEY, read when used
     image_collection: str | None = None  # folder from `veracity images build`: local image + reverse search
     geoclip_weights: str | None = None  # local GeoCLIP/CLIP weights; without them geolocation is unavailable
@@ -150,6 +172,10 @@ class DefameConfig:
         if self.search == "searxng" and not self.searxng_url:
             raise ConfigError("defame.search = searxng needs defame.searxng_url "
                               "(e.g. --searxng-url http://127.0.0.1:8888)")
+        if problem := wikipedia_language_problem(self.wikipedia_language):
+            raise ConfigError(f"defame.wikipedia_language: {problem}")
+        if self.wikipedia_url is not None and (problem := http_url_problem(self.wikipedia_url, WIKIPEDIA_URL_KIND)):
+            raise ConfigError(f"defame.wikipedia_url: {problem}")
 
 
 @dataclass
@@ -217,8 +243,13 @@ class Config:
     cache_path: str = field(default_factory=default_cache_path)
     max_claim_chars: int = 2000
     prompts_dir: str | None = None
+    #: an index folder, or a knowledge base by name (kb:wikipedia, kb:wikipedia-fr: retrieval/knowledge_base.py);
+    #: unset, `load_config` makes it the Wikipedia knowledge base when `kb` is on and it is installed
     index: str | None = None
     retrieval_mode: str | None = None  # bm25 | dense | hybrid; default: hybrid when the index has vectors
+    #: read the Wikipedia knowledge base (pip install 'veracity[wiki]') when no index, evidence or search is given
+    kb: bool = True
+    kb_language: str = "en"  # en | fr | es: the language edition of the knowledge base
     qacheck: QACheckConfig = field(default_factory=QACheckConfig)
     leaf: LeafConfig = field(default_factory=LeafConfig)
     defame: DefameConfig = field(default_factory=DefameConfig)
@@ -240,6 +271,8 @@ class Config:
             raise ConfigError(f"n_ctx must be at least 512, not {self.n_ctx}")
         if self.llama_extra_buffers not in ("auto", "on", "off"):
             raise ConfigError(f"llama_extra_buffers must be auto, on or off, not {self.llama_extra_buffers!r}")
+        if self.kb_language not in KB_LANGUAGES:
+            raise ConfigError(f"kb_language must be one of {', '.join(KB_LANGUAGES)}, not {self.kb_language!r}")
         if self.retrieval_mode is not None and self.retrieval_mode not in RETRIEVAL_MODES:
             raise ConfigError(f"retrieval_mode must be {', '.join(RETRIEVAL_MODES[:-1])} or {RETRIEVAL_MODES[-1]}, "
                               f"not {self.retrieval_mode!r}")
@@ -324,7 +357,7 @@ def _apply(obj: Any, values: dict[str, Any], prefix: str = "") -> None:
 
 
 ENV_KEYS = ("model", "base_url", "api_key", "cache_path", "index", "n_threads", "max_claim_chars",
-            "timeout", "max_retries", "prompts_dir", "llama_extra_buffers", "concurrency")
+            "timeout", "max_retries", "prompts_dir", "llama_extra_buffers", "concurrency", "kb", "kb_language")
 
 
 def config_file(path: str | os.PathLike | None = None, env: dict[str, str] | None = None) -> str | os.PathLike | None:
@@ -374,4 +407,16 @@ def load_config(path: str | os.PathLike | None = None, overrides: dict[str, Any]
     _apply(cfg, flat, prefix="--")
     cfg.cache_path = os.path.expanduser(cfg.cache_path)
     cfg.validate()
+    if cfg.index is None:
+        cfg.index = default_index(cfg)
     return cfg
+
+
+def default_index(cfg: Config) -> str | None:
+    """The evidence a check reads when it is given no index: the Wikipedia knowledge base (kb:wikipedia-LANG), when
+    `kb` is on, it is installed, and no web search other than the local one was chosen; else None."""
+    if not cfg.kb or cfg.defame.search not in (None, "local"):
+        return None
+    from .retrieval.knowledge_base import default_spec
+
+    return default_spec(cfg.kb_language)

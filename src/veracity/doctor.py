@@ -46,6 +46,23 @@ def _file_info(path: str | os.PathLike | None) -> dict:
     return info
 
 
+def _knowledge_base(cfg) -> dict:
+    """Whether the Wikipedia knowledge base is installed, built, and what a check reads by default."""
+    from .retrieval import knowledge_base as kb
+
+    found = kb.installed(cfg.kb_language)
+    info: dict = {"package": kb.PACKAGE, "language": cfg.kb_language, "on": cfg.kb,
+                  "installed": found.version if found else None,
+                  "licenses": f"text {kb.TEXT_LICENSE}; package {kb.PACKAGE_LICENSE}"}
+    if found is not None:
+        folder = kb.cache_root() / found.folder_name
+        info["index"] = str(folder) if folder.is_dir() else f"{folder} (built on first use, a few seconds)"
+    info["checks_read"] = (cfg.index if kb.is_spec(cfg.index) else f"index {cfg.index}") if cfg.index else \
+        ("nothing (kb = false)" if not cfg.kb else f"nothing: {kb.missing_hint()}" if found is None
+         else f"search {cfg.defame.search}")
+    return info
+
+
 def _model_check(config_file: str | None, model: str | None, n_threads: int | None, base_url: str | None,
                  timeout: float) -> dict:
     """Run `_child_main` in a child process; report what it printed, or how it died."""
@@ -135,6 +152,7 @@ def gather(args: argparse.Namespace) -> dict:
     report["llama_cpp"] = {k: v for k, v in build.items() if k != "libraries"}
     try:
         cfg = load_config(args.config, {"model": args.model, "n_threads": args.threads, "base_url": args.base_url})
+        from .retrieval import knowledge_base as kb
     except ConfigError as e:
         report["config"] = {"error": str(e)}
         cfg = None
@@ -161,8 +179,9 @@ def gather(args: argparse.Namespace) -> dict:
             "default_response_cache": default_cache_path(),
             "llama_probe_results": _file_info(llama_guard._probe_cache_file()),
             "runs_database_default": _file_info(default_db_path()),
-            "index": _file_info(cfg.index),
+            "index": _file_info(None if kb.is_spec(cfg.index) else cfg.index),
         }
+        report["knowledge_base"] = _knowledge_base(cfg)
         d = cfg.defame
         serper = bool(d.serper_api_key or os.environ.get("SERPER_API_KEY"))
         report["optional"] = {
@@ -258,6 +277,10 @@ def render(report: dict) -> str:
             if isinstance(v, dict):
                 v = "-" if not v.get("path") else f"{v['path']}" + ("" if v.get("exists") else " (not created yet)")
             row(k, v)
+    if "knowledge_base" in report:
+        lines.append("Wikipedia knowledge base")
+        for k, v in report["knowledge_base"].items():
+            row(k, "not installed" if v is None else v)
     if "optional" in report:
         lines.append("Optional parts")
         for k, v in report["optional"].items():

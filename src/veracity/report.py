@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 from urllib.parse import quote, unquote, urlsplit
 
 from .check import CheckResult
-from .steps import MEMORY_SOURCE, Fold, Step, ViewItem, as_step, evidence_when
+from .steps import MEMORY_SOURCE, Fold, Step, ViewItem, as_step, evidence_license, evidence_when
 from .verdict_words import words_of
 
 if TYPE_CHECKING:
@@ -129,6 +129,8 @@ def evidence_lines(evidence: list[dict[str, Any]], width: int | None = None, mar
             src = f"{src} ({doc_id})"
         if when and not markdown:
             src += f", {when}"
+        if license_ := evidence_license(e):
+            src += f" ({license_})"
         out.append(f"{text} — *{src}*" if markdown else f"{text} — {src}")  # a terminal shows no Markdown
     return out
 
@@ -465,9 +467,10 @@ def item_lines(item: ViewItem) -> list[str]:
         head = _ANSWER_HEADS.get(d.get("kind", ""), "Answer")
         return [f"\n{where.capitalize()}{head[0].lower() if where else head[0]}{head[1:]}: option "
                 f"{d.get('letter') or 'none'}\n    {_snippet(d.get('text', ''))}"]
-    if k == "retrieval":
+    if k == "retrieval":  # each passage with its source and address (a Wikipedia article's title and URL)
         n = len(item["results"])
-        return [f"Retrieved {n} passage{'' if n == 1 else 's'} for: {_snippet(item['query'])}"]
+        return [f"Retrieved {n} passage{'' if n == 1 else 's'} for: {_snippet(item['query'])}"] + \
+            [f"    [{i}] {line}" for i, line in enumerate(evidence_lines(item["results"], width=200), start=1)]
     if k == "fc_rag_round":
         d = item["data"]
         failed = ", ".join(str(i) for i in d.get("failed_sentences", []))

@@ -262,6 +262,10 @@ class EvidenceCheck(Step):
     rationale: str = ""
     #: a sentence of the deciding passage that read the other label (verify/conflict.py), when one did
     conflict: dict[str, Any] | None = field(default=None, metadata=_OMIT_NONE)
+    #: whether the reading settles the claim (verify/decide.py EvidenceDecision.decisive); None in older traces
+    decisive: bool | None = field(default=None, metadata=_OMIT_NONE)
+    #: the sources of the passages read (their titles), in order
+    sources: list[str] = field(default_factory=list)
 
     def fold(self, view: "Fold") -> None:
         view.append({"kind": "reasoning", "stage": self.kind, "label": self.label, "rationale": self.rationale,
@@ -368,12 +372,14 @@ MEMORY_SOURCE = "the model's memory (recited, not a source)"
 def evidence_view(evidence: Iterable[Any]) -> list[Any]:
     """Evidence as view items hold it: a passage the model recited or stated is marked `"memory": True`, so that
     front ends show it as the model's memory (MEMORY_SOURCE) rather than as a source that was read; a source's
-    `when` says when it was published and when it was fetched (or indexed), as every front end prints it."""
+    `when` says when it was published and when it was fetched (or indexed), as every front end prints it, and
+    `license` the license of its text where its source states one (Wikipedia's)."""
     out = []
     for e in evidence:
         if isinstance(e, Mapping):
             memory = bool(e.get("memory")) or e.get("source") == RECITED
-            e = {**e, "memory": True} if memory else {**e, "when": evidence_when(e)}
+            license_ = {} if memory or not evidence_license(e) else {"license": evidence_license(e)}
+            e = {**e, "memory": True} if memory else {**e, "when": evidence_when(e), **license_}
         out.append(e)
     return out
 
@@ -384,9 +390,20 @@ def evidence_when(e: Mapping[str, Any]) -> str:
     parts = [f"published {e['date']}"] if e.get("date") else []
     if e.get("retrieved_at"):
         how = e.get("found_by") if isinstance(e.get("found_by"), Mapping) else {}
-        verb = "indexed" if how.get("index") or how.get("retriever") else "fetched"
+        indexed = how.get("index") or (how.get("retriever") and how.get("tool") != "wikipedia")  # the API: fetched
+        verb = "indexed" if indexed else "fetched"
         parts.append(f"{verb} {utc_time(e['retrieved_at'])}")
     return " · ".join(parts)
+
+
+WIKIPEDIA_LICENSE = "Wikipedia, CC BY-SA 4.0"
+
+
+def evidence_license(e: Mapping[str, Any]) -> str:
+    """The license a passage's text is shown under, where its source states one: Wikipedia's text (the knowledge
+    base, the wikipedia search) is CC BY-SA 4.0, shown beside the article's title and URL; "" for the rest."""
+    how = e.get("found_by") if isinstance(e.get("found_by"), Mapping) else {}
+    return WIKIPEDIA_LICENSE if how.get("knowledge_base") or how.get("tool") == "wikipedia" else ""
 
 
 def utc_time(iso: Any) -> str:

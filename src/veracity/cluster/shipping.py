@@ -7,7 +7,8 @@ driver's node, and a node fetches it straight from there, once, only if it needs
 has the same folder at the same path (a shared filesystem, or the driver's own machine) reads it in place; the
 others write the shipped copy once per node under ~/.cache/veracity/ray-indexes/DIGEST and read that.
 
-A pooled knowledge base (built in memory by the runner) is saved to a temporary folder and shipped the same way.
+A pooled knowledge base (built in memory by the runner) is saved to a temporary folder and shipped the same way; a
+sharded index (retrieval/sharded.py) travels as its whole folder, shards and all, and opens as it does here.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import default_cache_path
-from ..retrieval.index import Index, ModeRetriever
+from ..retrieval.index import ModeRetriever
+from ..retrieval.sharded import open_index
 
 if TYPE_CHECKING:
     from ..retrieval.base import Retriever
@@ -86,7 +88,7 @@ def receive(shipped: ShippedIndex | None, cache_root: Path | None = None) -> "Re
         folder = source
     else:
         folder = _node_copy(shipped, cache_root or Path(default_cache_path()).parent / "ray-indexes")
-    return Index.load(folder).retriever(shipped.mode)
+    return open_index(folder).retriever(shipped.mode)
 
 
 def _node_copy(shipped: ShippedIndex, root: Path) -> Path:

@@ -96,8 +96,9 @@ def build_toolbox(config: "DefameConfig", retriever: "Retriever | None", *, drop
     if name != "none":
         if name == "local" and retriever is None:
             raise UserError("--search local needs an index: pass --index DIR (build one with `veracity index build`)")
-        provider = make_provider(name, api_key=config.serper_api_key, url=config.searxng_url,
-                                 retriever=retriever, timeout=config.timeout)
+        provider = make_provider(name, api_key=config.serper_api_key,
+                                 url=config.wikipedia_url if name == "wikipedia" else config.searxng_url,
+                                 retriever=retriever, timeout=config.timeout, language=config.wikipedia_language)
     images = None
     if config.image_collection:
         from ..images.collection import LocalImageProvider
@@ -108,7 +109,7 @@ def build_toolbox(config: "DefameConfig", retriever: "Retriever | None", *, drop
     tools["web_search"] = (WebSearch(provider, scraper if name != "local" else None, k=config.top_k,
                                      excluded=excluded) if provider is not None else
                            UnavailableTool("web_search", False, "no search provider configured "
-                                           "(--search serper|searxng|local)"))
+                                           "(--search serper|searxng|local|wikipedia)"))
     image_provider = images or (provider if name in ("serper", "searxng") else None)
     tools["image_search"] = (ImageSearch(image_provider, k=config.top_k, excluded=excluded) if image_provider else
                              UnavailableTool("image_search", False, "needs an image collection "

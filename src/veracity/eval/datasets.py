@@ -85,6 +85,7 @@ then the other labels in order of first appearance; the metric is macro-F1; sett
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import json
 import re
@@ -99,7 +100,12 @@ from veracity.types import BINARY_LABELS, REFUTED, SUPPORTED, Claim
 
 SHARED_HINT = "the benchmark data lives in ../shared/benchmarks (next to the project; see its README.md)"
 
-SETTINGS = ("gold-evidence", "pooled", "closed-book", "multiple-choice", "user")
+SETTINGS = ("gold-evidence", "pooled", "open-domain", "closed-book", "multiple-choice", "user")
+#: settings whose evidence is the benchmark's own (or none at all): an evaluation in them reads no default knowledge
+#: base, only an index given with --index; "open-domain" and "user" read the Wikipedia knowledge base by default
+OWN_EVIDENCE_SETTINGS = ("gold-evidence", "pooled", "closed-book", "multiple-choice")
+#: an item's metadata key: the titles of the Wikipedia articles its gold evidence comes from (FEVEROUS-S)
+EVIDENCE_TITLES = "evidence_titles"
 
 
 @dataclass
@@ -131,7 +137,8 @@ class Dataset:
 
 DATASETS: dict[str, str] = {
     "feverous-s": "FEVEROUS-S dev, 600 claims, Supported/Refuted, macro-F1; settings gold-evidence "
-    "(default: each claim's gold Wikipedia sentences) or pooled (all sentences in one corpus)",
+    "(default: each claim's gold Wikipedia sentences), pooled (all sentences in one corpus) or open-domain (no "
+    "evidence: the Wikipedia knowledge base, or --index, is searched)",
     "hover": "HoVer dev, 100 claims per file (hover-2, hover-3, hover-4 pick the file), "
     "Supported/Refuted, macro-F1; closed-book (no evidence text offline)",
     "averitec": "AVeriTeC dev, 200 claims, 4 labels, accuracy; settings pooled (default: all "
@@ -154,6 +161,26 @@ DEFAULT_FILES: dict[str, str] = {
     "verite": "verite/VERITE.csv",
     "mirage": "mirage/benchmark_750.json",
 }
+
+
+def covered_subset(dataset: Dataset, titles: set[str]) -> Dataset:
+    """The items whose subject `titles` cover: one of the Wikipedia articles of their gold evidence (FEVEROUS-S), or
+    the article a claim of your own names in its `subject` field, is among them (compared without regard to case).
+    A UserError for a dataset whose items name no article."""
+
+    def named(item: EvalItem) -> list[str]:
+        subject = item.metadata.get("subject")
+        return list(item.metadata.get(EVIDENCE_TITLES, ())) + ([subject] if isinstance(subject, str) else [])
+
+    if not any(named(it) for it in dataset.items):
+        raise UserError(f"{dataset.name} does not name the Wikipedia articles its claims are about, so which claims "
+                        "the knowledge base covers cannot be told (feverous-s does; a claims file can give each "
+                        "claim a 'subject')")
+    folded = {t.casefold() for t in titles}
+    items = [it for it in dataset.items if any(t.casefold() in folded for t in named(it))]
+    if not items:
+        raise UserError(f"the knowledge base covers none of the {len(dataset.items)} claims of {dataset.name}")
+    return dataclasses.replace(dataset, items=items)
 
 
 def load_dataset(name: str, path: str | Path, *, setting: str | None = None) -> Dataset:
@@ -284,7 +311,7 @@ def feverous_evidence_docs(item: dict[str, Any]) -> list[Document]:
 
 
 def _load_feverous(path: Path, setting: str | None) -> Dataset:
-    setting = _check_setting("feverous-s", setting, ("gold-evidence", "pooled"))
+    setting = _check_setting("feverous-s", setting, ("gold-evidence", "pooled", "open-domain"))
     records = _json_list(path)
     items: list[EvalItem] = []
     seen: dict[tuple[str, str], Document] = {}
@@ -302,13 +329,15 @@ def _load_feverous(path: Path, setting: str | None) -> Dataset:
                     seen[key] = Document(id=f"{doc.title}:{k}", title=doc.title, text=doc.text,
                                          metadata={"claim_ids": []})
                 seen[key].metadata["claim_ids"].append(item_id)
+        titles = sorted({doc.title for doc in evidence})
+        if setting != "gold-evidence":
             evidence = []
         items.append(EvalItem(
             id=item_id,
             claim=Claim(str(_field(r, "claim", where)), id=item_id),
             gold=gold,
             evidence=evidence,
-            metadata={"challenge": r.get("challenge"), "label": r["label"]},
+            metadata={"challenge": r.get("challenge"), "label": r["label"], EVIDENCE_TITLES: titles},
         ))
     return Dataset(
         name="feverous-s",
@@ -319,7 +348,9 @@ def _load_feverous(path: Path, setting: str | None) -> Dataset:
         knowledge_base=list(seen.values()) if setting == "pooled" else None,
         reference={"qacheck": 59.47, "direct": 60.13, "cot": 61.05},
         reference_note="QACheck (Pan et al. 2023) Table 1, FEVEROUS-S macro-F1, InstructGPT, gold evidence"
-        + ("; this run is the pooled setting, harder than the paper's" if setting == "pooled" else ""),
+        + {"pooled": "; this run is the pooled setting, harder than the paper's",
+           "open-domain": "; this run is open-domain (no evidence given: the index or knowledge base is searched), "
+                          "harder than the paper's"}.get(setting, ""),
         label_map={SUPPORTED: SUPPORTED, REFUTED: REFUTED},
     )
 

@@ -6,12 +6,15 @@
 Each evidence item of the run (every passage, page and recitation its steps recorded, each once per claim or
 sentence it served) is looked up again where it came from, through the same paths a check uses: a page through
 the guarded scraper (`web.scrape.Scraper`: an address that now fails the SSRF guard is refused, not fetched), an
-index document in the index it came from (`Index.document`). Its status:
+index document in the index it came from (`Index.document`), a Wikipedia article's extract from the MediaWiki API it
+came from (`web.wikipedia`: the same kind of extract asked for again, the API's address checked by the same guard).
+Its status:
 
 - unchanged: the source text has the same SHA-256, or the quote still stands in it word for word;
 - changed: the quote is no longer in the source; `now` is what stands in its place (at its offsets, its end moved by
   what was inserted or removed inside it), `diff` a short word diff of the two;
-- gone: the page answers 404 or 410, the document is no longer in its index, or the index folder is gone;
+- gone: the page answers 404 or 410, the document is no longer in its index, or the index folder is gone, or the
+  article no longer exists;
 - unreachable: the page or the index could not be read (timeout, HTTP error, a damaged index);
 - refused: the page's address now fails the address guard (private, loopback, ...): reported, never fetched;
 - not re-checkable: the model's memory (not a source), or a record without a content hash (stored by an older
@@ -42,7 +45,9 @@ from .steps import (CHANGED, GONE, NOT_RECHECKABLE, REFUSED, STATUSES, UNCHANGED
 if TYPE_CHECKING:
     from ..config import Config
     from ..retrieval.index import Index
+    from ..retrieval.sharded import ShardedIndex
     from ..trace import Listener
+    from ..web.wikipedia import ArticleRef
 
 #: exit statuses of `veracity recheck` (2: a user error, 3: a backend error, as every command)
 EXIT_UNCHANGED, EXIT_CHANGED, EXIT_INCOMPLETE = 0, 1, 4
@@ -109,8 +114,6 @@ def evidence_of(run: StoredRun) -> list[Found]:
     return out
 
 
-# -- reading the sources again ----------------------------------------------------------------------------------
-
 NO_EVIDENCE = ("there is nothing to re-check: this run read no evidence (no passage, page or document), so there is "
                "no source to read again; check against sources (an index, a search backend, or the evidence given "
                "with the claim) to have something to re-check")
@@ -131,6 +134,8 @@ def nothing_to_recheck(steps: Iterable[Any]) -> str | None:
     return None
 
 
+# -- reading the sources again ----------------------------------------------------------------------------------
+
 @dataclass
 class Read:
     """A source read again: its text and hash, or the status and reason why it could not be read."""
@@ -149,7 +154,8 @@ class Sources:
         self.allow_private = allow_private
         self.timeout = timeout
         self._pages: dict[str, Read] = {}
-        self._indexes: dict[str, Index | Read] = {}
+        self._indexes: dict[str, Index | ShardedIndex | Read] = {}
+        self._articles: dict[ArticleRef, Read] = {}
 
     def fetch_all(self, urls: Iterable[str]) -> None:
         """Read these pages (a few at once), so that `page` finds them."""
@@ -167,6 +173,50 @@ class Sources:
         self.fetch_all([url])
         return self._pages[url]
 
+    def read_articles(self, refs: Iterable["ArticleRef"]) -> None:
+        """Ask each Wikipedia API again for these articles' extracts (lead sections in one request per API, whole
+        articles one by one), so that `article` finds them."""
+        from ..web.base import SearchError
+        from ..web.scrape import REFUSED as REFUSED_VERB
+        from ..web.scrape import ScrapeError, check_url
+        from ..web.wikipedia import WikipediaSearch
+
+        by_api: dict[tuple[str, str], list[ArticleRef]] = {}
+        for ref in dict.fromkeys(refs):
+            if ref not in self._articles:
+                by_api.setdefault((ref.api, ref.language), []).append(ref)
+        for (api, language), todo in by_api.items():
+            at = utc_now()
+            try:
+                check_url(api, allow_private=self.allow_private)
+            except ScrapeError as e:
+                status = REFUSED if e.verb == REFUSED_VERB else UNREACHABLE
+                read = Read(status=status, reason=f"the Wikipedia API was not asked: {e.reason}" if status == REFUSED
+                            else f"the Wikipedia API could not be reached ({e.reason})", at=at)
+                self._articles.update((ref, read) for ref in todo)
+                continue
+            with WikipediaSearch(language, base_url=api, timeout=self.timeout) as wiki:
+                for intro in (True, False):
+                    kind = [ref for ref in todo if ref.intro == intro]
+                    if not kind:
+                        continue
+                    try:
+                        found = wiki.articles([ref.pageid for ref in kind], intro=intro)
+                    except SearchError as e:
+                        self._articles.update((ref, Read(status=UNREACHABLE, reason=f"the article could not be read "
+                                                         f"({e})", at=at)) for ref in kind)
+                        continue
+                    for ref in kind:
+                        article = found.get(ref.pageid)
+                        self._articles[ref] = (
+                            Read(text=article.text, sha256=article.sha256, at=article.retrieved_at) if article else
+                            Read(status=GONE, reason=f"the article (page id {ref.pageid}) is no longer on {api}",
+                                 at=at))
+
+    def article(self, ref: "ArticleRef") -> Read:
+        self.read_articles([ref])
+        return self._articles[ref]
+
     def document(self, index_path: str, doc_id: str) -> Read:
         index = self._index(index_path)
         if isinstance(index, Read):
@@ -178,16 +228,16 @@ class Sources:
         text, digest = found
         return Read(text=text, sha256=digest, at=at)
 
-    def _index(self, path: str) -> "Index | Read":
+    def _index(self, path: str) -> "Index | ShardedIndex | Read":
         if path not in self._indexes:
             from ..errors import IndexError_, UserError
-            from ..retrieval.index import Index
+            from ..retrieval.sharded import open_index
 
             if not Path(path).exists():
                 self._indexes[path] = Read(status=GONE, reason=f"the index {path} is gone", at=utc_now())
             else:
                 try:
-                    self._indexes[path] = Index.load(path)
+                    self._indexes[path] = open_index(path)
                 except (IndexError_, UserError, OSError) as e:
                     self._indexes[path] = Read(status=UNREACHABLE, reason=f"the index cannot be read: {e}",
                                                at=utc_now())
@@ -214,6 +264,13 @@ def _fetch(scraper: Any, url: str) -> Read:
 def _index_of(e: Mapping[str, Any]) -> str | None:
     how = e.get("found_by")
     return how.get("index") if isinstance(how, Mapping) and isinstance(how.get("index"), str) else None
+
+
+def _article_of(e: Mapping[str, Any]) -> "ArticleRef | None":
+    """The Wikipedia article a record quotes (its found_by names the API and the page), else None."""
+    from ..web.wikipedia import ArticleRef
+
+    return ArticleRef.of(e.get("found_by"))
 
 
 def _is_memory(e: Mapping[str, Any]) -> bool:
@@ -243,8 +300,9 @@ def check_item(e: Mapping[str, Any], sources: Sources) -> tuple[str, str, str | 
     why = _not_recheckable(e)
     if why:
         return NOT_RECHECKABLE, why, None, "", ""
-    index = _index_of(e)
-    read = sources.document(index, str(e.get("doc_id"))) if index else sources.page(str(e["url"]))
+    index, article = _index_of(e), _article_of(e)
+    read = (sources.article(article) if article else sources.document(index, str(e.get("doc_id"))) if index
+            else sources.page(str(e["url"])))
     if read.status:
         return read.status, read.reason, None, "", read.at
     quote, start, end = str(e.get("text") or ""), e.get("quote_start"), e.get("quote_end")
@@ -397,8 +455,10 @@ def recheck(run: StoredRun, config: "Config", *, listeners: "list[Listener] | No
     tracer.emit("claim", text=run.claim, pipeline="recheck", model=run.model)
     sources = sources or Sources(allow_private=config.defame.allow_private_addresses, timeout=config.defame.timeout)
     found = evidence_of(run)
-    sources.fetch_all(str(f.evidence["url"]) for f in found
-                      if not _not_recheckable(f.evidence) and not _index_of(f.evidence))
+    readable = [f.evidence for f in found if not _not_recheckable(f.evidence)]
+    articles = {id(e): _article_of(e) for e in readable}
+    sources.read_articles(a for a in articles.values() if a is not None)
+    sources.fetch_all(str(e["url"]) for e in readable if not _index_of(e) and articles[id(e)] is None)
     items = []
     for n, f in enumerate(found, start=1):
         status, reason, now, diff, at = check_item(f.evidence, sources)

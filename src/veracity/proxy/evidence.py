@@ -1,5 +1,6 @@
-"""What the proxy checks answers against: the configured index (`--index`), a web search backend (`--search serper`
-or `--search searxng --searxng-url URL`), or nothing, in which case every answer says it was not checked.
+"""What the proxy checks answers against: the configured index (`--index`; by default the Wikipedia knowledge base
+when it is installed), a web search backend (`--search serper`, `--search searxng --searxng-url URL` or `--search
+wikipedia`), or nothing, in which case every answer says it was not checked.
 
 A search backend is read as a `Retriever` (`SearchRetriever`): each hit becomes a passage of its own text or
 snippet, as DEFAME's web search tool turns hits into evidence (without fetching the pages).
@@ -18,8 +19,16 @@ if TYPE_CHECKING:
     from ..retrieval.base import Retriever
     from ..types import Evidence
 
-NO_EVIDENCE = ("no evidence source is configured (start the proxy with --index DIR, or --search serper|searxng): "
-               "the answer was not checked")
+NO_EVIDENCE = ("no evidence source is configured (start the proxy with --index DIR, --search serper|searxng|wikipedia, "
+               "or with the Wikipedia knowledge base installed: pip install 'veracity[wiki]'): the answer was not "
+               "checked")
+
+
+def describe_index(index: str) -> str:
+    """How an answer's evidence source is named: "index DIR", or the knowledge base by its name."""
+    from ..retrieval.knowledge_base import TITLE, is_spec
+
+    return f"{TITLE} ({index})" if is_spec(index) else f"index {index}"
 
 
 class SearchRetriever:
@@ -42,8 +51,10 @@ def evidence_source(config: "Config") -> EvidenceSource:
     """The index when one is configured, else the configured web search, else none (UserError for an empty index
     or a search backend missing its key or URL)."""
     if config.index:
-        return EvidenceSource(index_retriever(config), f"index {config.index}")
+        return EvidenceSource(index_retriever(config), describe_index(config.index))
     name = config.defame.search
+    if name == "wikipedia":  # its articles' passages, quoted at their offsets (web/wikipedia.py)
+        return EvidenceSource(index_retriever(config), f"search wikipedia ({config.defame.wikipedia_language})")
     if name in ("serper", "searxng"):
         from ..web.search import make_provider
 

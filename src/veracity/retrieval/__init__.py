@@ -4,6 +4,7 @@
     index = Index.build("corpus/", "my-index", dense=True)
     for evidence in Index.load("my-index").search("who painted the Mona Lisa?", k=5):
         print(evidence.score, evidence.source, evidence.text)
+    open_index("my-index")   # any index folder, plain or sharded (a Wikipedia dump's: sharded.build_sharded)
 """
 
 from veracity.retrieval.base import Hit, Ranker, Retriever
@@ -12,6 +13,7 @@ from veracity.retrieval.dense import DEFAULT_MODEL, DenseRanker, Encoder
 from veracity.retrieval.documents import Document, Passage, chunk_document, load_documents
 from veracity.retrieval.hybrid import HybridRanker, reciprocal_rank_fusion
 from veracity.retrieval.index import MODES, Index, ModeRetriever
+from veracity.retrieval.sharded import ShardedIndex, build_sharded, open_index
 
 __all__ = [
     "BM25Ranker",
@@ -27,7 +29,10 @@ __all__ = [
     "Passage",
     "Ranker",
     "Retriever",
+    "ShardedIndex",
+    "build_sharded",
     "chunk_document",
     "load_documents",
+    "open_index",
     "reciprocal_rank_fusion",
 ]

@@ -14,8 +14,12 @@ import time
 from typing import Any
 
 from veracity.cli_options import non_negative_int, positive_int
+from veracity.errors import UserError
+from veracity.reading import human_size
 from veracity.retrieval.documents import Passage
 from veracity.retrieval.index import MODES, Index
+from veracity.retrieval.sharded import DEFAULT_MAX_MEMORY, build_sharded, open_index, parse_size
+from veracity.retrieval.wikidump import is_dump
 
 SNIPPET_CHARS = 200
 
@@ -26,9 +30,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                    description="Build, search and inspect retrieval indexes.")
     commands = parser.add_subparsers(dest="index_command", metavar="{build,search,info}", required=True)
 
-    build = commands.add_parser("build", help="index a corpus (JSONL, JSON, a file, or a folder of "
-                                "txt/md/html/pdf files)")
-    build.add_argument("path", help="the corpus: a .jsonl/.json file, a text/HTML/PDF file, or a folder")
+    build = commands.add_parser("build", help="index a corpus (a Wikipedia dump, JSONL, JSON, a file, or a folder "
+                                "of txt/md/html/pdf files)",
+                                description="Index a corpus. A Wikipedia dump (*-pages-articles*.xml.bz2 or .xml) is "
+                                "streamed and built in shards with bounded memory (any corpus is, with --max-memory "
+                                "or --shard-passages); a sharded build that is killed resumes after its last "
+                                "complete shard when the same command is run again.")
+    build.add_argument("path", help="the corpus: a Wikipedia pages-articles dump (.xml.bz2, .xml), a .jsonl/.json "
+                       "file, a text/HTML/PDF file, or a folder")
     build.add_argument("--out", required=True, metavar="DIR", help="folder to write the index to")
     build.add_argument("--dense", action="store_true",
                        help="also compute MiniLM embeddings (enables dense and hybrid search; slow on CPU)")
@@ -38,6 +47,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="maximum words per passage (default: 120)")
     build.add_argument("--overlap", type=non_negative_int, default=20, metavar="N",
                        help="words shared by consecutive passages (default: 20)")
+    build.add_argument("--max-memory", type=_memory_size, metavar="SIZE",
+                       help="build in shards so that the build's memory stays under SIZE, e.g. 2GB (default for a "
+                            f"Wikipedia dump: {DEFAULT_MAX_MEMORY // 10**9}GB; other corpora are built whole "
+                            "without it)")
+    build.add_argument("--shard-passages", type=positive_int, metavar="N",
+                       help="build in shards of N passages each (instead of sizing them from --max-memory)")
+    build.add_argument("--language", metavar="LANG",
+                       help="a Wikipedia dump's language for its article URLs, e.g. en (default: from the dump's "
+                            "dbname or file name, enwiki-...)")
     build.set_defaults(func=_build)
 
     search = commands.add_parser("search", help="search an index")
@@ -58,6 +76,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _build(args: argparse.Namespace) -> int:
     start = time.perf_counter()
+    if is_dump(args.path) or args.max_memory or args.shard_passages:
+        sharded = build_sharded(args.path, args.out, max_memory=args.max_memory, shard_passages=args.shard_passages,
+                                dense=args.dense, max_words=args.max_words, overlap_words=args.overlap,
+                                model=args.model, language=args.language, progress=sys.stderr.isatty())
+        kind = "BM25 + dense" if sharded.has_dense else "BM25"
+        print(f"Indexed {sharded.manifest['documents']} documents as {len(sharded)} passages in "
+              f"{len(sharded.manifest['shards'])} shards ({kind}) in {time.perf_counter() - start:.1f} s "
+              f"-> {sharded.path}")
+        return 0
+    if args.language:
+        raise UserError("--language is for Wikipedia dumps (.xml, .xml.bz2)")
     index = Index.build(args.path, args.out, dense=args.dense, max_words=args.max_words,
                         overlap_words=args.overlap, model=args.model, progress=sys.stderr.isatty())
     info = index.info()
@@ -68,7 +97,7 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _search(args: argparse.Namespace) -> int:
-    index = Index.load(args.dir, model=args.model)
+    index = open_index(args.dir, model=args.model)
     hits = index.search_passages(args.query, k=args.k, mode=args.mode)
     if args.json:
         print(json.dumps([_hit_dict(rank, p, s) for rank, (p, s) in enumerate(hits, start=1)],
@@ -83,14 +112,28 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    info = Index.load(args.dir).info()
+    info = open_index(args.dir).info()
     if args.json:
         print(json.dumps(info, ensure_ascii=False, indent=2))
-    else:
-        width = max(map(len, info))
-        for key, value in info.items():
-            print(f"{key:<{width}}  {value if value is not None else '-'}")
+        return 0
+    shards = info.pop("shard_list", None)
+    width = max(map(len, info))
+    for key, value in info.items():
+        print(f"{key:<{width}}  {value if value is not None else '-'}")
+    if shards:
+        print(f"\n{'shard':<8} {'documents':>10} {'passages':>10} {'size':>10}")
+        for shard in shards:
+            print(f"{shard['name']:<8} {shard['documents']:>10} {shard['passages']:>10} "
+                  f"{human_size(shard['size_bytes'] or 0):>10}")
     return 0
+
+
+def _memory_size(value: str) -> int:
+    """argparse type: a memory size (2GB, 512MB)."""
+    try:
+        return parse_size(value)
+    except UserError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _hit_dict(rank: int, passage: Passage, score: float) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from veracity.retrieval.bm25 import STEMMER_LANGUAGE, STOPWORDS, TOKEN_PATTERN, 
 from veracity.retrieval.dense import DenseRanker, Encoder, resolve_model_path
 from veracity.retrieval.documents import Document, Passage, chunk_document, load_documents
 from veracity.retrieval.hybrid import HybridRanker
+from veracity.retrieval.subjects import mention_at, names_subject, taken_words
 from veracity.storage import FolderFormat
 from veracity.types import Evidence
 
@@ -63,13 +64,27 @@ class Index:
     @classmethod
     def from_documents(cls, documents: Iterable[Document], dense: bool = False, *, max_words: int = 120,
                        overlap_words: int = 20, model: str | Path | None = None, progress: bool = False,
-                       source: str = "the given documents") -> Index:
-        """Chunk and index `documents` in memory. Quiet unless `progress` is set."""
+                       source: str = "the given documents", knowledge_base: str | None = None) -> Index:
+        """Chunk and index `documents` in memory. Quiet unless `progress` is set. `knowledge_base`: the spec of the
+        knowledge base these documents are (retrieval/knowledge_base.py), kept in the manifest and in every
+        evidence record's `found_by`."""
         start = time.perf_counter()
-        encoder = Encoder(model) if dense else None
-        if encoder:
-            resolve_model_path(encoder.name)  # a bad model folder fails now, not after the BM25 build
+        if dense:
+            resolve_model_path(Encoder(model).name)  # a bad model folder fails now, not after the BM25 build
         n_documents, passages = _chunk_all(documents, max_words, overlap_words, source)
+        return cls.from_passages(passages, n_documents, dense, max_words=max_words, overlap_words=overlap_words,
+                                 model=model, progress=progress, source=source, knowledge_base=knowledge_base,
+                                 started=start)
+
+    @classmethod
+    def from_passages(cls, passages: list[Passage], n_documents: int, dense: bool = False, *, max_words: int = 120,
+                      overlap_words: int = 20, model: str | Path | None = None, progress: bool = False,
+                      source: str = "the given documents", knowledge_base: str | None = None,
+                      started: float | None = None) -> Index:
+        """Index passages already chunked (`chunk_document`'s, of `n_documents` documents, with these settings) in
+        memory: what `from_documents` does after chunking, and what a sharded build does with each shard."""
+        start = time.perf_counter() if started is None else started
+        encoder = Encoder(model) if dense else None
         texts = [p.search_text for p in passages]
         bm25 = BM25Ranker.build(texts, progress=progress)
         dense_ranker = DenseRanker.build(texts, encoder, progress=progress) if encoder else None
@@ -93,6 +108,8 @@ class Index:
             },
             "build_seconds": round(time.perf_counter() - start, 3),
         }
+        if knowledge_base:
+            manifest["knowledge_base"] = knowledge_base
         return cls(passages, bm25, dense_ranker, manifest)
 
     @classmethod
@@ -111,8 +128,9 @@ class Index:
         index.save(out_dir)
         return index
 
-    def save(self, out_dir: str | Path) -> None:
-        """Write the index to `out_dir`, replacing an index already there."""
+    def save(self, out_dir: str | Path, *, extra: Callable[[Path], None] | None = None) -> None:
+        """Write the index to `out_dir`, replacing an index already there; `extra(folder)` writes more files into
+        the folder before it takes the place of `out_dir` (a sharded build's lookup files)."""
         out_dir = Path(out_dir).resolve()
 
         def fill(tmp: Path) -> None:
@@ -122,6 +140,8 @@ class Index:
             self._bm25.save(tmp / BM25_DIR)
             if self._dense is not None:
                 self._dense.save(tmp / DENSE_FILE)
+            if extra is not None:
+                extra(tmp)
 
         STORED.write(out_dir, fill, self.manifest)
         self.path = out_dir
@@ -176,7 +196,8 @@ class Index:
 
     def search(self, query: str, k: int = 5, mode: str | None = None) -> list[Evidence]:
         """The `k` best passages for `query` as evidence, best first (fewer if fewer match)."""
-        found_by = {"retriever": mode or self.default_mode, "index": str(self.path.resolve()) if self.path else None}
+        found_by = {"retriever": mode or self.default_mode, "index": str(self.path.resolve()) if self.path else None,
+                    "knowledge_base": self.manifest.get("knowledge_base")}
         return [_evidence(passage, score, self.manifest.get("created"), {**found_by, "query": query, "rank": rank})
                 for rank, (passage, score) in enumerate(self.search_passages(query, k, mode), start=1)]
 
@@ -189,9 +210,10 @@ class Index:
         return [(self._rows[row], score) for row, score in self._ranker(mode).rank(query, k)]
 
     def retriever(self, mode: str | None = None) -> ModeRetriever:
-        """A `Retriever` that always searches this index in `mode` (checked now)."""
+        """A `Retriever` that always searches this index in `mode` (checked now); over a knowledge base, one that
+        keeps the passages of the articles a query names (knowledge_base.SubjectRetriever)."""
         self._ranker(mode)
-        return ModeRetriever(self, mode)
+        return SubjectRetriever(self, mode) if self.manifest.get("knowledge_base") else ModeRetriever(self, mode)
 
     def given_evidence(self) -> "GivenEvidenceRetriever":
         """A `Retriever` for an index of the evidence given with one claim: every passage can be found, the ones
@@ -220,14 +242,7 @@ class Index:
             for p in self._rows:
                 self._by_document.setdefault(p.doc_id, []).append(p)
         rows = self._by_document.get(doc_id)
-        if not rows:
-            return None
-        if any(p.start is None or p.end is None for p in rows):
-            return "\n\n".join(p.text for p in rows), None
-        chars = [" "] * max(p.end for p in rows)  # type: ignore[type-var]
-        for p in rows:
-            chars[p.start:p.end] = p.text  # type: ignore[misc]
-        return "".join(chars), rows[0].doc_sha256
+        return document_text(rows) if rows else None
 
     # ------------------------------------------------------------------ describing
 
@@ -246,11 +261,40 @@ class Index:
 class ModeRetriever:
     """An index bound to one search mode (None: the index's default)."""
 
-    index: Index
+    index: Any  # an Index, or a ShardedIndex (sharded.py), which searches as one
     mode: str | None = None
 
     def search(self, query: str, k: int = 5) -> list[Evidence]:
         return self.index.search(query, k, self.mode)
+
+
+#: how many passages a knowledge base ranks for each one it returns: a query's subject may rank below passages of
+#: other articles that share more of its words
+CANDIDATES_PER_RESULT = 8
+#: the articles a knowledge base search returns passages of: the one the query names first, its subject (QACheck
+#: asks a question per hop, so each hop's article is searched by a query of its own). The shipped verifier's macro-F1
+#: on 23 FEVEROUS-S dev claims the knowledge base covers and 60 written ones (benchmarks/kb_open_domain.py): 68.6 and
+#: 88.3 with one article, as with the gold evidence (68.6, 88.3); 78.1 and 79.9 with two; 68.6 and 78.0 with every
+#: article named: unrelated leads read together read as support ("Mozart was born in London" beside London's lead)
+MAX_ARTICLES = 1
+
+
+@dataclass(frozen=True)
+class SubjectRetriever(ModeRetriever):
+    """A knowledge base (retrieval/knowledge_base.py) searched for the articles a query names: of the passages
+    ranked, those of the MAX_ARTICLES articles the query names first (`subjects.names_subject`), the first named
+    first and each article's by rank. A lead section about something else is no source for a claim, and the verifier
+    reads such passages as deciding it all the same more often than not, so a query that names no article finds
+    nothing, and the check says it found no source."""
+
+    def search(self, query: str, k: int = 5) -> list[Evidence]:
+        ranked = self.index.search(query, k * CANDIDATES_PER_RESULT, self.mode)
+        taken = taken_words(query, [e.source for e in ranked])
+        named = [e for e in ranked if names_subject(query, e.source, taken)]
+        first = sorted(dict.fromkeys(e.source for e in named), key=lambda title: mention_at(query, title))
+        order = {title: n for n, title in enumerate(first[:MAX_ARTICLES])}
+        kept = sorted((e for e in named if e.source in order), key=lambda e: order[e.source])[:k]
+        return [replace(e, found_by={**e.found_by, "rank": rank}) for rank, e in enumerate(kept, start=1)]
 
 
 @dataclass(frozen=True)
@@ -291,6 +335,16 @@ def given_evidence(passages: Sequence[tuple[str, str]]) -> GivenEvidenceRetrieve
     document `evidence-N` of an index of its own (a long text chunked as an index chunks it)."""
     docs = [Document(id=f"evidence-{n}", title=title, text=text) for n, (title, text) in enumerate(passages, 1)]
     return Index.from_documents(docs, source="the evidence given").given_evidence()
+
+
+def document_text(rows: Sequence[Passage]) -> tuple[str, str | None]:
+    """A document as its passages (all of them, in order) hold it, and the SHA-256 of its text (`Index.document`)."""
+    if any(p.start is None or p.end is None for p in rows):
+        return "\n\n".join(p.text for p in rows), None
+    chars = [" "] * max(p.end for p in rows)  # type: ignore[type-var]
+    for p in rows:
+        chars[p.start:p.end] = p.text  # type: ignore[misc]
+    return "".join(chars), rows[0].doc_sha256
 
 
 def _evidence(passage: Passage, score: float, indexed: str | None, found_by: dict[str, Any]) -> Evidence:

@@ -176,7 +176,7 @@ def create_state(config: "Config", settings: ServerSettings | None = None, *, en
                       lazy_models=lazy_models)
     uploads = ImageUploads(settings.images_path, store, max_bytes=settings.max_image_bytes,
                            max_images=settings.max_images)
-    if retriever is None and config.index:
+    if retriever is None:  # the index (by default the Wikipedia knowledge base), or the wikipedia search, or none
         retriever = open_retriever(config)
     manager = RunManager(store, catalog, max_concurrent=settings.max_concurrent, max_queue=settings.max_queue,
                          retriever=retriever)

@@ -11,6 +11,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..check import has_source
 from ..config import QA_MODES
 from ..errors import UserError
 from ..leaf.rater import Rater
@@ -104,7 +105,7 @@ class Catalog:
     def _describe_pipelines(self) -> dict[str, PipelineInfo]:
         """From what each pipeline declares at registration (`pipeline.PipelineSpec`): nothing is built here."""
         out = {}
-        has_index = bool(self.config.index)
+        has_index = has_source(self.config)
         for name, spec in sorted(pipeline_specs().items(), key=lambda kv: _order(kv[0], kv[1].description)):
             available = has_index or not spec.always_needs_index(self.config)
             out[name] = PipelineInfo(
@@ -121,7 +122,7 @@ class Catalog:
 
     def qa_modules(self) -> list[dict[str, Any]]:
         return [{"name": m, "description": QA_DESCRIPTIONS.get(m, ""),
-                 "available": m != "retriever-reader" or bool(self.config.index),
+                 "available": m != "retriever-reader" or has_source(self.config),
                  "default": m == self.config.qacheck.qa} for m in QA_MODES]
 
     @property

@@ -47,7 +47,7 @@ MEMORY_ONLY = ("No evidence source was given, so each claim is checked against t
 
 
 def cmd_check_text(args: argparse.Namespace) -> int:
-    from ..check import open_retriever
+    from ..check import has_source, open_retriever
     from ..claims.sources import read_source
     from ..llm import make_model
     from ..pipeline import qa_for
@@ -68,7 +68,7 @@ def cmd_check_text(args: argparse.Namespace) -> int:
     for doc in given:
         if not doc.text.strip():
             raise UserError(f"{doc.origin} has no text to check the claims against")
-    has_documents = bool(config.index or given)
+    has_documents = bool(given) or has_source(config)
     memory_only = args.pipeline is None and not has_documents
     if args.pipeline is None:  # with documents the evidence-only verifier; without them, the model's memory
         args.pipeline = "verifier" if has_documents else "qacheck"

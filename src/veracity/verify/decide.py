@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
+from ..steps import evidence_license
 from . import evidence_text, get_verifier, uncertain_threshold
 from .result import TwoLabelRule, Verification
 
@@ -112,6 +113,8 @@ def explain(v: Verification, label: str, passages: Sequence["Evidence"], verifie
         ev = passages[v.passage]
         quote = ev.text if len(ev.text) <= 220 else ev.text[:217] + "..."
         where = f"passage [{v.passage + 1}]" + (f" ({ev.source})" if ev.source else "") + f': "{quote}"'
+        attribution = [x for x in (ev.url, evidence_license({"found_by": ev.found_by})) if x]
+        where += f" ({', '.join(attribution)})" if attribution else ""  # a Wikipedia article: its URL and license
     if v.conflict:
         from .conflict import describe
 
@@ -172,9 +175,11 @@ def check_evidence(settings: "VerifierConfig", tracer: "Tracer", claim: str, pas
     _, _, nei, conflict = _names(tuple(dict.fromkeys(labels)))
     rationale = explain(v, label, passages, verifier.name,
                         two_label=confidence if nei is None and label != conflict else None)
+    decision = EvidenceDecision(label, confidence, v, rationale, tuple(dict.fromkeys(labels)), verifier.binary_rule,
+                                uncertain_threshold(settings), verifier.rest_rule)
     extra = {"conflict": v.conflict} if v.conflict else {}  # a sentence of the deciding passage read otherwise
     tracer.emit("evidence_verifier", verifier=verifier.name, label=label, confidence=confidence,
                 probabilities={k: round(x, 4) for k, x in v.probabilities.items()}, passage=v.passage,
-                rationale=rationale, **extra)
-    return EvidenceDecision(label, confidence, v, rationale, tuple(dict.fromkeys(labels)), verifier.binary_rule,
-                            uncertain_threshold(settings), verifier.rest_rule)
+                rationale=rationale, decisive=decision.decisive,
+                sources=list(dict.fromkeys(e.source for e in passages if e.source)), **extra)
+    return decision

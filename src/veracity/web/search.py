@@ -1,8 +1,9 @@
-"""Search providers: Serper (Google), a SearXNG instance, and a local veracity index.
+"""Search providers: Serper (Google), a SearXNG instance, a local veracity index, and Wikipedia.
 
     make_provider("serper")                         # key from SERPER_API_KEY
     make_provider("searxng", url="http://localhost:8080")
     make_provider("local", retriever=Index.load("my-index"))
+    make_provider("wikipedia", language="de")       # MediaWiki's API, no key (web/wikipedia.py)
 
 Every provider returns raw `SearchHit`s; the tools drop excluded domains and late pages
 (`veracity.web.filters`). HTTP providers never hang (every request has a timeout), retry once
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 SERPER_URL = "https://google.serper.dev"
 SERPER_KEY_ENV = "SERPER_API_KEY"
-PROVIDERS = ("serper", "searxng", "local")
+PROVIDERS = ("serper", "searxng", "local", "wikipedia")
 RETRY_PAUSE_S = 0.5
 _QUOTA = re.compile(r"quota|credits?\b|rate.?limit", re.I)
 
@@ -287,8 +288,9 @@ class LocalSearch:
 
 
 def make_provider(name: str, *, api_key: str | None = None, url: str | None = None,
-                  retriever: "Retriever | None" = None, timeout: float = 20.0):
-    """The provider called `name` ("serper", "searxng" or "local"); UserError when its setting is missing."""
+                  retriever: "Retriever | None" = None, timeout: float = 20.0, language: str = "en"):
+    """The provider called `name` ("serper", "searxng", "local" or "wikipedia"); UserError when its setting is
+    missing. For wikipedia, `language` is the edition and `url` overrides its API endpoint (`web.wikipedia`)."""
     name = (name or "").strip().lower()
     if name == "serper":
         key = api_key or os.environ.get(SERPER_KEY_ENV, "").strip()
@@ -304,4 +306,8 @@ def make_provider(name: str, *, api_key: str | None = None, url: str | None = No
         if retriever is None:
             raise UserError("--search local needs --index DIR")
         return LocalSearch(retriever)
+    if name == "wikipedia":
+        from .wikipedia import WikipediaSearch
+
+        return WikipediaSearch(language, base_url=url, timeout=timeout)
     raise UserError(f"unknown search provider {name!r}: choose one of {', '.join(PROVIDERS)}")

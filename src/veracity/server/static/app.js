@@ -436,7 +436,8 @@
     return el("blockquote", { class: `ev${e.memory ? " memory" : ""}` }, el("p", null, e.text || ""),
       el("footer", { class: "src" },
          safeUrl ? el("a", { href: e.url, rel: "noopener noreferrer nofollow" }, src) : src,
-         e.when ? " " : null, e.when ? el("span", { class: "when" }, `(${e.when})`) : null));
+         e.when ? " " : null, e.when ? el("span", { class: "when" }, `(${e.when})`) : null,
+         e.license ? " " : null, e.license ? el("span", { class: "license" }, e.license) : null));
   }
 
   // a failed check in plain words, its technical line behind a toggle (as templates/run.html's failure)
