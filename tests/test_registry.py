@@ -49,7 +49,7 @@ def test_the_server_catalog_builds_no_pipeline(tmp_path):
 
     register("test-never-built", "declared only", kind=Broken, index="always")(factory)
     try:
-        cat = Catalog(load_config(overrides={"model": write_rules(tmp_path / "r.json")}, env={}))
+        cat = Catalog(load_config(overrides={"model": write_rules(tmp_path / "r.json"), "kb": False}, env={}))
         info = cat.pipelines["test-never-built"]
         assert info.accepts_images and info.needs_index and not info.available
         assert "needs an index" in info.unavailable_reason

@@ -27,7 +27,8 @@ from .llm.http_caps import DECISION_MODES, ENDPOINT_MODES
 
 INDEX_HELP = ("index directory to retrieve from (see `veracity index build`), or kb:wikipedia[-fr|-es]; default: "
               "the Wikipedia knowledge base when installed (pip install 'veracity[wiki]')")
-NO_KB_HELP = "do not read the Wikipedia knowledge base when no --index, evidence or search is given (config: kb = false)"
+NO_KB_HELP = ("do not read the Wikipedia knowledge base when no --index, evidence or search is given "
+              "(config: kb = false)")
 
 
 def model_options() -> argparse.ArgumentParser:
