@@ -127,7 +127,7 @@ def retrieval_times(queries: list[str]) -> tuple[float, float, float]:
     from veracity.retrieval import knowledge_base as kb
 
     t0 = time.perf_counter()
-    retriever = kb.open_knowledge_base("kb:wikipedia")
+    retriever = kb.load_knowledge_base("kb:wikipedia").retriever()
     opened = time.perf_counter() - t0
     times = []
     for q in queries:

@@ -378,8 +378,11 @@ def evidence_view(evidence: Iterable[Any]) -> list[Any]:
     for e in evidence:
         if isinstance(e, Mapping):
             memory = bool(e.get("memory")) or e.get("source") == RECITED
-            license_ = {} if memory or not evidence_license(e) else {"license": evidence_license(e)}
-            e = {**e, "memory": True} if memory else {**e, "when": evidence_when(e), **license_}
+            if memory:
+                e = {**e, "memory": True}
+            else:
+                license_ = evidence_license(e)
+                e = {**e, "when": evidence_when(e), **({"license": license_} if license_ else {})}
         out.append(e)
     return out
 

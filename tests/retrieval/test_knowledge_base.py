@@ -51,7 +51,7 @@ def test_built_once_then_read_and_an_older_version_is_replaced(knowledge_base, k
 
 
 def test_search_quotes_an_exact_slice_of_the_article_with_its_url(knowledge_base):
-    retriever = kb.open_knowledge_base("kb:wikipedia")
+    retriever = kb.load_knowledge_base("kb:wikipedia").retriever()
     hits = retriever.search("Where is the Eiffel Tower?", k=3)
     assert hits[0].source == "Eiffel Tower"
     top = hits[0]
@@ -76,7 +76,7 @@ def test_unknown_knowledge_base_is_a_one_line_error(knowledge_base):
     from veracity.errors import UserError
 
     with pytest.raises(UserError, match="unknown knowledge base 'kb:wikipedia-de': there are kb:wikipedia-en"):
-        kb.open_knowledge_base("kb:wikipedia-de")
+        kb.load_knowledge_base("kb:wikipedia-de")
 
 
 def test_check_rests_on_a_quoted_wikipedia_passage_by_default(kb_env):

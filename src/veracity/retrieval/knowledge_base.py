@@ -6,7 +6,7 @@ too) as JSON. Only its data files are read here; its code (GPL-3.0-or-later) is 
 Wikipedia's, under CC BY-SA 4.0: every passage keeps its article's title and URL, which front ends show beside it.
 
     spec = default_spec(config)                # "kb:wikipedia-en", or None when off or not installed
-    retriever = open_knowledge_base(spec)      # a ModeRetriever over the index built from it (once, cached)
+    index = load_knowledge_base(spec)         # the index built from it (once, cached); index.retriever()
 
 The index is built on first use into the cache folder (`$VERACITY_KB_DIR`, else beside the response cache:
 `$XDG_CACHE_HOME/veracity/kb/`), one folder per language and package version, so that a new version of the package
@@ -160,17 +160,16 @@ def index_folder(kb: KnowledgeBase, *, progress: bool = False) -> Path:
     return folder
 
 
-def open_knowledge_base(spec: str, mode: str | None = None, *, progress: bool = False):
-    """The retriever of a kb: spec over the knowledge base's index (built on first use), or a UserError saying how
-    to install it."""
+def load_knowledge_base(spec: str, *, progress: bool = False):
+    """The index of a kb: spec (built on first use), or a UserError saying how to install it. Its `retriever()` keeps
+    the passages of the articles a query names (index.SubjectRetriever), as every check reads it."""
     from veracity.retrieval.index import Index
 
     language = spec_language(spec)
     kb = installed(language)
     if kb is None:
         raise UserError(f"{spec} is not installed: {missing_hint()}")
-    index = Index.load(index_folder(kb, progress=progress))
-    return index.retriever(mode)
+    return Index.load(index_folder(kb, progress=progress))
 
 
 def default_spec(language: str = "en") -> str | None:

@@ -329,10 +329,10 @@ def open_index(path: str | Path, *, model: str | Path | None = None) -> Index | 
     """The index at `path`, plain or sharded, or the knowledge base a `kb:` name names (built on first use:
     knowledge_base.py); `model` overrides the embedding model recorded at build time. Raises IndexError_ (one line)
     when there is none, or it is damaged, or its build is not finished."""
-    from veracity.retrieval.knowledge_base import is_spec, open_knowledge_base
+    from veracity.retrieval.knowledge_base import is_spec, load_knowledge_base
 
     if is_spec(path):
-        return open_knowledge_base(str(path)).index
+        return load_knowledge_base(str(path))
     path = Path(path)
     if (path / MANIFEST).is_file() and STORED.is_ours(path):
         return ShardedIndex.load(path, model=model)
