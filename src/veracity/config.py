@@ -250,6 +250,9 @@ class Config:
     #: read the Wikipedia knowledge base (pip install 'veracity[wiki]') when no index, evidence or search is given
     kb: bool = True
     kb_language: str = "en"  # en | fr | es: the language edition of the knowledge base
+    #: where `veracity serve`, `mcp`, `proxy` and `recheck` keep runs: an SQLite file (unset: the default file),
+    #: postgresql://... (several workers share it) or embedded:DIR (veracity/db)
+    database_url: str | None = None
     qacheck: QACheckConfig = field(default_factory=QACheckConfig)
     leaf: LeafConfig = field(default_factory=LeafConfig)
     defame: DefameConfig = field(default_factory=DefameConfig)
@@ -357,7 +360,8 @@ def _apply(obj: Any, values: dict[str, Any], prefix: str = "") -> None:
 
 
 ENV_KEYS = ("model", "base_url", "api_key", "cache_path", "index", "n_threads", "max_claim_chars",
-            "timeout", "max_retries", "prompts_dir", "llama_extra_buffers", "concurrency", "kb", "kb_language")
+            "timeout", "max_retries", "prompts_dir", "llama_extra_buffers", "concurrency", "kb", "kb_language",
+            "database_url")
 
 
 def config_file(path: str | os.PathLike | None = None, env: dict[str, str] | None = None) -> str | os.PathLike | None:

@@ -47,21 +47,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def cmd_recheck(args: argparse.Namespace) -> int:
     from ..cli_options import config_from
-    from ..server.settings import default_db_path
+    from ..server.settings import database_of
     from .recheck import recheck
     from .runs import run_from_report, run_from_store, store_recheck
 
     config = config_from(argparse.Namespace(config=args.config, allow_private_addresses=args.allow_private_addresses))
     if args.timeout:
         config.defame = replace(config.defame, timeout=args.timeout)
-    db = args.db or default_db_path()
+    db = database_of(args.db, config)
     store = None
     if _is_file(args.target) or args.target.lower().endswith(".json"):
         run = run_from_report(args.target)
     else:
         store = _open_store(db)
         run = run_from_store(store, args.target)
-    if store is None and args.db and not args.no_store:
+    if store is None and (args.db or config.database_url) and not args.no_store:
         store = _open_store(db)  # a report file's recheck goes into the store only when one is named
     result = recheck(run, config)
     stored = store_recheck(store, result) if store is not None and not args.no_store else None

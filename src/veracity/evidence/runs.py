@@ -23,17 +23,21 @@ MAX_REPORT_BYTES = 200_000_000
 
 
 def open_run_store(db: str | Path) -> "RunStore":
-    """The run store at `db` (the SQLite file of `veracity serve`), or a one-line UserError: no such file, a path no
-    file can have, or a file that is not a run store (not an SQLite database, or a damaged one)."""
+    """The run store `db` names (the SQLite file of `veracity serve`, or a database URL), or a one-line UserError:
+    no such file, a path no file can have, a file that is not a run store (not an SQLite database, or a damaged
+    one), or a database that cannot be reached."""
+    from ..server.settings import is_server_url
     from ..server.store import RunStore
 
+    if is_server_url(str(db)):
+        return RunStore(str(db))
     try:
         found = Path(db).expanduser().is_file()
     except (OSError, ValueError):
         found = False
     if not found:
-        raise UserError(f"no run store at {str(db)[:200]}: give --db FILE (the SQLite file of `veracity serve`), or "
-                        "a report JSON file")
+        raise UserError(f"no run store at {str(db)[:200]}: give --db FILE (the SQLite file of `veracity serve`), a "
+                        "database URL, or a report JSON file")
     try:
         return RunStore(db)
     except (sqlite3.DatabaseError, OSError) as e:
@@ -45,7 +49,7 @@ def run_from_store(store: "RunStore", run_id: str) -> StoredRun:
     not finished or is itself a recheck; a store that cannot be read)."""
     try:
         return _run_from_store(store, run_id)
-    except sqlite3.DatabaseError as e:
+    except store.db.errors() as e:
         raise UserError(f"the run store {store.path} cannot be read ({e})") from None
 
 

@@ -59,7 +59,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from ..errors import UserError
     from ..server.app import create_state
     from ..server.errors import ApiError
-    from ..server.settings import ServerSettings
+    from ..server.settings import ServerSettings, database_of
     from .server import build_server, http_app
 
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
@@ -68,8 +68,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     settings = ServerSettings(host=args.host if args.http else "127.0.0.1", port=args.port,
                               max_concurrent=args.max_concurrent, max_queue=args.max_queue,
                               rate_limit=args.rate_limit)
-    if args.db:
-        settings.db_path = args.db
+    settings.db_path = database_of(args.db, config)
     state = create_state(config, settings)
     state.catalog.preload()  # a bad model spec fails here, as one line, not on the first call
     if args.pipeline:
@@ -80,7 +79,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     mcp = build_server(state, local_files=not args.http, pipeline=args.pipeline)
     try:
         if not args.http:
-            print(f"veracity mcp: stdio; runs in {settings.db_path}; models: {', '.join(state.catalog.models)}",
+            print(f"veracity mcp: stdio; runs in {settings.db_shown}; models: {', '.join(state.catalog.models)}",
                   file=sys.stderr, flush=True)
             import anyio
 
@@ -90,7 +89,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             return 0
         import uvicorn
 
-        print(f"veracity mcp: {listen_url(args.host, args.port, '/mcp')}  (runs in {settings.db_path}; models: "
+        print(f"veracity mcp: {listen_url(args.host, args.port, '/mcp')}  (runs in {settings.db_shown}; models: "
               f"{', '.join(state.catalog.models)})", file=sys.stderr, flush=True)
         uvicorn.run(http_app(mcp, state.auth, origins), host=args.host, port=args.port, log_level=args.log_level,
                     timeout_graceful_shutdown=5, proxy_headers=False)

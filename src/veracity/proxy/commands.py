@@ -69,7 +69,7 @@ def cmd_proxy(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ..server.app import create_state
-    from ..server.settings import ServerSettings
+    from ..server.settings import ServerSettings, database_of
     from .app import ProxyState, create_proxy_app
     from .checking import AnswerChecks
     from .evidence import evidence_source
@@ -92,8 +92,7 @@ def cmd_proxy(args: argparse.Namespace) -> int:
                               max_queue=args.max_queue, rate_limit=args.rate_limit,
                               max_answer_chars=args.max_answer_chars,
                               max_body_bytes=int(args.max_body_mb * 1_000_000))
-    if args.db:
-        settings.db_path = args.db
+    settings.db_path = database_of(args.db, config)
     evidence = evidence_source(config)
     # the web server's store, executor, limits and auth; models loaded on their first call (the trained verifier
     # calls none)
@@ -109,7 +108,7 @@ def cmd_proxy(args: argparse.Namespace) -> int:
                        max_question_chars=config.max_claim_chars)
     app = create_proxy_app(state, settings)
     print(f"veracity: proxy on {listen_url(args.host, args.port, '/v1')} -> {args.upstream} (policy {args.policy}, "
-          f"checks: {checks.checker}, evidence: {evidence.description}; runs in {settings.db_path})",
+          f"checks: {checks.checker}, evidence: {evidence.description}; runs in {settings.db_shown})",
           file=sys.stderr, flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=5,
                 proxy_headers=False)

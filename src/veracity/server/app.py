@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -34,6 +35,7 @@ from .catalog import Catalog
 from .errors import ApiError
 from .limits import RateLimiter
 from .pages import router as pages_router, template_globals
+from .requests import job_for
 from .runs import RunManager
 from .safe import mend
 from .settings import ServerSettings
@@ -163,9 +165,12 @@ def _validation_message(errors: list[dict[str, Any]]) -> str:
 
 
 def create_state(config: "Config", settings: ServerSettings | None = None, *, env: Mapping[str, str] | None = None,
-                 retriever: "Retriever | None" = None, lazy_models: bool = False) -> ServerState:
+                 retriever: "Retriever | None" = None, lazy_models: bool = False,
+                 shared_queue: bool = False) -> ServerState:
     """What the routes share: the run store, the models and pipelines, the executor, the limits. Also what the MCP
-    server and the proxy run their checks through, so that their runs are the page's runs."""
+    server and the proxy run their checks through, so that their runs are the page's runs. `shared_queue`: a
+    `veracity serve` worker over a store several workers share (PostgreSQL) takes its runs from the database's
+    queue, and counts rate limits there; the MCP server and the proxy run what they accept themselves."""
     settings = settings or ServerSettings()
     settings.validate()
     auth = Auth.for_host(settings.host, os.environ if env is None else env)
@@ -178,24 +183,26 @@ def create_state(config: "Config", settings: ServerSettings | None = None, *, en
                            max_images=settings.max_images)
     if retriever is None:  # the index (by default the Wikipedia knowledge base), or the wikipedia search, or none
         retriever = open_retriever(config)
+    shared = shared_queue and store.shared
+    rebuild = partial(job_for, catalog, uploads.folder) if shared else None
     manager = RunManager(store, catalog, max_concurrent=settings.max_concurrent, max_queue=settings.max_queue,
-                         retriever=retriever)
+                         retriever=retriever, rebuild=rebuild)
+    limiter = RateLimiter(settings.rate_limit, settings.rate_burst, shared=store if shared else None)
     state = ServerState(config=config, settings=settings, auth=auth, store=store, catalog=catalog, manager=manager,
-                        limiter=RateLimiter(settings.rate_limit, settings.rate_burst), templates=_templates(),
-                        uploads=uploads)
+                        limiter=limiter, templates=_templates(), uploads=uploads)
     return state
 
 
 def create_app(config: "Config", settings: ServerSettings | None = None, *, env: Mapping[str, str] | None = None,
                retriever: "Retriever | None" = None) -> FastAPI:
-    state = create_state(config, settings, env=env, retriever=retriever)
+    state = create_state(config, settings, env=env, retriever=retriever, shared_queue=True)
     store, uploads, manager, settings = state.store, state.uploads, state.manager, state.settings
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        ids = store.interrupt_unfinished()
+        ids = store.reap()  # runs of workers that are gone (this server before a crash included)
         if ids:
-            log.warning("marked %d run(s) cut off by the last shutdown as interrupted: %s", len(ids), ", ".join(ids))
+            log.warning("marked %d run(s) cut off by a stopped server as interrupted: %s", len(ids), ", ".join(ids))
         swept = uploads.sweep()
         if swept:
             log.info("deleted %d uploaded image(s) that no run uses", swept)

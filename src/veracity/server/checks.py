@@ -10,6 +10,7 @@ from .answers import NAME as ANSWER_CHECK
 from .answers import check_answer_input
 from .errors import ApiError
 from .limits import check_claim, check_date, check_evidence
+from .requests import ANSWER, claim_request
 from .uploads import Upload, upload_from_base64
 
 if TYPE_CHECKING:
@@ -119,7 +120,8 @@ def start_check(s: "ServerState", body: CheckIn, client: str, uploads: list[Uplo
         question, answer = check_answer_input(body.question, body.answer,
                                               max_question_chars=s.config.max_claim_chars,
                                               max_answer_chars=s.catalog.max_answer_chars)
-        return s.manager.submit(claim=question, pipeline=pipeline, config=cfg, qa=qa, options={"answer": answer})
+        return s.manager.submit(claim=question, pipeline=pipeline, config=cfg, qa=qa, options={"answer": answer},
+                                request=claim_request(name, body.qa, body.model, kind=ANSWER))
     if body.claim is None:
         if info is None:
             s.catalog.resolve(name, body.qa, body.model)  # says the pipeline is unknown
@@ -149,7 +151,8 @@ def start_check(s: "ServerState", body: CheckIn, client: str, uploads: list[Uplo
         try:
             return s.manager.submit(claim=claim, pipeline=pipeline, config=cfg, qa=qa, date=date,
                                     images=[(str(s.uploads.folder / i["file"]), i) for i in infos],
-                                    evidence=evidence)
+                                    evidence=evidence,
+                                    request=claim_request(name, body.qa, body.model, evidence_given=bool(evidence)))
         except BaseException:
             s.uploads.release([i["file"] for i in infos])
             raise

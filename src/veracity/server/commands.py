@@ -58,7 +58,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from .app import create_app
-    from .settings import ServerSettings
+    from .settings import ServerSettings, database_of
 
     config = config_from(args)
     if args.rater_model:
@@ -69,11 +69,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
                               max_text_bytes=int(args.max_text_mb * 1_000_000), max_text_claims=args.max_text_claims,
                               max_image_bytes=int(args.max_image_mb * 1_000_000), images_dir=args.images_dir,
                               trusted_proxies=[p.strip() for p in args.trusted_proxy])
-    if args.db:
-        settings.db_path = args.db
+    settings.db_path = database_of(args.db, config)
     app = create_app(config, settings)
     app.state.veracity.catalog.preload()  # a bad model spec fails here, as one line, not on the first check
-    print(f"veracity: serving {listen_url(args.host, args.port)}  (runs in {settings.db_path}, images in "
+    print(f"veracity: serving {listen_url(args.host, args.port)}  (runs in {settings.db_shown}, images in "
           f"{settings.images_path}; "
           f"models: {', '.join(app.state.veracity.catalog.models)})", file=sys.stderr, flush=True)
     # proxy headers are the app's business (--trusted-proxy): uvicorn's own default would believe any

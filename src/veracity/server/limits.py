@@ -8,9 +8,13 @@ from __future__ import annotations
 import math
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from ..inputs import ClaimError, DateError, InputError, check_claim_date, check_image_bytes, clean_claim_text
 from .errors import ApiError
+
+if TYPE_CHECKING:
+    from .store import RunStore
 
 # what an input rule's InputError code answers over HTTP (the rest are 400s)
 STATUS = {"image_too_large": 413, "image_type": 415, "text_too_long": 413, "text_binary": 415}
@@ -80,9 +84,10 @@ class RateLimiter:
 
     MAX_CLIENTS = 10_000
 
-    def __init__(self, per_minute: int, burst: int) -> None:
+    def __init__(self, per_minute: int, burst: int, shared: "RunStore | None" = None) -> None:
         self.rate = per_minute / 60.0
         self.capacity = float(max(1, min(burst, per_minute))) if per_minute else 0.0
+        self.shared = shared  # a store several workers share (PostgreSQL): the buckets are kept there
         self._buckets: dict[str, tuple[float, float]] = {}  # client -> (tokens, last time)
         self._lock = threading.Lock()
 
@@ -94,6 +99,8 @@ class RateLimiter:
         """Spend one token for `client`: 0.0 when allowed, else the seconds until one is available."""
         if not self.enabled:
             return 0.0
+        if self.shared is not None:
+            return self.shared.take_token(client, self.rate * 60.0, self.capacity)
         now = time.monotonic() if now is None else now
         with self._lock:
             tokens, last = self._buckets.get(client, (self.capacity, now))

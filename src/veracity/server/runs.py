@@ -8,6 +8,15 @@ is what the tracer emitted.
 
 Deleting a running run, or stopping the server, makes the listener raise `RunStopped` at the run's
 next step, which unwinds the pipeline without writing anything more.
+
+Two ways runs reach the worker threads. Locally (SQLite; the MCP server and the proxy always): a run accepted here
+is queued in this process and run by it. Over a shared queue (`veracity serve --db postgresql://...`, started N
+times on one or several machines): an accepted run waits in the database with how it was asked (`request`), and
+whichever worker has a free slot claims it (`RunStore.claim`), rebuilds its pipeline (`requests.job_for`) and runs
+it. Either way a heartbeat renews the leases of this worker's runs (a run deleted meanwhile, or taken for dead by
+another worker, stops at its next step) and marks interrupted the runs of workers that died (`RunStore.reap`). A
+page or event stream served by one worker follows a run another worker executes by polling its steps
+(`watch_remote`).
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ import asyncio
 import logging
 import secrets
 import threading
+import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -52,6 +62,7 @@ class Subscriber:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.queue: asyncio.Queue[tuple[str, int | None, dict[str, Any]]] = asyncio.Queue()
+        self.task: asyncio.Task | None = None  # the poller of a run another worker executes (watch_remote)
 
     def push(self, kind: str, seq: int | None, data: dict[str, Any]) -> None:
         try:
@@ -90,32 +101,83 @@ class Job:
     images: list[str] = field(default_factory=list)  # the claim's images: paths of the stored uploads
     date: str | None = None  # the claim's date (YYYY-MM-DD)
     evidence: list[str] = field(default_factory=list)  # passages sent to be read instead of the server's index
+    request: dict[str, Any] | None = None  # how it was asked (requests.py): what another worker rebuilds it from
 
 
 def new_run_id() -> str:
     return secrets.token_hex(8)
 
 
+def final_event(run: dict[str, Any]) -> dict[str, Any]:
+    """The `done` event of a run that ended, as the store has it."""
+    r = run.get("result") or {}
+    if run["status"] == st.DONE:
+        return {"status": st.DONE, "verdict": r.get("verdict"), "usage": r.get("usage"), "seconds": r.get("seconds"),
+                "model": r.get("model")}
+    return {"status": run["status"], "error": short_error(run.get("error"))}
+
+
+POLL_SECONDS = 0.25  # how often a follower of another worker's run reads its new steps
+
+
+async def watch_remote(store: "RunStore", run_id: str, sub: Subscriber, after: int, status: str) -> None:
+    """Feed `sub` the steps after `after` of a run another worker executes, its start, and its end, by polling the
+    store (the one way every worker, on any machine, sees the same run)."""
+    loop = asyncio.get_running_loop()
+    while True:
+        await asyncio.sleep(POLL_SECONDS)
+        run = await loop.run_in_executor(None, store.get, run_id)
+        for seq, data in await loop.run_in_executor(None, store.steps, run_id, after):
+            sub.queue.put_nowait(("step", seq, data))
+            after = seq
+        if run is None:
+            sub.queue.put_nowait((DONE_MARK, None, {"status": "deleted"}))
+            return
+        if run["status"] != status and run["status"] == st.RUNNING:
+            status = st.RUNNING
+            sub.queue.put_nowait(("status", None, {"status": st.RUNNING}))
+        if run["status"] not in st.UNFINISHED:
+            sub.queue.put_nowait((DONE_MARK, None, final_event(run)))
+            return
+
+
 class RunManager:
     def __init__(self, store: "RunStore", catalog: "Catalog", *, max_concurrent: int = 2, max_queue: int = 100,
-                 retriever: "Retriever | None" = None) -> None:
+                 retriever: "Retriever | None" = None,
+                 rebuild: "Callable[[dict[str, Any]], Job] | None" = None) -> None:
+        """`rebuild`: a shared queue (the store is shared and this is a `veracity serve` worker): how a claimed
+        run's stored request becomes a Job (requests.job_for). Without it, runs accepted here run here."""
         self.store = store
         self.catalog = catalog
         self.retriever = retriever
         self.max_concurrent = max_concurrent
         self.max_queue = max_queue
+        self.rebuild = rebuild
         self._executor = ThreadPoolExecutor(max_workers=max_concurrent, thread_name_prefix="veracity-run")
         self._live: dict[str, LiveRun] = {}
         self._waiting: deque[str] = deque()  # queued run ids, oldest first
         self._lock = threading.Lock()
         self._closed = False
+        self._wake = threading.Event()  # a run was queued: a free claimer looks at once
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._heartbeat, name="veracity-heartbeat", daemon=True)]
+        if self.shared:
+            self._threads += [threading.Thread(target=self._claim_loop, name=f"veracity-claim-{n}", daemon=True)
+                              for n in range(max_concurrent)]
+        for t in self._threads:
+            t.start()
+
+    @property
+    def shared(self) -> bool:
+        """Whether runs go through the database's shared queue (several workers)."""
+        return self.rebuild is not None
 
     # -- submitting --------------------------------------------------------------------------------
 
     def submit(self, *, claim: str, pipeline: "Pipeline", config: "Config", qa: str | None,
                options: dict[str, Any] | None = None, date: str | None = None,
                images: list[tuple[str, dict[str, Any]]] | None = None,
-               evidence: list[str] | None = None) -> tuple[str, int]:
+               evidence: list[str] | None = None, request: dict[str, Any] | None = None) -> tuple[str, int]:
         """Store a new queued run and schedule it; returns (run id, position in the queue, 0 = starting).
         `images`: (path, description) of each stored upload (uploads.ImageUploads.save); the run keeps the
         descriptions, the date and the evidence sent with the claim (`evidence`) in its options."""
@@ -126,6 +188,9 @@ class RunManager:
             stored["evidence"] = list(evidence)
         if images:
             stored["images"] = [info for _, info in images]
+        if self.shared:
+            return self._submit_shared(claim=claim, pipeline=pipeline, config=config, qa=qa, options=stored,
+                                       images=images, request=request)
         with self._lock:
             if self._closed:
                 raise ApiError(503, "shutting_down", "the server is shutting down: try again in a moment",
@@ -137,7 +202,8 @@ class RunManager:
                                headers={"Retry-After": "60"})
             run_id = new_run_id()
             self.store.create(run_id, claim=claim, pipeline=pipeline.name, qa=qa, model=config.model,
-                              options=stored, image_files=[info["file"] for _, info in images or []])
+                              options=stored, image_files=[info["file"] for _, info in images or []],
+                              request=request)
             live = LiveRun(run_id)
             self._live[run_id] = live
             self._waiting.append(run_id)
@@ -147,8 +213,32 @@ class RunManager:
             live.future = self._executor.submit(self._execute, job)
         return run_id, position
 
+    def _submit_shared(self, *, claim: str, pipeline: "Pipeline", config: "Config", qa: str | None,
+                       options: dict[str, Any], images: list[tuple[str, dict[str, Any]]] | None,
+                       request: dict[str, Any] | None) -> tuple[str, int]:
+        """Put the run in the database's queue, for whichever worker is free (this one included)."""
+        if self._closed:
+            raise ApiError(503, "shutting_down", "the server is shutting down: try again in a moment",
+                           headers={"Retry-After": "5"})
+        if request is None:
+            raise ApiError(400, "not_shareable", f"pipeline {pipeline.name!r} cannot run on the shared queue")
+        waiting = self.store.queued_count()
+        if waiting >= self.max_queue:
+            raise ApiError(503, "queue_full", f"{waiting} checks are already waiting (the limit): try again in a "
+                                              "minute", headers={"Retry-After": "60"})
+        run_id = new_run_id()
+        self.store.create(run_id, claim=claim, pipeline=pipeline.name, qa=qa, model=config.model, options=options,
+                          image_files=[info["file"] for _, info in images or []], request=request, owned=False)
+        self._wake.set()
+        with self._lock:
+            free = self.max_concurrent - len(self._live)
+        position = self.store.queue_position(run_id) or 0
+        return run_id, 0 if position <= free else position
+
     def queue_position(self, run_id: str) -> int | None:
         """1 for the next to start; None when not waiting."""
+        if self.shared:
+            return self.store.queue_position(run_id)
         with self._lock:
             try:
                 return self._waiting.index(run_id) + 1
@@ -156,8 +246,69 @@ class RunManager:
                 return None
 
     def counts(self) -> dict[str, int]:
+        if self.shared:  # running here; waiting for any worker
+            with self._lock:
+                running = len(self._live)
+            return {"running": running, "queued": self.store.queued_count()}
         with self._lock:
             return {"running": len(self._live) - len(self._waiting), "queued": len(self._waiting)}
+
+    # -- the shared queue and the leases (threads) ---------------------------------------------------------
+
+    def _claim_loop(self) -> None:
+        """One of `max_concurrent` slots: claim the oldest waiting run of the database, run it, again."""
+        while not self._stop.is_set():
+            try:
+                run = self.store.claim()
+            except Exception:  # noqa: BLE001 - the database is unreachable for a moment: try again
+                log.exception("could not read the shared queue")
+                self._stop.wait(2.0)
+                continue
+            if run is None:
+                self._wake.wait(1.0)
+                self._wake.clear()
+                continue
+            self._wake.set()  # there may be more: the next free slot looks at once
+            live = LiveRun(run["id"], status=st.RUNNING)
+            with self._lock:
+                self._live[run["id"]] = live
+            try:
+                job = self.rebuild(run)
+            except (ApiError, UserError) as e:  # e.g. this worker does not offer the run's model
+                error = short_error(getattr(e, "detail", None) or str(e))
+                with live.lock:
+                    self.store.fail(run["id"], error)
+                    self._finish(live, {"status": st.FAILED, "error": error})
+                continue
+            except Exception:  # noqa: BLE001
+                log.exception("run %s could not be rebuilt", run["id"])
+                with live.lock:
+                    self.store.fail(run["id"], INTERNAL_ERROR)
+                    self._finish(live, {"status": st.FAILED, "error": INTERNAL_ERROR})
+                continue
+            self._run(job, live)
+
+    def _heartbeat(self) -> None:
+        """Renew the leases of this worker's runs, stop those it no longer holds, mark dead workers' runs
+        interrupted. Every third of a lease."""
+        while not self._stop.wait(st.LEASE_SECONDS / 3):
+            try:
+                with self._lock:
+                    ids = list(self._live)
+                for run_id in self.store.renew(ids):
+                    with self._lock:
+                        live = self._live.get(run_id)
+                    if live is not None:
+                        run = self.store.get(run_id)
+                        with live.lock:
+                            live.stopped = live.stopped or "deleted"
+                            if live.final is None:
+                                self._finish(live, final_event(run) if run else {"status": "deleted"})
+                reaped = self.store.reap()
+                if reaped:
+                    log.warning("marked %d run(s) of stopped workers interrupted: %s", len(reaped), ", ".join(reaped))
+            except Exception:  # noqa: BLE001 - the database is unreachable for a moment: next beat
+                log.exception("heartbeat failed")
 
     # -- running (worker threads) --------------------------------------------------------------------
 
@@ -176,6 +327,11 @@ class RunManager:
             live.status = st.RUNNING
             self.store.mark_running(job.run_id)
             live.publish("status", None, {"status": st.RUNNING})
+        self._run(job, live)
+
+    def _run(self, job: Job, live: LiveRun) -> None:
+        """Run a job this worker holds (running, leased): its steps to the store and the subscribers, then its
+        verdict or its failure."""
 
         def listener(step: "Step") -> None:
             d = step.to_dict()
@@ -183,11 +339,12 @@ class RunManager:
                 if live.stopped:
                     raise RunStopped(live.stopped)
                 seq = len(live.steps)
-                self.store.add_step(job.run_id, seq, d)
+                if not self.store.add_step(job.run_id, seq, d):  # deleted, or taken for dead meanwhile
+                    live.stopped = "deleted"
+                    raise RunStopped(live.stopped)
                 live.steps.append(d)
                 live.publish("step", seq, d)
 
-        final: dict[str, Any]
         try:
             model = self.catalog.model(job.model)
             claim = Claim(text=job.claim, images=list(job.images), date=job.date, metadata=job.metadata)
@@ -205,6 +362,10 @@ class RunManager:
                 self._finish(live, final)
             return
         except RunStopped:
+            with live.lock:
+                if live.final is None:  # stopped by the store (deleted, or reaped), not by this process
+                    run = self.store.get(job.run_id)
+                    self._finish(live, final_event(run) if run else {"status": "deleted"})
             return
         except BackendError as e:  # unreachable included: the page says it plainly (errors.failure_view)
             log.warning("run %s failed: model backend error: %s", job.run_id, e)
@@ -243,7 +404,7 @@ class RunManager:
         with self._lock:
             live = self._live.get(run_id)
         if live is None:
-            return None
+            return self._subscribe_remote(run_id, loop) if self.shared else None
         with live.lock:
             snapshot = list(live.steps)
             if live.final is not None:
@@ -251,6 +412,19 @@ class RunManager:
             sub = Subscriber(loop)
             live.subscribers.append(sub)
             return snapshot, live.status, sub, None
+
+    def _subscribe_remote(self, run_id: str, loop: asyncio.AbstractEventLoop
+                          ) -> tuple[list[dict[str, Any]], str, Subscriber | None, dict[str, Any] | None] | None:
+        """A run of the shared queue that this worker does not run: waiting, or run by another worker. Its steps
+        so far from the store, then a poller (watch_remote) feeding the subscriber."""
+        run = self.store.get(run_id)
+        if run is None or run["status"] not in st.UNFINISHED:
+            return None
+        steps = self.store.steps(run_id)
+        sub = Subscriber(loop)
+        sub.task = loop.create_task(watch_remote(self.store, run_id, sub, steps[-1][0] if steps else -1,
+                                                 run["status"]))
+        return [d for _, d in steps], run["status"], sub, None
 
     async def follow(self, run_id: str, on_step: Callable[[dict[str, Any]], Awaitable[None]]) -> dict[str, Any] | None:
         """Wait for a live run to end: each of its steps (those so far, then each as it is emitted) goes to
@@ -275,6 +449,8 @@ class RunManager:
             self.unsubscribe(run_id, sub)
 
     def unsubscribe(self, run_id: str, sub: Subscriber) -> None:
+        if sub.task is not None:
+            sub.task.cancel()
         with self._lock:
             live = self._live.get(run_id)
         if live is not None:
@@ -303,6 +479,8 @@ class RunManager:
 
     def shutdown(self) -> None:
         """Stop taking runs; mark the live ones interrupted (their threads stop at their next step)."""
+        self._stop.set()
+        self._wake.set()
         with self._lock:
             self._closed = True
             lives = list(self._live.values())

