@@ -206,3 +206,37 @@ def test_mcp_runs_join_the_shared_history(server_factory, slow_model, pg_url, tm
         run = c.get(f"/api/checks/{run_id}").json()
     assert run["status"] == "done" and run["claim"] == CLAIM and run["label"] == "Supported"
     assert [s["stage"] for s in run["steps"]][:1] and len(run["steps"]) >= 3
+
+
+def test_concurrent_claims_take_each_run_once(pg_url):
+    """Eight workers claiming at once from one queue of 60 runs: every run is claimed exactly once, oldest first."""
+    import threading
+
+    from veracity.server.store import RunStore
+
+    producer = RunStore(pg_url)
+    for n in range(60):
+        producer.create(f"r{n:02d}", claim=f"claim {n}", pipeline="qacheck", qa=None, model="m", owned=False,
+                        request={"input": "claim", "pipeline": "qacheck"})
+    workers = [RunStore(pg_url) for _ in range(8)]
+    claimed: dict[str, list[str]] = {w.worker: [] for w in workers}
+
+    def work(store: RunStore) -> None:
+        while (run := store.claim()) is not None:
+            assert run["status"] == "running" and run["request"]["pipeline"] == "qacheck"
+            claimed[store.worker].append(run["id"])
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in workers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    everything = [run_id for ids in claimed.values() for run_id in ids]
+    assert sorted(everything) == [f"r{n:02d}" for n in range(60)]  # each once, none lost
+    assert all(ids == sorted(ids) for ids in claimed.values())  # each worker took them oldest first
+    assert producer.queued_count() == 0 and producer.count_by_status() == {"running": 60}
+    # a worker renews what it holds; what another holds is not its to renew
+    mine = claimed[workers[0].worker]
+    assert workers[0].renew(mine) == set() and workers[1].renew(mine[:1]) == set(mine[:1])
+    for store in [producer, *workers]:
+        store.close()

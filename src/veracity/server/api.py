@@ -24,6 +24,7 @@ from ..failures import short_error
 from .errors import ApiError
 from .rechecks import recheck_run
 from .reports import StoredImage, result_of, to_html, to_json, to_markdown
+from .runs import final_event
 from .safe import mend, strict_json
 from .state import state
 from .texts import NAME as TEXT_CHECK
@@ -491,11 +492,7 @@ async def events(run_id: str, request: Request,
             for seq, d in await run_in_threadpool(s.store.steps, run_id):
                 for e in step_events(seq, d):
                     yield e
-            r = run.get("result") or {}
-            final = ({"status": run["status"], "verdict": r.get("verdict"), "usage": r.get("usage"),
-                      "seconds": r.get("seconds"), "model": r.get("model")} if run["status"] == st.DONE
-                     else {"status": run["status"], "error": short_error(run["error"])})
-            yield event("done", final)
+            yield event("done", final_event(run))
             return
         snapshot, status, sub, final = live
         try:
