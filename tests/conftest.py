@@ -83,12 +83,21 @@ def postgres_server(tmp_path_factory):
     pytest.importorskip("psycopg", reason="PostgreSQL tests need the `postgres` extra")
     from veracity.db import embedded
 
-    folder = tmp_path_factory.mktemp("postgres") / "data"
+    import shutil
+    import tempfile
+
+    # not under pytest's temporary folder: run as root, the server runs as another user (embedded.SYSTEM_USER), and
+    # every new pytest session makes /tmp/pytest-of-root private again, which would lock it out of its own folder
+    base = Path(tempfile.mkdtemp(prefix="veracity-test-pg-"))
+    folder = base / "data"
     url = embedded.start(folder)
     try:
         yield {"url": url, "folder": folder}
     finally:
-        embedded.stop(folder)
+        try:
+            embedded.stop(folder)
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture

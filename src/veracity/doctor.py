@@ -36,6 +36,13 @@ def _version(name: str) -> str | None:
         return None
 
 
+def _shown_index(index: str) -> str:
+    """An index setting as shown: a PostgreSQL index's URL without its password."""
+    from .retrieval.pg_index import shown_index
+
+    return shown_index(index)
+
+
 def _file_info(path: str | os.PathLike | None) -> dict:
     if not path:
         return {"path": None}
@@ -57,7 +64,8 @@ def _knowledge_base(cfg) -> dict:
     if found is not None:
         folder = kb.cache_root() / found.folder_name
         info["index"] = str(folder) if folder.is_dir() else f"{folder} (built on first use, a few seconds)"
-    info["checks_read"] = (cfg.index if kb.is_spec(cfg.index) else f"index {cfg.index}") if cfg.index else \
+    shown = cfg.index if kb.is_spec(cfg.index) else f"index {_shown_index(cfg.index)}"
+    info["checks_read"] = shown if cfg.index else \
         ("nothing (kb = false)" if not cfg.kb else f"nothing: {kb.missing_hint()}" if found is None
          else f"search {cfg.defame.search}")
     return info
@@ -179,9 +187,17 @@ def gather(args: argparse.Namespace) -> dict:
             "default_response_cache": default_cache_path(),
             "llama_probe_results": _file_info(llama_guard._probe_cache_file()),
             "runs_database_default": _file_info(default_db_path()),
-            "index": _file_info(None if kb.is_spec(cfg.index) else cfg.index),
+            "index": {"path": _shown_index(cfg.index)}
+            if str(cfg.index or "").lower().startswith(("postgresql:", "postgres:"))
+            else _file_info(None if kb.is_spec(cfg.index) else cfg.index),
         }
         report["knowledge_base"] = _knowledge_base(cfg)
+        from .db.commands import describe
+        from .server.settings import database_of
+
+        db = database_of(getattr(args, "db", None), cfg)
+        report["run_database"] = describe(db) if (getattr(args, "db", None) or cfg.database_url) else {
+            "database": db, "kind": "sqlite (the default; --db or VERACITY_DATABASE_URL to check another)"}
         d = cfg.defame
         serper = bool(d.serper_api_key or os.environ.get("SERPER_API_KEY"))
         report["optional"] = {
@@ -281,6 +297,10 @@ def render(report: dict) -> str:
         lines.append("Wikipedia knowledge base")
         for k, v in report["knowledge_base"].items():
             row(k, "not installed" if v is None else v)
+    if "run_database" in report:
+        lines.append("Run database")
+        for k, v in report["run_database"].items():
+            row(k, ", ".join(f"{a}: {b}" for a, b in v.items()) if isinstance(v, dict) else v)
     if "optional" in report:
         lines.append("Optional parts")
         for k, v in report["optional"].items():
@@ -299,6 +319,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="model spec to check (default: the configured one, i.e. embedded)")
     p.add_argument("--base-url", help="OpenAI-compatible server to check with --model NAME")
     p.add_argument("--threads", type=int, help="CPU threads for the embedded model")
+    p.add_argument("--db", metavar="URL", help="a run database to check (SQLite file, postgresql://... or "
+                                               "embedded:DIR): reachable, server version, pgvector, schema")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.add_argument("--no-model", action="store_true", help="do not load the model")
     p.add_argument("--timeout", type=float, default=MODEL_TIMEOUT_S, help="seconds the model check may take")
@@ -316,7 +338,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     report = gather(args)
     print(json.dumps(report, indent=1) if args.json else render(report))
     mc = report.get("model_check")
-    return 1 if (mc is not None and not mc.get("ok")) or "error" in report.get("config", {}) else 0
+    db = report.get("run_database") or {}
+    return 1 if ((mc is not None and not mc.get("ok")) or "error" in report.get("config", {})
+                 or db.get("reachable") is False or "error" in db) else 0
 
 
 if __name__ == "__main__":

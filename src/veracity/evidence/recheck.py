@@ -45,6 +45,7 @@ from .steps import (CHANGED, GONE, NOT_RECHECKABLE, REFUSED, STATUSES, UNCHANGED
 if TYPE_CHECKING:
     from ..config import Config
     from ..retrieval.index import Index
+    from ..retrieval.pg_index import PgIndex
     from ..retrieval.sharded import ShardedIndex
     from ..trace import Listener
     from ..web.wikipedia import ArticleRef
@@ -150,9 +151,12 @@ class Read:
 class Sources:
     """Reads sources again through the paths a check reads them by, each source once."""
 
-    def __init__(self, *, allow_private: bool = False, timeout: float = 15.0) -> None:
+    def __init__(self, *, allow_private: bool = False, timeout: float = 15.0,
+                 indexes: Iterable[str | None] = ()) -> None:
         self.allow_private = allow_private
         self.timeout = timeout
+        #: index specs given to this recheck (--index): a PostgreSQL index's evidence names it without its password
+        self.known_indexes = [i for i in indexes if i]
         self._pages: dict[str, Read] = {}
         self._indexes: dict[str, Index | ShardedIndex | Read] = {}
         self._articles: dict[ArticleRef, Read] = {}
@@ -228,12 +232,20 @@ class Sources:
         text, digest = found
         return Read(text=text, sha256=digest, at=at)
 
-    def _index(self, path: str) -> "Index | ShardedIndex | Read":
+    def _index(self, path: str) -> "Index | ShardedIndex | PgIndex | Read":
         if path not in self._indexes:
             from ..errors import IndexError_, UserError
+            from ..retrieval.pg_index import is_pg_spec, resolve_shown
             from ..retrieval.sharded import open_index
 
-            if not Path(path).exists():
+            if is_pg_spec(path):
+                try:
+                    self._indexes[path] = open_index(resolve_shown(path, self.known_indexes))
+                except (IndexError_, UserError) as e:
+                    gone = str(e).startswith("no index ")
+                    self._indexes[path] = Read(status=GONE if gone else UNREACHABLE, reason=(
+                        f"the index {path} is gone" if gone else f"the index cannot be read: {e}"), at=utc_now())
+            elif not Path(path).exists():
                 self._indexes[path] = Read(status=GONE, reason=f"the index {path} is gone", at=utc_now())
             else:
                 try:
@@ -453,7 +465,8 @@ def recheck(run: StoredRun, config: "Config", *, listeners: "list[Listener] | No
     checked_at = utc_now()
     tracer = Tracer(listeners)
     tracer.emit("claim", text=run.claim, pipeline="recheck", model=run.model)
-    sources = sources or Sources(allow_private=config.defame.allow_private_addresses, timeout=config.defame.timeout)
+    sources = sources or Sources(allow_private=config.defame.allow_private_addresses, timeout=config.defame.timeout,
+                                 indexes=[config.index])
     found = evidence_of(run)
     readable = [f.evidence for f in found if not _not_recheckable(f.evidence)]
     articles = {id(e): _article_of(e) for e in readable}

@@ -86,6 +86,13 @@ def _answer(args: argparse.Namespace) -> str:
     return clean_answer(read_limited(source, MAX_TEXT_FILE_BYTES, "the answer file"))
 
 
+def shown_index(index: str | None) -> str | None:
+    """The index setting as printed and recorded (a PostgreSQL index's URL without its password)."""
+    from ..retrieval.pg_index import shown_index as shown
+
+    return shown(index)
+
+
 def _usage_line(usage: dict[str, Any], seconds: float) -> str:
     t = usage.get("total", {})
     return (f"{t.get('calls', 0)} model calls ({t.get('cached_calls', 0)} cached), {t.get('prompt_tokens', 0)} "
@@ -112,7 +119,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     model = make_model(rater_config(config) or config)
     listeners = []
     if not args.json:
-        print(f"Question: {question}\nRater: {model.model_id}   Index: {config.index}", flush=True)
+        print(f"Question: {question}\nRater: {model.model_id}   Index: {shown_index(config.index)}", flush=True)
         # the score and notes are printed at the end; a sentence's line already gives the verifier's reading
         listeners.append(TerminalPrinter(skip=("leaf_score", "leaf_note", "reasoning")))
     tracer, meter = Tracer(listeners), UsageMeter()
@@ -123,7 +130,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - t0
     if args.json:
         print(json.dumps({"question": question, "options": options or None, "answer": answer,
-                          "rater": model.model_id, "index": config.index, "leaf": result.to_dict(),
+                          "rater": model.model_id, "index": shown_index(config.index), "leaf": result.to_dict(),
                           "usage": meter.to_dict(), "seconds": round(seconds, 3), "trace": tracer.to_list()},
                          indent=2, ensure_ascii=False))
         return 0
@@ -154,7 +161,8 @@ def cmd_answer(args: argparse.Namespace) -> int:
         print(f"Question: {question}", flush=True)
         for k, v in options.items():
             print(f"  {k}. {v}")
-        print(f"Mode: {args.answer_mode}   Model: {model.model_id}   Rater: {rater}   Index: {config.index}",
+        print(f"Mode: {args.answer_mode}   Model: {model.model_id}   Rater: {rater}   "
+              f"Index: {shown_index(config.index)}",
               flush=True)
         # each step as it happens; a sentence's line already gives the verifier's reading
         listeners.append(TerminalPrinter(skip=("reasoning",)))

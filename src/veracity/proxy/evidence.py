@@ -27,8 +27,9 @@ NO_EVIDENCE = ("no evidence source is configured (start the proxy with --index D
 def describe_index(index: str) -> str:
     """How an answer's evidence source is named: "index DIR", or the knowledge base by its name."""
     from ..retrieval.knowledge_base import TITLE, is_spec
+    from ..retrieval.pg_index import shown_index
 
-    return f"{TITLE} ({index})" if is_spec(index) else f"index {index}"
+    return f"{TITLE} ({index})" if is_spec(index) else f"index {shown_index(index)}"
 
 
 class SearchRetriever:

@@ -38,7 +38,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                 "complete shard when the same command is run again.")
     build.add_argument("path", help="the corpus: a Wikipedia pages-articles dump (.xml.bz2, .xml), a .jsonl/.json "
                        "file, a text/HTML/PDF file, or a folder")
-    build.add_argument("--out", required=True, metavar="DIR", help="folder to write the index to")
+    where = build.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", metavar="DIR", help="folder to write the index to")
+    where.add_argument("--to", metavar="URL", help="a PostgreSQL database to write the index to, the index named by "
+                       "the URL's fragment: postgresql://USER@HOST/DB#NAME (with pgvector; a killed build resumes "
+                       "when the same command is run again)")
+    build.add_argument("--replace", action="store_true",
+                       help="with --to: drop an index of that name in the database first")
+    build.add_argument("--batch-passages", type=positive_int, default=1000, metavar="N",
+                       help="with --to: passages written per transaction (default: 1000)")
     build.add_argument("--dense", action="store_true",
                        help="also compute MiniLM embeddings (enables dense and hybrid search; slow on CPU)")
     build.add_argument("--model", metavar="DIR",
@@ -59,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.set_defaults(func=_build)
 
     search = commands.add_parser("search", help="search an index")
-    search.add_argument("dir", help="the index folder")
+    search.add_argument("dir", help="the index folder, or postgresql://.../DB#NAME")
     search.add_argument("query", help="what to search for")
     search.add_argument("-k", type=positive_int, default=5, metavar="N", help="number of results (default: 5)")
     search.add_argument("--mode", choices=MODES,
@@ -69,13 +77,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     search.set_defaults(func=_search)
 
     info = commands.add_parser("info", help="describe an index")
-    info.add_argument("dir", help="the index folder")
+    info.add_argument("dir", help="the index folder, or postgresql://.../DB#NAME")
     info.add_argument("--json", action="store_true", help="print as JSON")
     info.set_defaults(func=_info)
 
 
 def _build(args: argparse.Namespace) -> int:
     start = time.perf_counter()
+    if args.to:
+        return _build_pg(args, start)
+    if args.replace:
+        raise UserError("--replace is for --to (an index in PostgreSQL): a folder is replaced by a build into it")
     if is_dump(args.path) or args.max_memory or args.shard_passages:
         sharded = build_sharded(args.path, args.out, max_memory=args.max_memory, shard_passages=args.shard_passages,
                                 dense=args.dense, max_words=args.max_words, overlap_words=args.overlap,
@@ -93,6 +105,22 @@ def _build(args: argparse.Namespace) -> int:
     kind = "BM25 + dense" if index.has_dense else "BM25"
     print(f"Indexed {info['documents']} documents as {info['passages']} passages ({kind}) "
           f"in {time.perf_counter() - start:.1f} s -> {index.path}")
+    return 0
+
+
+def _build_pg(args: argparse.Namespace, start: float) -> int:
+    from veracity.retrieval.pg_build import build_pg
+
+    if is_dump(args.path) or args.max_memory or args.shard_passages or args.language:
+        raise UserError("--to builds from a corpus that `load_documents` reads (JSONL, JSON, files, a folder); "
+                        "--max-memory, --shard-passages and --language (Wikipedia dumps) are for --out")
+    index = build_pg(args.path, args.to, dense=args.dense, max_words=args.max_words, overlap_words=args.overlap,
+                     model=args.model, batch_passages=args.batch_passages, replace=args.replace,
+                     progress=sys.stderr.isatty())
+    kind = "BM25 + dense" if index.has_dense else "BM25"
+    print(f"Indexed {index.manifest['documents']} documents as {len(index)} passages ({kind}) "
+          f"in {time.perf_counter() - start:.1f} s -> {index.path}")
+    index.close()
     return 0
 
 

@@ -48,7 +48,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -66,6 +66,9 @@ from veracity.retrieval.index import STORED as INDEX_STORED
 from veracity.retrieval.index import _evidence as evidence_of
 from veracity.storage import FolderFormat
 from veracity.types import Evidence
+
+if TYPE_CHECKING:
+    from veracity.retrieval.pg_index import PgIndex
 
 FORMAT = "veracity-sharded-index"
 FORMAT_VERSION = 1
@@ -325,14 +328,18 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- reading
 
 
-def open_index(path: str | Path, *, model: str | Path | None = None) -> Index | ShardedIndex:
-    """The index at `path`, plain or sharded, or the knowledge base a `kb:` name names (built on first use:
-    knowledge_base.py); `model` overrides the embedding model recorded at build time. Raises IndexError_ (one line)
-    when there is none, or it is damaged, or its build is not finished."""
+def open_index(path: str | Path, *, model: str | Path | None = None) -> Index | ShardedIndex | PgIndex:
+    """The index at `path`, plain or sharded, the knowledge base a `kb:` name names (built on first use:
+    knowledge_base.py), or an index in PostgreSQL (postgresql://.../DB#NAME: pg_index.py); `model` overrides the
+    embedding model recorded at build time. Raises IndexError_ (one line) when there is none, or it is damaged, or
+    its build is not finished."""
     from veracity.retrieval.knowledge_base import is_spec, load_knowledge_base
+    from veracity.retrieval.pg_index import is_pg_spec, open_pg_index
 
     if is_spec(path):
         return load_knowledge_base(str(path))
+    if is_pg_spec(path):
+        return open_pg_index(str(path), model=str(model) if model else None)
     path = Path(path)
     if (path / MANIFEST).is_file() and STORED.is_ours(path):
         return ShardedIndex.load(path, model=model)
