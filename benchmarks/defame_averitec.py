@@ -11,7 +11,9 @@ DEFAME's web search is `--search local` over the knowledge base pooled from all 
 answers (BM25); direct and CoT are closed-book; all judge among the 4 AVeriTeC labels with the
 benchmark's label rules. VERITE: captions only (the images are not available offline), no search.
 Resumable (re-run the same command); prints one table: accuracy, actions, rounds, model calls, tokens
-and seconds per claim, and the predicted label distribution.
+and seconds per claim, and the predicted label distribution; then DEFAME's judge (its calibration and stated label
+prior, defame/judgement.py), its confusion matrix beside the majority class and its parse failures per stage, and
+with --report the evaluation report (AVeriTeC score, ECE, accuracy against coverage, per-class recall).
 """
 
 from __future__ import annotations
@@ -77,10 +79,15 @@ def main() -> int:
     ap.add_argument("--verifier", choices=["auto", "on", "off"], default="auto",
                     help="the trained evidence verifier (verifier.use; auto: on with the embedded model): DEFAME's "
                          "judge sees its scores and takes its label when the evidence is decisive")
+    ap.add_argument("--undecided", choices=["nei", "prior"], default="nei",
+                    help="defame.undecided: a claim no source decides after the last round is Not Enough Evidence "
+                         "(nei), or the label the judge calibration's stated prior makes likelier (prior)")
     ap.add_argument("--out", default="runs/defame_averitec")
+    ap.add_argument("--report", action="store_true", help="also print the evaluation report (AVeriTeC score, ECE, "
+                                                           "accuracy against coverage, per-class recall)")
     args = ap.parse_args()
     config = load_config(overrides={"model": args.model, "base_url": args.base_url, "n_threads": args.threads,
-                                    "verifier.use": args.verifier}, env={})
+                                    "verifier.use": args.verifier, "defame.undecided": args.undecided}, env={})
     model = make_model(config)
     pipelines = args.pipelines.split(",")
     out = Path(args.out)
@@ -99,7 +106,42 @@ def main() -> int:
         print(f"{name}: {s.done} done, {s.skipped} already there, {s.errors} failed", flush=True)
     print(f"\nmodel {model.model_id}, wall time {time.perf_counter() - t0:.0f} s\n")
     print(rows_table(out))
+    print(judge_lines(out))
+    if args.report:
+        from veracity.eval.report import build_report
+
+        print("\n" + build_report(out, plots=False))
     return 0
+
+
+def judge_lines(out: Path) -> str:
+    """What DEFAME's judge stood on (its combination, threshold, calibration and stated label prior), and per
+    dataset its confusion matrix beside the majority class, and parse failures per stage."""
+    from veracity.defame.judgement import describe, load_calibration
+    from veracity.eval.report import parse_failures_by_stage
+
+    rows = [json.loads(x) for x in (out / ITEMS).read_text().splitlines() if x.strip()]
+    lines = ["", f"DEFAME's judge: {describe(load_calibration())}."]
+    for ds in sorted({r["dataset"] for r in rows}):
+        rs = [r for r in rows if r["dataset"] == ds and r["pipeline"].startswith("defame")]
+        if not rs:
+            continue
+        gold = Counter(r["gold"] for r in rs)
+        top, n_top = gold.most_common(1)[0]
+        labels = sorted(set(gold) | {r["pred"] for r in rs})
+        c = Counter((r["gold"], r["pred"]) for r in rs)
+        lines += ["", f"{ds} / defame: confusion matrix (rows gold, columns predicted), n={len(rs)}; majority class "
+                      f"{top}: {100 * n_top / len(rs):.1f}% accuracy; DEFAME "
+                      f"{100 * sum(r['gold'] == r['pred'] for r in rs) / len(rs):.1f}%",
+                  "", "| gold \\ predicted | " + " | ".join(labels) + " | recall |",
+                  "|---|" + "---:|" * (len(labels) + 1)]
+        for g in labels:
+            if gold[g]:
+                lines.append(f"| {g} | " + " | ".join(str(c[(g, p)]) for p in labels)
+                             + f" | {100 * c[(g, g)] / gold[g]:.0f}% |")
+        by = parse_failures_by_stage(rs)
+        lines += ["", "parse failures per stage: " + (", ".join(f"{k} {v}" for k, v in sorted(by.items())) or "none")]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

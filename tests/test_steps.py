@@ -72,7 +72,8 @@ QACHECK_CLAIM = "The author of Kestrel Bay was born where the Orrin Bridge stand
 
 DEFAME_RULES = [
     (REMINDER, "Refuted"),
-    (r"Executed actions: [^\n]*\nActions:$", ['web_search("Orrin Bridge Tallinn")', 'web_search("Riga bridges")']),
+    (r"Next action:\s*$", "stop"),  # the tool is a choice (web search, the one tool offered, needs none); then stop
+    (r'Next action:\s*web_search\("$', ["Orrin Bridge Tallinn", "Riga bridges"]),  # the query: the text written
     (r"<result>[^<]*none of them was moved[^<]*</result>\nSummary:$", "NONE"),
     (r"<result>[^<]*stone bridge in Tallinn[^<]*</result>\nSummary:$",
      "The Orrin Bridge is a stone bridge in Tallinn."),

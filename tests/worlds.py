@@ -133,7 +133,8 @@ CLI_RULES = {"rules": [
 
 # One round: the planner reads the image's metadata, the summarizer keeps it, the judge refutes.
 DEFAME_RULES = {"rules": [
-    {"match": "Actions:$", "reply": "image_metadata(<image:1>)"},
+    {"match": "Next action:\\s*$", "reply": ["image_metadata", "stop"]},  # a choice of tool, then of stopping
+    {"match": "Next action:\\s*image_metadata\\($", "reply": "<image:1>"},  # which image, where there are two
     {"match": "Summary:$", "reply": "A PNG image with no EXIF metadata, often stripped by social media."},
     {"match": "Elaboration:$", "reply": "Nothing in the file ties it to Tallinn or to May 2024."},
     {"match": "Key findings:$", "reply": "The image carries no evidence for the place or the date."},

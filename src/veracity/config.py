@@ -152,6 +152,10 @@ class DefameConfig:
     excluded_domains: list[str] = field(default_factory=_default_excluded)  # the paper's list by default
     labels: list[str] = field(default_factory=lambda: list(DEFAME_LABELS))
     nei_label: str = "Not Enough Information"  # the label that sends the check back to planning
+    #: no source decides after the last round: "nei" (not enough information, the default), or "prior": the label
+    #: most often right for an undecided claim under the judge calibration's stated label prior (mostly false claims;
+    #: defame/judge_calibration.json), marked uncertain with that reason
+    undecided: str = "nei"
     rules: str = ""  # extra rules for the planner and the judge (benchmark-specific guidance)
     timeout: float = 20.0  # seconds per search request and per page
 
@@ -164,6 +168,8 @@ class DefameConfig:
                 raise ConfigError(f"defame.{name} must be between {lo} and {hi}, not {getattr(self, name)}")
         if len(self.labels) < 2 or any(not x.strip() for x in self.labels):
             raise ConfigError("defame.labels must name at least two non-empty labels")
+        if self.undecided not in ("nei", "prior"):
+            raise ConfigError(f"defame.undecided must be nei or prior, not {self.undecided!r}")
         if self.nei_label not in self.labels:
             raise ConfigError(f"defame.nei_label {self.nei_label!r} must be one of defame.labels "
                               f"({', '.join(self.labels)})")

@@ -43,9 +43,22 @@ DOCS = [
 ]
 
 
+_ACTION = re.compile(r'\b([a-z_]+)\((?:"([^"\n]*)"|(<image:\d+>))\)')
+
+
 def rules(plan: str | list[str], verdict: str | list[str] = "Refuted") -> list[tuple[str, object]]:
+    """The scripted replies of a check. `plan`: the action each round's plan takes, written as `tool("query")` (a
+    list: one per round; text naming no action is what the model writes as the query). The planner's choices are
+    answered "stop <tools>": the first option offered in that text wins (`match_option`), so a round's first choice
+    (stop not offered) takes the plan's tool and the next one stops."""
+    plans = [plan] if isinstance(plan, str) else list(plan)
+    found = [_ACTION.search(p) for p in plans]
+    queries = [m.group(2) if m and m.group(2) is not None else p for m, p in zip(found, plans)]
+    tools = " ".join(dict.fromkeys(m.group(1) for m in found if m)) or "web_search"
     return [
-        (r"Executed actions: [^\n]*\nActions:$", plan),
+        (r"Next action:\n?$", f"stop {tools}"),
+        (r'Next action:\n[a-z_]+\("$', queries[0] if isinstance(plan, str) else queries),
+        (r"Next action:\n[a-z_]+\($", "<image:1>"),
         (r"<result>[^<]*answer Supported[^<]*</result>\nSummary:$", "NONE"),
         (r"Summary:$", lambda req: "The page says: " + re.findall(r"<result>\n(.*?)\n</result>",
                                                                   req.messages[-1][1], re.S)[-1][:80]),
@@ -55,6 +68,12 @@ def rules(plan: str | list[str], verdict: str | list[str] = "Refuted") -> list[t
         (r"Justification:$", "The tower opened its 2023 season in Paris "
                              "([Eiffel Tower summer season 2023](https://example.org/eiffel-2023))."),
     ]
+
+
+def plan_prompts(backend) -> list[str]:
+    """The planner's prompts (its choices and its queries), in order."""
+    return [c.messages[-1][1] for c in backend.calls if re.search(r"Next action:\n(?:[a-z_]+\(\"?)?$",
+                                                                    c.messages[-1][1])]
 
 
 class SureScripted(ScriptedBackend):
@@ -84,13 +103,12 @@ def last_prompt(backend, ending):
 
 def test_full_run_over_a_local_index():
     config = load_config(overrides={"defame.excluded_domains": ["snopes.com"]})
-    backend = ScriptedBackend(rules('web_search("Eiffel Tower Rome 2023")\nfly_to("Rome")\n'
-                                    'web_search(<image:1>)'))
+    backend = ScriptedBackend(rules('web_search("Eiffel Tower Rome 2023")'))
     res = run(config, backend)
     assert res.verdict.label == "Refuted"
     plan = stages(res, "plan")[0]
     assert plan["actions"] == ['web_search("Eiffel Tower Rome 2023")']
-    assert any("no such tool" in r for r in plan["rejected"]) and any("text query" in r for r in plan["rejected"])
+    assert plan["how"] == "only choice, stop chosen"  # one tool offered: no choice; then the scored "stop"
     action = stages(res, "action")[0]
     urls = [r["url"] for r in action["results"]]
     assert "https://www.snopes.com/fact-check/eiffel-rome/" not in urls  # excluded fact-checker
@@ -115,33 +133,58 @@ def test_full_run_over_a_local_index():
 
 def test_not_enough_information_goes_back_to_planning_at_most_three_rounds():
     config = load_config()
-    # round 2 repeats an executed action; the scored tool choice (web_search) then gets a query that was
-    # executed too, so the explicit fallback searches the claim itself
-    backend = ScriptedBackend([(r'web_search\("$', "Eiffel Tower Rome")] + rules(
-        ['web_search("Eiffel Tower Rome")', 'web_search("Eiffel Tower Rome")', "web_search",
-         'web_search("Colosseum 2023")', 'web_search("Eiffel Tower Paris")'], verdict="Not Enough Information"))
+    # round 2's query repeats an executed action: never run again, the claim itself is searched instead (no parse
+    # failure: the plan's decisions are choices, the query is any text)
+    backend = ScriptedBackend(rules(['web_search("Eiffel Tower Rome")', 'web_search("Eiffel Tower Rome")',
+                                     'web_search("Colosseum 2023")'], verdict="Not Enough Information"))
     res = run(config, backend)
     plans = stages(res, "plan")
     assert [p["round"] for p in plans] == [1, 2, 3]
-    assert any("already executed" in r for r in plans[1]["rejected"])
-    assert plans[1]["how"] == "fallback" and plans[1]["actions"] == [f'web_search("{CLAIM}")']
-    assert any(s["for_stage"] == "plan" for s in stages(res, "parse_failure"))
+    assert plans[1]["actions"] == [f'web_search("{CLAIM}")'] and "run before" in plans[1]["note"]
+    assert not [s for s in stages(res, "parse_failure") if s["for_stage"] == "plan"]
     assert plans[2]["actions"] == ['web_search("Colosseum 2023")']
     assert res.verdict.label == "Not Enough Information"
     executed = [a for p in plans for a in p["actions"]]
     assert len(executed) == len(set(executed))
     # each round's prompt sees the record so far
-    third_plan = last_prompt(backend, "Actions:")[2]
+    third_plan = [p for p in plan_prompts(backend) if p.endswith('web_search("')][2]
     assert "Round 2" in third_plan and "Judgement: Not Enough Information" in third_plan
 
 
-def test_a_plan_without_actions_falls_back_to_a_scored_tool_and_a_generated_query():
-    backend = ScriptedBackend([(r'web_search\("$', 'Eiffel Tower 2023")')] + rules(
-        ["- [Some page](https://x.example) (2020): made-up evidence", "web_search"]))
-    res = run(load_config(overrides={"defame.max_iterations": 1}), backend)
+def test_a_plan_answered_with_garbage_still_runs_a_valid_action_through_choose(tmp_path):
+    """With several tools offered, the tool is a choice (`choose`): a garbage answer is retried with the options
+    and the retry's choice taken; the query is whatever text the model writes, never parsed as a plan."""
+    from veracity.images.files import load_image  # noqa: F401  (the image tools need the images package)
+
+    img = _png(tmp_path / "photo.png")
+    backend = ScriptedBackend([(r"Next action:\n$", "- [Some page](https://x.example) (2020): made-up evidence"),
+                               (r"word only\.\s*$", ["image_metadata", "stop"])] + rules('web_search("x")'))
+    res = run(load_config(overrides={"defame.max_iterations": 1}), backend, images=(str(img),))
     plan = stages(res, "plan")[0]
-    assert plan["how"] == "constrained" and plan["actions"] == ['web_search("Eiffel Tower 2023")']
-    assert "tool scored, query generated" in stages(res, "parse_failure")[0]["fallback"]
+    assert plan["actions"] == ["image_metadata(<image:1>)"] and plan["how"] == "chosen, stop chosen"
+    assert not stages(res, "parse_failure") and not res.verdict.parse_failures
+    # a backend that reads no option even after the retry: the first tool offered, recorded (never on the embedded
+    # model, whose choices are scored)
+    backend = ScriptedBackend([(r"Next action:\n$", "garbage"), (r"word only\.\s*$", "more garbage")]
+                              + rules('web_search("Eiffel Tower 2023")'))
+    res = run(load_config(overrides={"defame.max_iterations": 1, "defame.max_actions": 1}), backend,
+              images=(str(img),))
+    plan = stages(res, "plan")[0]
+    assert plan["actions"] == ['web_search("Eiffel Tower 2023")'] and plan["how"] == "fallback"
+    assert [s["for_stage"] for s in stages(res, "parse_failure")] == ["plan"]
+
+
+def test_never_repeat_an_executed_action():
+    """A query written again is never run again; when the claim itself was searched too, the tool has nothing new
+    and the round plans no action."""
+    backend = ScriptedBackend(rules([f'web_search("{CLAIM}")', 'web_search("Eiffel Tower Rome")',
+                                     'web_search("Eiffel Tower Rome")'], verdict="Not Enough Information"))
+    res = run(load_config(overrides={"defame.max_actions": 1}), backend)
+    plans = stages(res, "plan")
+    assert [p["actions"] for p in plans] == [[f'web_search("{CLAIM}")'], ['web_search("Eiffel Tower Rome")'], []]
+    assert "and so was the claim itself" in plans[2]["note"]
+    runs = [s["action"] for s in stages(res, "action")]
+    assert len(runs) == len(set(runs)) == 2
 
 
 def test_a_summary_not_drawn_from_the_source_is_replaced_by_a_marked_excerpt():
@@ -169,12 +212,11 @@ def test_labels_without_nei_force_a_decision_in_the_last_round():
 @pytest.mark.parametrize("labels, final", [(None, "Not Enough Information"),
                                             (("true", "miscaptioned", "out-of-context"), "miscaptioned")])
 def test_when_nothing_new_can_be_done_the_check_ends(labels, final):
-    """Round 2 finds no new action (the plan repeats, the scored fallback repeats, the claim was searched): with a
+    """Round 2 finds no new action (the query repeats and the claim was searched): with a
     "not enough information" label that judgement stands; without one, the last round's record is judged again
     with only the real labels."""
-    backend = ScriptedBackend([(r'web_search\("$', CLAIM)] + rules(
-        [f'web_search("{CLAIM}")', f'web_search("{CLAIM}")', "web_search"],
-        verdict=["Not Enough Information", "miscaptioned"]))
+    backend = ScriptedBackend(rules([f'web_search("{CLAIM}")', f'web_search("{CLAIM}")'],
+                                    verdict=["Not Enough Information", "miscaptioned"]))
     res = run(load_config(), backend, labels=labels)
     plans, judges = stages(res, "plan"), stages(res, "judge")
     assert [p["round"] for p in plans] == [1, 2] and plans[1]["actions"] == []
@@ -199,7 +241,7 @@ def test_variants():
     config = load_config()
     backend = ScriptedBackend(rules("unused", verdict="Refuted"))
     res = run(config, backend, pipeline="defame-static-actions")
-    assert not last_prompt(backend, "Actions:")  # no planning call
+    assert not plan_prompts(backend)  # no planning call
     assert stages(res, "plan")[0]["actions"] == [f'web_search("{CLAIM}")']
     backend = ScriptedBackend(rules('web_search("Eiffel Tower Rome")', verdict="Not Enough Information"))
     res = run(config, backend, pipeline="defame-single-turn")
@@ -209,7 +251,7 @@ def test_variants():
     assert not stages(res, "develop") and not last_prompt(backend, "Elaboration:")
     backend = ScriptedBackend(rules('web_search("Eiffel Tower Rome")'))
     res = run(config, backend, pipeline="defame-no-web-search")
-    assert not last_prompt(backend, "Actions:")  # no tool left for a text claim: nothing to plan
+    assert not plan_prompts(backend)  # no tool left for a text claim: nothing to plan
     assert stages(res, "plan")[0]["actions"] == [] and "claim alone" in stages(res, "plan")[0]["note"]
 
 
@@ -252,8 +294,8 @@ def test_claim_image_with_a_text_only_model(tmp_path):
     backend = ScriptedBackend(rules("image_metadata(<image:1>)"))
     res = run(load_config(), backend, "This photo shows the Eiffel Tower in Rome.", images=[str(image)])
     assert stages(res, "images")[0]["refs"] == ["<image:1>"]
-    assert "Images: <image:1>" in last_prompt(backend, "Actions:")[0]
-    assert "reads text only" in last_prompt(backend, "Actions:")[0]
+    assert "Images: <image:1>" in plan_prompts(backend)[0]
+    assert "reads text only" in plan_prompts(backend)[0]
     assert all(not c.images for c in backend.calls)
     action = stages(res, "action")[0]
     assert action["action"] == "image_metadata(<image:1>)" and "Photoshop" in action["results"][0]["text"]
@@ -267,7 +309,7 @@ def test_claim_image_reaches_a_model_that_reads_images(tmp_path):
     image = _png(tmp_path / "photo.png")
     backend = ScriptedBackend(rules('web_search("Eiffel Tower Rome")'), accepts_images=True)
     run(load_config(), backend, "This photo shows the Eiffel Tower in Rome.", images=[str(image)])
-    plan_calls = [c for c in backend.calls if c.messages[-1][1].endswith("Actions:")]
+    plan_calls = [c for c in backend.calls if c.messages[-1][1].endswith("Next action:\n")]
     assert plan_calls[0].images and plan_calls[0].images[0].startswith("data:image/png;base64,")
     assert "reads text only" not in plan_calls[0].messages[-1][1]
 
@@ -417,8 +459,9 @@ def test_an_openai_compatible_model_receives_the_claim_image(tmp_path, cli_env):
     finally:
         stub.close()
     assert r.returncode == 0, r.stderr
-    plan = next(b for b in stub.requests if message_text(b).rstrip().endswith("Actions:"))
-    assert any(url.startswith("data:image/jpeg;base64,") for url in image_parts(plan))
+    # (the one tool offered, image_metadata, on the one image: the plan asks nothing; the later stages see it)
+    develop = next(b for b in stub.requests if message_text(b).rstrip().endswith("Elaboration:"))
+    assert any(url.startswith("data:image/jpeg;base64,") for url in image_parts(develop))
     out = json.loads(r.stdout)
     assert "reads text only" not in json.dumps(out["trace"])
     assert next(s for s in out["trace"] if s["stage"] == "action")["action"] == "image_metadata(<image:1>)"
@@ -478,7 +521,8 @@ def test_untrusted_image_references_read_local_files_only_inside_the_allowed_fol
 @pytest.mark.skipif(not (WEIGHTS_DIR / "verifier.json").is_file(), reason="no trained verifier")
 def test_with_the_verifier_on_the_judge_sees_its_scores_and_decisive_evidence_settles_the_label():
     """verifier.use=on: the judge's prompt lists the verifier's reading of each finding; when the evidence is
-    decisive the label is the verifier's, not the model's (the scripted model would say Refuted)."""
+    decisive the label is the verifier's, not the model's (the scripted model says Refuted: its pick is kept as one
+    input of the judge, judgement.py)."""
     claim = "The Colosseum in Rome had 12 million visitors in 2023."
     config = load_config(overrides={"verifier.use": "on"})
     backend = ScriptedBackend(rules('web_search("Colosseum visitors 2023")'))
@@ -491,102 +535,35 @@ def test_with_the_verifier_on_the_judge_sees_its_scores_and_decisive_evidence_se
     assert "[1] Colosseum visitor numbers: supported " in prompt
     checked = stages(res, "evidence_verifier")[0]
     assert judge["decided_by"] == "verifier" and checked["label"] == "Supported"
-    assert res.verdict.label == "Supported" and not last_prompt(backend, "Verdict:")  # the model was not asked
+    assert res.verdict.label == "Supported" and judge["model_pick"] == "Refuted"
     md = to_markdown(res)
     assert "Trained verifier, per finding" in md and "*The label is the verifier's" in md
 
 
 @pytest.mark.skipif(not (WEIGHTS_DIR / "verifier.json").is_file(), reason="no trained verifier")
-def test_when_the_evidence_is_not_decisive_the_models_label_carries_the_verifiers_probability_and_is_uncertain():
-    """A source that does not settle the claim: the model's Supported stands, but its confidence is the verifier's
-    (calibrated) probability of Supported, not the model's own, and the verdict says why it is uncertain."""
+def test_when_no_source_decides_the_verdict_is_not_enough_evidence_with_the_judges_calibrated_confidence():
+    """A source that does not settle the claim: not enough information (after the rounds it sends back to planning),
+    whatever the model picks (a sure Supported, kept in the trace), with the confidence of the judge's own
+    calibration (judgement.py), not the model's nor the verifier's pair probability."""
+    from veracity.defame.judgement import load_calibration
+
     claim = "The Colosseum in Rome had 12 million visitors in 2023."
     docs = [Document("flavian", "Colosseum history", "The Colosseum was built under the emperors of the Flavian "
                      "dynasty, and gladiators fought there for centuries.", url="https://example.org/history")]
-    config = load_config(overrides={"verifier.use": "on"})
+    config = load_config(overrides={"verifier.use": "on", "defame.max_iterations": 1})
     backend = SureScripted(rules('web_search("Colosseum visitors 2023")', verdict="Supported"))
     res = run(config, backend, claim=claim, docs=docs)
     [checked] = stages(res, "evidence_verifier")
     [judge] = stages(res, "judge")
-    assert checked["probabilities"]["nei"] >= 0.5 and judge["decided_by"] == "model"
-    assert res.verdict.label == "Supported"
-    assert res.verdict.confidence == pytest.approx(checked["probabilities"]["supported"], abs=1e-4)
-    assert res.verdict.confidence < 0.5 and judge["confidence"] == res.verdict.confidence
+    assert checked["probabilities"]["nei"] >= 0.5 and judge["decided_by"] == "verifier"
+    assert res.verdict.label == "Not Enough Information" and judge["model_pick"] == "Supported"
     assert judge["probabilities"]["Supported"] == 0.97  # the model's own, kept in the trace, not reported
-    assert res.verdict.uncertain and "do not settle the claim" in res.verdict.uncertain_reason
-    assert "Supported is the language model's choice" in res.verdict.uncertain_reason
-    assert "*The evidence was not decisive: the label is the model's" in to_markdown(res)
-
-
-def test_with_the_verifier_off_the_judge_prompt_has_no_scores():
-    config = load_config(overrides={"verifier.use": "off"})
-    backend = ScriptedBackend(rules('web_search("Eiffel Tower Rome 2023")'))
-    res = run(config, backend)
-    prompt = last_prompt(backend, "Key findings:")[0]
-    assert "Verifier scores" not in prompt and "\n\nKey findings:" not in prompt
-    judge = stages(res, "judge")[0]
-    assert judge["decided_by"] == "model" and not judge.get("verifier") and res.verdict.label == "Refuted"
-
-
-@pytest.mark.parametrize("concurrency", [1, 3])
-def test_summaries_of_one_search_are_in_flight_together_over_a_server(tmp_path, concurrency):
-    """Over real HTTP: the results of one search are summarized at once (up to `concurrency` calls), each against
-    the record as it stood before them, and told in the results' order: the same summaries and prompts either way."""
-    from stub_server import StubServer, chat_response, message_text
-
-    from veracity.llm import make_model
-
-    replies = [(re.compile(p, re.S), r) for p, r in rules('web_search("Eiffel Tower Rome 2023")') if isinstance(r, str)]
-
-    def respond(body):
-        text = message_text(body).rstrip("\n")
-        if text.endswith("Summary:"):  # a result, summarized slowly
-            return 200, chat_response("The page says: " + re.findall(r"<result>\n(.*?)\n</result>", text,
-                                                                     re.S)[-1][:60]), 0.4
-        for pat, reply in replies:
-            if pat.search(text):
-                return 200, chat_response(reply), 0
-        return 400, {"error": {"message": f"no rule for {text[-60:]!r}"}}, 0
-
-    stub = StubServer(respond)
-    try:
-        config = load_config(overrides={"model": "stub", "base_url": stub.url, "cache": False, "max_retries": 0,
-                                        "concurrency": concurrency, "http.decisions": "parse",
-                                        "http.endpoint": "chat", "verifier.use": "off", "defame.top_k": 3,
-                                        "cache_path": str(tmp_path / "c.sqlite")}, env={})
-        retriever = Index.from_documents(DOCS).retriever("bm25")
-        res = run_check(Claim(CLAIM), get_pipeline("defame", config), make_model(config, use_cache=False), config,
-                        retriever=retriever)
-    finally:
-        stub.close()
-    assert res.verdict.label == "Refuted"
-    results = stages(res, "action")[0]["results"]
-    summaries = stages(res, "summary")
-    assert len(results) == 3 and [s["source"] for s in summaries] == [r["source"] for r in results]
-    assert [s["summary"] for s in summaries] == ["The page says: " + r["text"][:60] for r in results]
-    summarize_prompts = [message_text(b) for b in stub.requests if message_text(b).rstrip().endswith("Summary:")]
-    assert not any("The page says" in p for p in summarize_prompts)  # none saw another's summary
-    calls = [i for i, s in enumerate(res.trace) if s["stage"] == "model_call" and s["for_stage"] == "summarize"]
-    assert len(calls) == 3 and max(calls) < res.trace.index(summaries[0])  # calls traced first, in order
-    assert stub.max_active == (3 if concurrency == 3 else 1)
-
-
-def test_a_claim_about_the_present_flags_much_older_evidence_as_possibly_stale():
-    config = load_config(overrides={"defame.excluded_domains": ["snopes.com"]})
-    claim = "The Eiffel Tower is currently in Rome."
-    res = run(config, ScriptedBackend(rules('web_search("Eiffel Tower 2023")')), claim, date="2025-02-01")
-    notes = stages(res, "action")[0]["notes"]
-    stale = [n for n in notes if n.startswith("possibly stale")]
-    assert stale == ["possibly stale: the claim speaks of the present ('currently') and 1 result predates its date "
-                     "2025-02-01 by more than 365 days: Eiffel Tower summer season 2023 (2023-05-30)"]
-    assert "possibly stale: the claim speaks of the present" in to_markdown(res)  # the report says it too
-    assert res.verdict.notes == stale  # ... and the verdict carries it: its JSON, the CLI, the report's head
-    assert res.to_dict()["verdict"]["notes"] == stale
-    assert f"- **Note:** {stale[0]}." in to_markdown(res).replace("\\", "")
-    # the same evidence for a claim about a past event is not flagged
-    past = run(config, ScriptedBackend(rules('web_search("Eiffel Tower 2023")')), CLAIM, date="2025-02-01")
-    assert not any(n.startswith("possibly stale") for n in stages(past, "action")[0]["notes"])
-    assert past.verdict.notes == [] and "notes" not in past.to_dict()["verdict"]
+    calibration = load_calibration()
+    assert calibration.intercepts  # the shipped fit (judge_calibration.json)
+    expected = calibration.confidence("nei", judge["score"])
+    assert res.verdict.confidence == pytest.approx(expected) and judge["confidence"] == res.verdict.confidence
+    assert judge["score"] == pytest.approx(1 - max(checked["probabilities"]["supported"],
+                                                   checked["probabilities"]["refuted"]), abs=1e-3)
 
 
 @pytest.mark.skipif(not (WEIGHTS_DIR / "verifier.json").is_file(), reason="no trained verifier")
@@ -606,11 +583,12 @@ def test_the_verifier_reads_the_source_not_a_summary_that_restates_the_claim():
     assert checked["probabilities"]["supported"] < 0.5
 
 
-def test_in_a_two_label_set_an_undecisive_reading_leaning_against_the_models_label_takes_the_verifiers(
-        monkeypatch):
-    """Supported / Refuted: the verifier reads the finding as not settling the claim (nei 0.6) but leans Refuted
-    (0.75 of the two-label mass); in the last round, where the model chooses between the two labels, its sure
-    Supported gives way to Refuted with 0.75, uncertain, and the judgement and the report say so."""
+def test_in_a_two_label_set_when_no_source_decides_the_last_round_takes_the_models_pick(monkeypatch):
+    """Supported / Refuted: the verifier reads the finding as not settling the claim (nei 0.6); not enough
+    information sends the check back to planning, and in the last round, where a decision is due, the model's pick
+    stands, with the judge's calibrated confidence, uncertain, and the reason says so."""
+    from veracity.defame.judgement import load_calibration
+
     import veracity.verify.decide as decide
     from veracity.verify.result import Verification
 
@@ -632,8 +610,9 @@ def test_in_a_two_label_set_an_undecisive_reading_leaning_against_the_models_lab
     res = run(config, backend, claim="The Colosseum in Rome had 12 million visitors in 2023.", docs=docs,
               labels=["Supported", "Refuted"])
     *earlier, judge = stages(res, "judge")
-    assert [j["decided_by"] for j in earlier] == ["model"]  # with nei among the options: as before
-    assert judge["decided_by"] == "verifier-leaning" and judge["probabilities"]["Supported"] == 0.97
-    assert res.verdict.label == "Refuted" and res.verdict.confidence == pytest.approx(0.75)
-    assert res.verdict.uncertain and "the language model chose Supported" in res.verdict.uncertain_reason
-    assert "the label is the verifier's, uncertain" in to_markdown(res)
+    assert [j["label"] for j in earlier] == ["Not Enough Information"]  # nothing decides: back to planning
+    assert judge["decided_by"] == "model" and judge["probabilities"]["Supported"] == 0.97
+    assert res.verdict.label == "Supported"
+    assert res.verdict.confidence == pytest.approx(load_calibration().confidence("supported", 0.1))
+    assert res.verdict.uncertain and "Supported is the language model's choice" in res.verdict.uncertain_reason
+    assert "*The evidence was not decisive: the label is the model's" in to_markdown(res)

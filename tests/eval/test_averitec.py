@@ -146,7 +146,8 @@ DOCS = [Document("eiffel-2023", "Eiffel Tower summer season 2023",
 
 def defame_rules():
     return [
-        (r"Executed actions: [^\n]*\nActions:$", 'web_search("Eiffel Tower Rome 2023")'),
+        (r"Next action:\s*$", "stop web_search"),
+        (r'Next action:\s*[a-z_]+\("$', "Eiffel Tower Rome 2023"),
         (r"Summary:$", lambda req: "The page says: " + re.findall(r"<result>\n(.*?)\n</result>",
                                                                   req.messages[-1][1], re.S)[-1][:60]),
         (r"Elaboration:$", "The tower was in Paris in May 2023."),

@@ -174,7 +174,8 @@ DOCS = [
 
 def defame_rules(verdict, summary=None):
     return [
-        (r"Executed actions: [^\n]*\nActions:$", 'web_search("Eiffel Tower Rome 2023")'),
+        (r"Next action:\s*$", "stop web_search"),  # the tool: a choice (`choose`) among the tools and stop
+        (r'Next action:\s*[a-z_]+\("$', "Eiffel Tower Rome 2023"),  # the query: the only text the model writes
         (r"Summary:$", summary or (lambda req: "The page says: " + re.findall(r"<result>\n(.*?)\n</result>",
                                                                              req.messages[-1][1], re.S)[-1][:80])),
         (r"Elaboration:$", "The tower was in Paris in May 2023."),

@@ -14,18 +14,19 @@ from ..types import Claim, Evidence, Verdict
 from ..verdicts import UNVERIFIED, choose_label, label_block
 from ..verify.decide import check_evidence, verifier_enabled
 from ..web.filters import STALE
+from .judgement import Reading, combine, load_calibration
 from .parsing import excerpt
 from .prompts import SPECS, SUMMARY_CHARS
 from .record import Record, Round
 from .steps import Develop, Images, Judge, Justify, Plan, Summary, ToolRun
 from .toolbox import Toolbox, build_toolbox
 
+STOP = "stop"  # the planner's option to end the round's plan (after its first action)
 EVIDENCE_CHARS = 1200  # the source's sentences nearest the claim kept per result for the trained verifier
 
 if TYPE_CHECKING:
     from ..config import Config, DefameConfig
     from ..images.files import ImageFile
-    from ..verify.decide import EvidenceDecision
 
 
 def _example_blocks(text: str) -> list[tuple[set[str], str]]:
@@ -54,6 +55,7 @@ class Defame(Pipeline):
         pd = config.prompts_dir
         self.prompts = {spec.name.removeprefix("defame."): spec.load(pd) for spec in SPECS}  # specs: prompts.py
         self.examples = _example_blocks(load_prompt("defame_plan_examples", pd).body)
+        self.calibration = load_calibration()  # the judge's rules and calibrated confidence (judgement.py)
 
     def needs_retriever(self, config: "Config") -> bool:
         return config.defame.search == "local"
@@ -148,6 +150,10 @@ class Defame(Pipeline):
 
     def _plan(self, rnd: Round, record: Record, toolbox: Toolbox, store: ImageStore,
               executed: set[tuple[str, str]], ctx: Context, failures: list[str]) -> list[Action]:
+        """The round's actions, one at a time: the tool (or, after the round's first action, stopping) is a
+        scored choice among the offered tools (`choose`), its argument a scored choice among the images or the one
+        text the model writes, a search query. Nothing is parsed, so a plan cannot fail to parse; an action already
+        executed (or planned) is never planned again."""
         has_images = len(store) > 0
         offered = toolbox.offered(has_images=has_images)
         unavailable = {n: t.unavailable() for n, t in toolbox.tools.items() if t.unavailable()}
@@ -163,65 +169,77 @@ class Defame(Pipeline):
             return []
         examples = "\n\n".join(body for uses, body in self.examples if uses <= set(offered))
         slots = dict(TOOLS=toolbox.describe(has_images=has_images), RULES=self._rules_line(),
-                     EXAMPLES=f"\nExamples:\n\n{examples}\n" if examples else "",
-                     RECORD=record, EXECUTED=", ".join(record.executed()) or "none")
-        out = self.prompts["plan"].ask(ctx.model, failures=failures, defer=True,
-                                       images=self._images_for_model(store, ctx), **slots,
-                                       parse_args=dict(tools=offered, executed=executed,
-                                                       max_actions=self.dc.max_actions))
-        plan = out.value
-        how = "planned"
-        if not out.ok:  # recorded once the fallback is known
-            action = self._constrained_action(slots, offered, executed, store, ctx)
-            how = "constrained"
+                     EXAMPLES=f"\nExamples:\n\n{examples}\n" if examples else "", RECORD=record)
+        actions: list[Action] = []
+        planned = set(executed)
+        hows: list[str] = []
+        notes: list[str] = []
+        raws: list[str] = []
+        blocked: set[str] = set()  # tools with nothing new to run this round
+        images = self._images_for_model(store, ctx)
+        while len(actions) < self.dc.max_actions:
+            fresh = [n for n, t in offered.items() if n not in blocked
+                     and (not t.takes_image or any(Action(n, r).key() not in planned for r in store.refs()))]
+            if not fresh:
+                notes.append("every offered tool has run on everything it can take")
+                break
+            # "stop" ends the round's plan after its first action (a round is planned because the judge found not
+            # enough evidence, so it runs at least one)
+            options = fresh + ([STOP] if actions else [])
+            slots["EXECUTED"] = ", ".join(record.executed() + [a.render() for a in actions]) or "none"
+            if len(options) == 1:
+                name, how = options[0], "only choice"
+            else:
+                reply = self.prompts["plan.tool"].ask(ctx.model, options=options, failures=failures, defer=True,
+                                                      images=images, **slots)
+                raws.append(reply.raw)
+                name, how = reply.value, "chosen"
+                if not reply.ok:  # a backend that reads choices from text, and read none: explicit, recorded
+                    name, how = fresh[0], "fallback"
+                    reply.fail(f"took the first tool offered, {name}", where=f"round {rnd.number}")
+            if name == STOP:
+                hows.append("stop chosen")
+                break
+            action, note = self._argument(offered[name], slots, planned, store, record, ctx, raws, images)
+            if note:
+                notes.append(note)
             if action is None:
-                action, how = self._fallback_action(record, offered, executed), "fallback"
-            how_run = "tool scored, query generated" if how == "constrained" else "the claim itself"
-            out.fail(f"ran {action.render()} ({how_run})" if action else "no new action left to try",
-                     where=f"round {rnd.number}")
-            if action:
-                plan.actions.append(action)
-        self._add(record, ctx, Plan(round=rnd.number, actions=[a.render() for a in plan.actions],
-                                    rejected=plan.rejected, raw=out.raw, how=how, fallback=how == "fallback",
-                                    unavailable=unavailable))
-        return plan.actions
+                blocked.add(name)
+                continue
+            hows.append(how)
+            planned.add(action.key())
+            actions.append(action)
+        self._add(record, ctx, Plan(round=rnd.number, actions=[a.render() for a in actions], raw="\n".join(raws),
+                                    how=", ".join(dict.fromkeys(hows)) or None, fallback="fallback" in hows,
+                                    unavailable=unavailable, note="; ".join(notes) or None))
+        return actions
 
-    def _constrained_action(self, slots: dict, offered: dict, executed: set[tuple[str, str]], store: ImageStore,
-                            ctx: Context) -> Action | None:
-        """One action when the free plan named none: the tool by a scored choice, then its argument
-        (a generated query, or a scored choice among the images). `slots`: the plan prompt's."""
-        fresh = {n: t for n, t in offered.items()
-                 if not t.takes_image or any(Action(n, r).key() not in executed for r in store.refs())}
-        if not fresh:
-            return None
-        choice = self.prompts["plan.tool"].ask(ctx.model, options=list(fresh), **slots)
-        if choice.value is None:
-            return None
-        tool = fresh[choice.value]
+    def _argument(self, tool, slots: dict, planned: set[tuple[str, str]], store: ImageStore, record: Record,
+                  ctx: Context, raws: list[str], images: tuple[str, ...]) -> tuple[Action | None, str]:
+        """The chosen tool's argument: an image not yet given to it (a scored choice when there are several), or
+        the query the model writes; a query that is empty, the tool list's placeholder, or already run is replaced
+        by the claim itself, said in the note. (None, why) when nothing new is left for the tool."""
         if tool.takes_image:
-            refs = [r for r in store.refs() if Action(tool.name, r).key() not in executed]
+            refs = [r for r in store.refs() if Action(tool.name, r).key() not in planned]
             if len(refs) > 1:
-                pick = self.prompts["plan.image"].ask(ctx.model, options=refs, TOOL=tool.name, **slots)
-                refs = [pick.value] if pick.value else refs
-            return Action(tool.name, refs[0]) if refs else None
-        query = self.prompts["plan.query"].ask(ctx.model, TOOL=tool.name, **slots).value
-        action = Action(tool.name, query[:200])
-        return action if query and action.key() not in executed else None
+                pick = self.prompts["plan.image"].ask(ctx.model, options=refs, TOOL=tool.name, images=images, **slots)
+                raws.append(pick.raw)
+                refs = [pick.value] if pick.value else refs  # unread: the first image not yet given to it
+            return (Action(tool.name, refs[0]), "") if refs else (None, f"{tool.name}: every image done")
+        reply = self.prompts["plan.query"].ask(ctx.model, TOOL=tool.name, images=images, **slots)
+        raws.append(reply.raw)
+        query = (reply.value or "")[:200]
+        if query and Action(tool.name, query).key() not in planned:
+            return Action(tool.name, query), ""
+        said = f"{tool.name}: the query written ({query!r}) was " + ("run before" if query else "empty")
+        action = Action(tool.name, record.claim.text[:200])
+        if action.key() in planned:
+            return None, f"{said}, and so was the claim itself"
+        return action, f"{said}: the claim itself is searched"
 
     def _rules_line(self) -> str:
         rules = self.dc.rules  # planning guidance from the config; the label rules are the judge's
         return f"\nRules:\n{rules.strip()}\n" if rules.strip() else ""
-
-    @staticmethod
-    def _fallback_action(record: Record, offered: dict, executed: set[tuple[str, str]]) -> Action | None:
-        """The explicit fallback when the plan names no usable action: search the claim itself."""
-        candidates = []
-        if "web_search" in offered:
-            candidates.append(Action("web_search", record.claim.text[:200]))
-        for ref in record.claim_images:
-            if "reverse_search" in offered:
-                candidates.append(Action("reverse_search", ref))
-        return next((a for a in candidates if a.key() not in executed), None)
 
     @staticmethod
     def _static_plan(record: Record, offered: dict) -> list[Action]:
@@ -301,50 +319,54 @@ class Defame(Pipeline):
 
     def _judge(self, rnd: Round, record: Record, store: ImageStore, labels: tuple[str, ...], nei: str | None,
                rules: str, ctx: Context, failures: list[str], *, final: bool) -> tuple[str, float | None, str]:
-        """The round's label, its confidence, and why it is uncertain ("" unless the model chose the label against
-        the verifier's undecisive reading). When the verifier read the evidence, the confidence is its probability
-        of the label, whoever chose it (verify/decide.py `undecided`)."""
+        """The round's label, its confidence, and why it is uncertain ("" unless no source decides and the label is
+        the model's pick or the sources' leaning). The model writes its key findings and picks a label (scored);
+        with the trained verifier on, the label comes from its reading of each source by the judge's rules, the
+        model's pick one input (judgement.py), and the confidence is the judge's own calibrated one."""
         options = list(labels)
         if nei and nei not in options and not final:
             options.append(nei)
-        decision, scores = self._verify(record, options, ctx)
+        readings, scores = self._verify(record, options, ctx)
         slots = dict(LABELS=label_block(options, rules), RECORD=record, SCORES=scores)
         images = self._images_for_model(store, ctx)
         findings = self.prompts["judge"].ask(ctx.model, images=images, **slots).value
-        reason = ""
-        if decision is not None and decision.decisive:  # the trained verifier settles what the evidence shows
-            label, confidence, probabilities, by = decision.label, decision.confidence, None, "verifier"
-        else:
-            label, confidence, probabilities = choose_label(
-                ctx, self.prompts["judge.label"], options, fallback=nei if nei in options else UNVERIFIED,
-                failures=failures, images=images, FINDINGS=findings, **slots)  # no default label
-            by = "model"
-            if decision is not None:  # not decisive: the model's label (or, in a two-label set, the verifier's
-                chosen = label       # leaning), with the verifier's probability of it (verify/decide.py)
-                label, confidence, reason = decision.undecided(label)
-                by = "model" if label == chosen else "verifier-leaning"
+        pick, confidence, probabilities = choose_label(
+            ctx, self.prompts["judge.label"], options, fallback=nei if nei in options else UNVERIFIED,
+            failures=failures, images=images, FINDINGS=findings, **slots)  # no default label
+        label, by, reason, score = pick, "model", "", None
+        if readings is not None:
+            out = combine(readings, options, pick, self.calibration, nei_allowed=nei in options,
+                          final=final and self.dc.undecided == "prior")
+            label, confidence, by, score = out.label, out.confidence, out.decided_by, out.score
+            if by != "verifier":
+                reason = (f"no source read decides the claim (the trained verifier's strongest reading of a source "
+                          f"is below {self.calibration.decisive_at:.2f}); {label} is "
+                          + {"model": "the language model's choice",
+                             "prior": "the label most often right for an undecided claim under the stated label "
+                                      "prior (a stream of checked claims is mostly false)"}.get(
+                              by, "the side the sources lean to"))
         self._add(record, ctx, Judge(round=rnd.number, label=label, confidence=confidence, findings=findings,
                                      probabilities=probabilities, final=final or label != nei, verifier=scores or None,
-                                     decided_by=by))
+                                     decided_by=by, model_pick=pick, score=score))
         return label, confidence, reason
 
     def _verify(self, record: Record, options: list[str], ctx: Context
-                ) -> "tuple[EvidenceDecision | None, list[dict[str, Any]]]":
+                ) -> "tuple[list[Reading] | None, list[dict[str, Any]]]":
         """The trained verifier's reading of the claim against each finding so far (verifier.use; auto: with the
-        embedded model), for the judge to see; its decision over all of them, which settles the label when the
-        evidence is decisive. It reads each source's own sentences nearest the claim, not the model's summary (a
-        summary can restate the claim, which the verifier would read as support). Nothing when the verifier is off
-        or there are no findings."""
+        embedded model), for the judge's rules and its prompt; None when the verifier is off ([] with no findings).
+        It reads each source's own sentences nearest the claim, not the model's summary (a summary can restate the
+        claim, which the verifier would read as support)."""
         if not verifier_enabled(self.config.verifier, ctx.model.model_id):
             return None, []
-        found = record.findings()
+        found = [f for f in record.findings() if f.evidence.strip()]
         if not found:
-            return None, []
+            return [], []
         passages = [Evidence(text=f.evidence, source=f.source, url=f.url) for f in found]
         decision = check_evidence(self.config.verifier, ctx.tracer, record.claim.text, passages, options)
+        per = decision.verification.per_passage
         scores = [{"source": f.source, **{k: round(p[k], 3) for k in ("supported", "refuted", "nei")}}
-                  for f, p in zip(found, decision.verification.per_passage)]
-        return decision, scores
+                  for f, p in zip(found, per)]
+        return [Reading.of(p) for p in per], scores
 
     def _justify(self, record: Record, store: ImageStore, label: str, ctx: Context) -> str:
         text = self.prompts["justify"].ask(ctx.model, images=self._images_for_model(store, ctx), RECORD=record,

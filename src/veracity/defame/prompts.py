@@ -1,9 +1,9 @@
 """DEFAME's prompt specs: one per model call of its stages, every one showing the record.
 
-Plan (with, when the free plan names no usable action, a scored choice of the tool, then of its image or a
-generated query), summarize one search result, develop, judge (key findings, then the label scored after
+Plan (one action at a time: a scored choice of the tool or of stopping, then of its image or the query the model
+writes), summarize one search result, develop, judge (key findings, then the label scored after
 "Verdict:"), justify. The record (`Record.render`) and each search result (`evidence_text`) are written as
-quoted data; the replies are read by `parsing.py` and `actions.parse_plan`.
+quoted data; the replies are read by `parsing.py`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from ..prompts.quoting import neutralise
 from ..prompts.spec import PromptSpec
 from ..types import Evidence
-from .actions import PLACEHOLDER, parse_plan
+from .actions import PLACEHOLDER
 from .parsing import clean_text, grounded, parse_summary
 from .record import Record, evidence_text
 
@@ -59,13 +59,13 @@ def verifier_scores(scores: "list[dict[str, Any]] | None") -> str:
 
 RECORD = {"RECORD": Record.render}  # every stage shows the record, its findings quoted as data
 
+# the plan: one action at a time. PLAN is the prompt its calls continue (never asked itself): the tool, or "stop", by
+# a scored choice; then the tool's image by a scored choice, or the search query, the only text the model writes
 PLAN = PromptSpec(
     name="defame.plan", template="defame_plan", stage="plan",
-    slots=("TOOLS", "RULES", "EXAMPLES", "RECORD", "EXECUTED"),
-    formats=RECORD, max_tokens=96, stop=("\n\n", "Record:", "Executed actions:"),
-    parser=parse_plan, usable=lambda plan: bool(plan.actions), problem="no usable action")
-# when the plan names no usable action: the tool by a scored choice, then its image or a query
-PLAN_TOOL = PLAN.follow("defame.plan.tool", "\n", max_tokens=8, decision=True)
+    slots=("TOOLS", "RULES", "EXAMPLES", "RECORD", "EXECUTED"), formats=RECORD, max_tokens=8)
+PLAN_TOOL = PLAN.follow("defame.plan.tool", "\n", max_tokens=8, decision=True, problem="no tool chosen",
+                        fallback="the first tool offered")
 PLAN_IMAGE = PLAN.follow("defame.plan.image", "\n[[TOOL]](", max_tokens=8, decision=True)
 PLAN_QUERY = PLAN.follow("defame.plan.query", '\n[[TOOL]]("', max_tokens=24, stop=('"', "\n", ")"),
                          parser=written_query)

@@ -170,8 +170,10 @@ class Judge(RoundStep):
     final: bool = False
     #: the trained verifier's reading of each finding ({source, supported, refuted, nei}) when it is on
     verifier: list[dict[str, Any]] | None = None
-    decided_by: str = "model"  # "verifier" when its reading settled the label (the evidence was decisive);
-    # "verifier-leaning": not decisive, but in a two-label set the model chose the label the verifier reads under 1/2
+    decided_by: str = "model"  # "verifier": decisive sources settled the label (judgement.py); "model": no source
+    # decides and the model's pick stands; "verifier-leaning": no source decides, a decision is due, the sources lean
+    model_pick: str | None = optional()  # the model's own scored pick (one input of the judge)
+    score: float | None = optional()  # the judge's deciding score before calibration (judgement.py)
 
     def fold(self, view: Fold) -> None:
         view.append({"kind": "judge", "round": self.round, "label": self.label, "confidence": self.confidence,

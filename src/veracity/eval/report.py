@@ -89,6 +89,31 @@ def _majority_row(rows: list[dict[str, Any]], labels: list[str], metric: Callabl
             f"{100 * macro_f1(gold, pred, labels):.2f} |  | 0.0 | 0.0 | 0 | 0 | $0.0000 | 0 |")
 
 
+def parse_failures_by_stage(rows: list[dict[str, Any]]) -> Counter:
+    """How many parse failures each stage had over `rows` (the trace's `parse_failure` steps; a row stored without
+    a trace counts its verdict's failure lines by their leading stage name)."""
+    c: Counter = Counter()
+    for r in rows:
+        steps = [s for s in r.get("trace") or [] if s.get("stage") == "parse_failure"]
+        if steps or r.get("trace"):
+            c.update(s.get("for_stage") or "?" for s in steps)
+        else:
+            c.update(line.split(":", 1)[0].split(" (", 1)[0] for line in r["verdict"].get("parse_failures") or [])
+    return c
+
+
+def parse_failure_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Parse failures per stage and pipeline (0 everywhere is the goal: a decision made by `choose` cannot fail)."""
+    out = []
+    for pipe in sorted({r["pipeline"] for r in rows}):
+        rs = [r for r in rows if r["pipeline"] == pipe]
+        c = parse_failures_by_stage(rs)
+        said = ", ".join(f"{stage} {n}" for stage, n in sorted(c.items())) or "none"
+        out.append(f"- {pipe}: {said} ({sum(bool(r['verdict'].get('parse_failures')) for r in rs)} of {len(rs)} "
+                   "verdicts with any)")
+    return ["", "Parse failures per stage:", "", *out] if out else []
+
+
 COVERAGES = (1.0, 0.8, 0.6, 0.4, 0.2)
 
 
@@ -228,6 +253,7 @@ def build_report(out: str | Path, *, plots: bool = True) -> str:
             pc = per_class([r["gold"] for r in rs], [r["pred"] for r in rs], labels)
             lines.append(f"- {pipe}: " + "; ".join(f"{k} P {100 * v['precision']:.0f} R {100 * v['recall']:.0f} "
                                                     f"(n={v['support']})" for k, v in pc.items()))
+        lines += parse_failure_lines([r for r in rows if r["dataset"] == ds])
         lines += averitec_lines(out, ds)
         lines += coverage_lines([r for r in rows if r["dataset"] == ds])
         lines += reliability_lines([r for r in rows if r["dataset"] == ds])
