@@ -616,3 +616,25 @@ def test_in_a_two_label_set_when_no_source_decides_the_last_round_takes_the_mode
     assert res.verdict.confidence == pytest.approx(load_calibration().confidence("supported", 0.1))
     assert res.verdict.uncertain and "Supported is the language model's choice" in res.verdict.uncertain_reason
     assert "*The evidence was not decisive: the label is the model's" in to_markdown(res)
+
+
+@pytest.mark.skipif(not (WEIGHTS_DIR / "verifier.json").is_file(), reason="no trained verifier")
+def test_with_the_stated_prior_an_undecided_claim_leans_to_its_label_marked_uncertain():
+    """defame.undecided = prior: a source that does not settle the claim gives, after the last round, the label the
+    judge calibration's stated prior makes likeliest, uncertain and saying why, with the undecided confidence."""
+    from veracity.defame.judgement import load_calibration
+
+    calibration = load_calibration()
+    if not calibration.undecided:
+        pytest.skip("the shipped calibration names no label for undecided claims")
+    claim = "The Colosseum in Rome had 12 million visitors in 2023."
+    docs = [Document("flavian", "Colosseum history", "The Colosseum was built under the emperors of the Flavian "
+                     "dynasty, and gladiators fought there for centuries.", url="https://example.org/history")]
+    config = load_config(overrides={"verifier.use": "on", "defame.max_iterations": 1, "defame.undecided": "prior"})
+    backend = SureScripted(rules('web_search("Colosseum visitors 2023")', verdict="Supported"))
+    res = run(config, backend, claim=claim, docs=docs)
+    [judge] = stages(res, "judge")
+    assert judge["decided_by"] == "prior" and res.verdict.uncertain
+    assert res.verdict.label.lower().startswith(calibration.undecided[:4])
+    assert "stated label prior" in res.verdict.uncertain_reason
+    assert res.verdict.confidence == pytest.approx(calibration.confidence("undecided", judge["score"]))

@@ -82,7 +82,9 @@ class Defame(Pipeline):
             rnd = record.new_round()
             actions = self._plan(rnd, record, toolbox, store, executed, ctx, failures)
             if not actions and n > 1:  # nothing new to do: the last judgement is final
-                if nei not in labels:  # ... but "not enough information" is not an answer here: decide now
+                # ... but "not enough information" is not an answer here, or an undecided claim takes the stated
+                # prior's label (defame.undecided = prior): decide now, as the last round would
+                if nei not in labels or (label == nei and self.dc.undecided == "prior"):
                     label, confidence, reason = self._judge(record.rounds[-2], record, store, labels, nei, rules,
                                                             ctx, failures, final=True)
                 break
