@@ -170,7 +170,7 @@ class VeracityServer:
         self.url = ""
         self.log: list[str] = []
 
-    def start(self, timeout: float = 30) -> "VeracityServer":
+    def start(self, timeout: float = 60) -> "VeracityServer":
         cmd = veracity_cmd() + ["serve", "--host", "127.0.0.1", "--port", "0", "--db", str(self.db),
                                 "--log-level", "info", *self.args]
         self.log = []
