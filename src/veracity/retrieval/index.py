@@ -43,6 +43,32 @@ DENSE_FILE = "dense.npy"
 MODES = ("bm25", "dense", "hybrid")
 
 
+def check_query(query: str, k: int) -> None:
+    """A search's query and k as every index takes them, or a UserError saying what is wrong."""
+    if not query or not query.strip():
+        raise UserError("the search query is empty")
+    if k < 1:
+        raise UserError(f"the number of results must be at least 1, got {k}")
+
+
+class ManifestModes:
+    """What an index that reads its size and dense vectors from its manifest answers (a sharded index, one in
+    PostgreSQL): whether it has dense vectors, its default search mode, its number of passages."""
+
+    manifest: dict[str, Any]
+
+    @property
+    def has_dense(self) -> bool:
+        return bool(self.manifest.get("dense"))
+
+    @property
+    def default_mode(self) -> str:
+        return "hybrid" if self.has_dense else "bm25"
+
+    def __len__(self) -> int:
+        return int(self.manifest["passages"])
+
+
 class Index:
     """Passages with their BM25 (and optionally dense) index; searchable by query.
 
@@ -203,10 +229,7 @@ class Index:
 
     def search_passages(self, query: str, k: int = 5, mode: str | None = None) -> list[tuple[Passage, float]]:
         """Like `search`, but returns the passages themselves with their scores."""
-        if not query or not query.strip():
-            raise UserError("the search query is empty")
-        if k < 1:
-            raise UserError(f"the number of results must be at least 1, got {k}")
+        check_query(query, k)
         return [(self._rows[row], score) for row, score in self._ranker(mode).rank(query, k)]
 
     def retriever(self, mode: str | None = None) -> ModeRetriever:

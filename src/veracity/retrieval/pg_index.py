@@ -39,7 +39,8 @@ from veracity.errors import IndexError_, UserError
 from veracity.retrieval.base import Hit
 from veracity.retrieval.documents import Passage
 from veracity.retrieval.hybrid import HybridRanker
-from veracity.retrieval.index import MODES, ModeRetriever, SubjectRetriever, document_text
+from veracity.retrieval.index import (MODES, ManifestModes, ModeRetriever, SubjectRetriever, check_query,
+                                      document_text)
 from veracity.retrieval.index import _evidence as evidence_of
 from veracity.types import Evidence
 
@@ -170,7 +171,7 @@ def open_pg_index(spec: str, *, model: str | None = None) -> PgIndex:
     return PgIndex(parsed, manifest, conn, model=model)
 
 
-class PgIndex:
+class PgIndex(ManifestModes):
     """An index in PostgreSQL: the interface of `Index` that callers use (search, search_passages, retriever,
     document, info, has_dense, default_mode, len, path, manifest). One connection, shared by threads in turn."""
 
@@ -219,17 +220,6 @@ class PgIndex:
 
     # ------------------------------------------------------------------ searching
 
-    @property
-    def has_dense(self) -> bool:
-        return bool(self.manifest.get("dense"))
-
-    @property
-    def default_mode(self) -> str:
-        return "hybrid" if self.has_dense else "bm25"
-
-    def __len__(self) -> int:
-        return int(self.manifest["passages"])
-
     def search(self, query: str, k: int = 5, mode: str | None = None) -> list[Evidence]:
         found_by = {"retriever": mode or self.default_mode, "index": self.path,
                     "knowledge_base": self.manifest.get("knowledge_base")}
@@ -238,10 +228,7 @@ class PgIndex:
                 for rank, (passage, score) in enumerate(self.search_passages(query, k, mode), start=1)]
 
     def search_passages(self, query: str, k: int = 5, mode: str | None = None) -> list[tuple[Passage, float]]:
-        if not query or not query.strip():
-            raise UserError("the search query is empty")
-        if k < 1:
-            raise UserError(f"the number of results must be at least 1, got {k}")
+        check_query(query, k)
         hits = self._ranker(mode).rank(query, k)
         passages = self.passages([row for row, _ in hits])
         return [(passages[row], score) for row, score in hits if row in passages]

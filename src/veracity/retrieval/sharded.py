@@ -60,7 +60,8 @@ from veracity.retrieval.bm25 import BM25Ranker
 from veracity.retrieval.dense import DenseRanker, Encoder, resolve_model_path
 from veracity.retrieval.documents import Document, Passage, chunk_document, load_documents
 from veracity.retrieval.hybrid import HybridRanker
-from veracity.retrieval.index import BM25_DIR, DENSE_FILE, MODES, PASSAGES, Index, ModeRetriever, document_text
+from veracity.retrieval.index import (BM25_DIR, DENSE_FILE, MODES, PASSAGES, Index, ManifestModes, ModeRetriever,
+                                      check_query, document_text)
 from veracity.retrieval.index import MANIFEST as INDEX_MANIFEST
 from veracity.retrieval.index import STORED as INDEX_STORED
 from veracity.retrieval.index import _evidence as evidence_of
@@ -393,7 +394,7 @@ class _Shard:
             raise _corrupt(self.path, f"its {DOCUMENTS} is unreadable ({e})") from None
 
 
-class ShardedIndex:
+class ShardedIndex(ManifestModes):
     """The shards of a sharded build, searched as one index: the interface of `Index` that callers use (search,
     search_passages, retriever, document, info, has_dense, default_mode, len, path, manifest)."""
 
@@ -423,17 +424,6 @@ class ShardedIndex:
 
     # ------------------------------------------------------------------ searching
 
-    @property
-    def has_dense(self) -> bool:
-        return bool(self.manifest.get("dense"))
-
-    @property
-    def default_mode(self) -> str:
-        return "hybrid" if self.has_dense else "bm25"
-
-    def __len__(self) -> int:
-        return int(self.manifest["passages"])
-
     def search(self, query: str, k: int = 5, mode: str | None = None) -> list[Evidence]:
         """The `k` best passages of all shards for `query` as evidence, best first."""
         found_by = {"retriever": mode or self.default_mode, "index": str(self.path),
@@ -459,10 +449,7 @@ class ShardedIndex:
         return ModeRetriever(self, mode)
 
     def _hits(self, query: str, k: int, mode: str | None) -> list[Hit]:
-        if not query or not query.strip():
-            raise UserError("the search query is empty")
-        if k < 1:
-            raise UserError(f"the number of results must be at least 1, got {k}")
+        check_query(query, k)
         return self._ranker(mode).rank(query, k)
 
     def _ranker(self, mode: str | None) -> _MergedBM25 | _MergedDense | HybridRanker:
