@@ -59,8 +59,9 @@ def bio_items(rows: list[dict], n: int) -> list[dict]:
         if not sents:
             continue
         facts = [f for a in sents for f in a["human-atomic-facts"]]
-        out.append({"topic": row["topic"], "text": " ".join(a["text"] for a in sents), "facts": facts,
-                    "sentences": len(sents)})
+        out.append(
+            {"topic": row["topic"], "text": " ".join(a["text"] for a in sents), "facts": facts, "sentences": len(sents)}
+        )
         if len(out) == n:
             break
     return out
@@ -81,9 +82,13 @@ def extraction_row(items: list[dict], extract) -> dict:
         n_facts += len(facts)
         sentences += ex.sentences
         words += len(it["text"].split())
-    return {"precision": matched_claims / max(n_claims, 1), "recall": matched_facts / max(n_facts, 1),
-            "claims_per_sentence": n_claims / max(sentences, 1), "s_per_100_words": 100 * seconds / max(words, 1),
-            "n": len(items)}
+    return {
+        "precision": matched_claims / max(n_claims, 1),
+        "recall": matched_facts / max(n_facts, 1),
+        "claims_per_sentence": n_claims / max(sentences, 1),
+        "s_per_100_words": 100 * seconds / max(words, 1),
+        "n": len(items),
+    }
 
 
 def pearson(x: list[float], y: list[float]) -> float:
@@ -133,21 +138,27 @@ def main() -> int:
         rows.append(("embedded SmolLM2-135M (model, rules fallback)", row))
 
     print(f"Extraction vs FActScore human atomic facts (ChatGPT bios; match: token F1 >= {MATCH_F1})")
-    print(f"| extractor | bios | precision | recall | claims/sentence | s/100 words | sentences the model split |")
+    print("| extractor | bios | precision | recall | claims/sentence | s/100 words | sentences the model split |")
     print("|---|---|---|---|---|---|---|")
     for name, r in rows:
         share = f"{100 * r['model_share']:.0f}%" if "model_share" in r else "-"
-        print(f"| {name} | {r['n']} | {r['precision']:.2f} | {r['recall']:.2f} | {r['claims_per_sentence']:.2f} | "
-              f"{r['s_per_100_words']:.3f} | {share} |")
+        print(
+            f"| {name} | {r['n']} | {r['precision']:.2f} | {r['recall']:.2f} | {r['claims_per_sentence']:.2f} | "
+            f"{r['s_per_100_words']:.3f} | {share} |"
+        )
 
     # factuality score vs human FActScore, verifier pipeline over the oracle-like stand-in index
     others = {}
     for name in ("InstructGPT.jsonl", "PerplexityAI.jsonl"):
         for row in load(name):
-            facts = [f["text"] for a in row.get("annotations") or [] for f in a.get("human-atomic-facts") or []
-                     if f.get("label") == "S"]
+            facts = [
+                f["text"]
+                for a in row.get("annotations") or []
+                for f in a.get("human-atomic-facts") or []
+                if f.get("label") == "S"
+            ]
             others.setdefault(row["topic"], []).extend(facts)
-    items = [it for it in bio_items(chatgpt, 10_000) if others.get(it["topic"])][:args.n_score]
+    items = [it for it in bio_items(chatgpt, 10_000) if others.get(it["topic"])][: args.n_score]
     docs = [Document(id=str(i), title=t, text=" ".join(f)) for i, (t, f) in enumerate(others.items()) if f]
     config = load_config(overrides={"model": "embedded", "n_threads": args.threads, "cache": False})
     index = Index.from_documents(docs).retriever("bm25")
@@ -156,8 +167,9 @@ def main() -> int:
     est, gold = [], []
     seconds = words = model_calls = 0.0
     for it in items:
-        check = check_text(Source(it["text"], it["topic"], "text"), pipeline, model, config, retriever=index,
-                           extract="rules")
+        check = check_text(
+            Source(it["text"], it["topic"], "text"), pipeline, model, config, retriever=index, extract="rules"
+        )
         human = [f["label"] for f in it["facts"] if f["label"] in ("S", "NS")]
         if check.factuality is None or not human:
             continue
@@ -168,11 +180,15 @@ def main() -> int:
         model_calls += check.usage["total"]["calls"]
     mae = statistics.fmean(abs(a - b) for a, b in zip(est, gold))
     print()
-    print(f"Factuality (verifier, stand-in index of other systems' S facts, {len(est)} ChatGPT bios): "
-          f"MAE {mae:.3f}, Pearson r {pearson(est, gold):.2f}, mean estimate {statistics.fmean(est):.2f} vs human "
-          f"{statistics.fmean(gold):.2f}")
-    print(f"--pipeline verifier: {1000 * seconds / words:.1f} s and {1000 * model_calls / words:.1f} model calls per "
-          f"1,000 words (rules extraction; evidence-only verifier)")
+    print(
+        f"Factuality (verifier, stand-in index of other systems' S facts, {len(est)} ChatGPT bios): "
+        f"MAE {mae:.3f}, Pearson r {pearson(est, gold):.2f}, mean estimate {statistics.fmean(est):.2f} vs human "
+        f"{statistics.fmean(gold):.2f}"
+    )
+    print(
+        f"--pipeline verifier: {1000 * seconds / words:.1f} s and {1000 * model_calls / words:.1f} model calls per "
+        f"1,000 words (rules extraction; evidence-only verifier)"
+    )
     if args.n_model:
         print(f"embedded extraction: {calls['model']} model calls for {args.n_model} bios")
     return 0

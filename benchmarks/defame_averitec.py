@@ -36,9 +36,11 @@ PIPELINES = ["defame", "direct", "cot"]
 
 def rows_table(out: Path) -> str:
     rows = [json.loads(x) for x in (out / ITEMS).read_text().splitlines() if x.strip()]
-    lines = ["| dataset | pipeline | n | accuracy | actions / claim | rounds / claim | calls / claim | "
-             "prompt tok / claim | compl. tok / claim | s / claim | predicted labels |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        "| dataset | pipeline | n | accuracy | actions / claim | rounds / claim | calls / claim | "
+        "prompt tok / claim | compl. tok / claim | s / claim | predicted labels |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in rows:
         groups.setdefault((r["dataset"], r["pipeline"]), []).append(r)
@@ -53,14 +55,17 @@ def rows_table(out: Path) -> str:
         ctok = sum(t.get("completion_tokens", 0) for t in tot) / n
         secs = sum(r["seconds"] for r in rs) / n
         dist = ", ".join(f"{k} {v}" for k, v in Counter(r["pred"] for r in rs).most_common())
-        lines.append(f"| {ds} | {pipe} | {n} | {acc:.1f} | {actions:.1f} | {rounds:.1f} | {calls:.1f} | "
-                     f"{ptok:.0f} | {ctok:.0f} | {secs:.1f} | {dist} |")
+        lines.append(
+            f"| {ds} | {pipe} | {n} | {acc:.1f} | {actions:.1f} | {rounds:.1f} | {calls:.1f} | "
+            f"{ptok:.0f} | {ctok:.0f} | {secs:.1f} | {dist} |"
+        )
     for ds in sorted({d for d, _ in groups}):  # the constant answers on the same items, for scale
         items = {r["id"]: r["gold"] for (d, _), rs in groups.items() if d == ds for r in rs}
         for label in dict.fromkeys([Counter(items.values()).most_common(1)[0][0], "Refuted"]):
             hits = sum(g == label for g in items.values())
-            lines.append(f"| {ds} | always {label} | {len(items)} | {100 * hits / len(items):.1f} | – | – | 0 | "
-                         "0 | 0 | 0 | – |")
+            lines.append(
+                f"| {ds} | always {label} | {len(items)} | {100 * hits / len(items):.1f} | – | – | 0 | 0 | 0 | 0 | – |"
+            )
     return "\n".join(lines)
 
 
@@ -74,26 +79,51 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--pipelines", default=",".join(PIPELINES))
-    ap.add_argument("--retrieval", choices=["bm25", "hybrid"], default="bm25",
-                    help="DEFAME's local search over the knowledge base (hybrid adds MiniLM embeddings)")
-    ap.add_argument("--verifier", choices=["auto", "on", "off"], default="auto",
-                    help="the trained evidence verifier (verifier.use; auto: on with the embedded model): DEFAME's "
-                         "judge sees its scores and takes its label when the evidence is decisive")
-    ap.add_argument("--undecided", choices=["nei", "prior"], default="nei",
-                    help="defame.undecided: a claim no source decides after the last round is Not Enough Evidence "
-                         "(nei), or the label the judge calibration's stated prior makes likelier (prior)")
+    ap.add_argument(
+        "--retrieval",
+        choices=["bm25", "hybrid"],
+        default="bm25",
+        help="DEFAME's local search over the knowledge base (hybrid adds MiniLM embeddings)",
+    )
+    ap.add_argument(
+        "--verifier",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="the trained evidence verifier (verifier.use; auto: on with the embedded model): DEFAME's "
+        "judge sees its scores and takes its label when the evidence is decisive",
+    )
+    ap.add_argument(
+        "--undecided",
+        choices=["nei", "prior"],
+        default="nei",
+        help="defame.undecided: a claim no source decides after the last round is Not Enough Evidence "
+        "(nei), or the label the judge calibration's stated prior makes likelier (prior)",
+    )
     ap.add_argument("--out", default="runs/defame_averitec")
-    ap.add_argument("--report", action="store_true", help="also print the evaluation report (AVeriTeC score, ECE, "
-                                                           "accuracy against coverage, per-class recall)")
+    ap.add_argument(
+        "--report",
+        action="store_true",
+        help="also print the evaluation report (AVeriTeC score, ECE, accuracy against coverage, per-class recall)",
+    )
     args = ap.parse_args()
-    config = load_config(overrides={"model": args.model, "base_url": args.base_url, "n_threads": args.threads,
-                                    "verifier.use": args.verifier, "defame.undecided": args.undecided}, env={})
+    config = load_config(
+        overrides={
+            "model": args.model,
+            "base_url": args.base_url,
+            "n_threads": args.threads,
+            "verifier.use": args.verifier,
+            "defame.undecided": args.undecided,
+        },
+        env={},
+    )
     model = make_model(config)
     pipelines = args.pipelines.split(",")
     out = Path(args.out)
     t0 = time.perf_counter()
-    for name, rel, setting, n in (("averitec", "averitec/dev_200.json", "pooled", args.n),
-                                  ("verite", "verite/VERITE.csv", "closed-book", args.verite)):
+    for name, rel, setting, n in (
+        ("averitec", "averitec/dev_200.json", "pooled", args.n),
+        ("verite", "verite/VERITE.csv", "closed-book", args.verite),
+    ):
         path = BENCH / rel
         if not n:
             continue
@@ -101,8 +131,17 @@ def main() -> int:
             print(f"skipping {name}: {path} not found")
             continue
         ds = load_dataset(name, path, setting=setting)
-        s = run_eval(ds, pipelines, model, config, out, limit=n, seed=args.seed, workers=args.workers,
-                     retrieval_mode=args.retrieval)
+        s = run_eval(
+            ds,
+            pipelines,
+            model,
+            config,
+            out,
+            limit=n,
+            seed=args.seed,
+            workers=args.workers,
+            retrieval_mode=args.retrieval,
+        )
         print(f"{name}: {s.done} done, {s.skipped} already there, {s.errors} failed", flush=True)
     print(f"\nmodel {model.model_id}, wall time {time.perf_counter() - t0:.0f} s\n")
     print(rows_table(out))
@@ -130,15 +169,20 @@ def judge_lines(out: Path) -> str:
         top, n_top = gold.most_common(1)[0]
         labels = sorted(set(gold) | {r["pred"] for r in rs})
         c = Counter((r["gold"], r["pred"]) for r in rs)
-        lines += ["", f"{ds} / defame: confusion matrix (rows gold, columns predicted), n={len(rs)}; majority class "
-                      f"{top}: {100 * n_top / len(rs):.1f}% accuracy; DEFAME "
-                      f"{100 * sum(r['gold'] == r['pred'] for r in rs) / len(rs):.1f}%",
-                  "", "| gold \\ predicted | " + " | ".join(labels) + " | recall |",
-                  "|---|" + "---:|" * (len(labels) + 1)]
+        lines += [
+            "",
+            f"{ds} / defame: confusion matrix (rows gold, columns predicted), n={len(rs)}; majority class "
+            f"{top}: {100 * n_top / len(rs):.1f}% accuracy; DEFAME "
+            f"{100 * sum(r['gold'] == r['pred'] for r in rs) / len(rs):.1f}%",
+            "",
+            "| gold \\ predicted | " + " | ".join(labels) + " | recall |",
+            "|---|" + "---:|" * (len(labels) + 1),
+        ]
         for g in labels:
             if gold[g]:
-                lines.append(f"| {g} | " + " | ".join(str(c[(g, p)]) for p in labels)
-                             + f" | {100 * c[(g, g)] / gold[g]:.0f}% |")
+                lines.append(
+                    f"| {g} | " + " | ".join(str(c[(g, p)]) for p in labels) + f" | {100 * c[(g, g)] / gold[g]:.0f}% |"
+                )
         by = parse_failures_by_stage(rs)
         lines += ["", "parse failures per stage: " + (", ".join(f"{k} {v}" for k, v in sorted(by.items())) or "none")]
     return "\n".join(lines)

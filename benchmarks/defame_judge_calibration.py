@@ -4,7 +4,7 @@
     python benchmarks/defame_judge_calibration.py --out runs/defame_judge_cal --model-sets 0      # verifier only
     python benchmarks/defame_judge_calibration.py --out runs/defame_judge_cal --write   # ship the fit (judge_calibration.json)
 
-Data, never the benchmarks: the *held-apart* part (verify/sources.py; the verifier never trained or calibrated on
+Data, never the benchmarks: the *held-apart* part (verify/training/sources.py; the verifier never trained or calibrated on
 it) of three claim/evidence sources of ../shared/training: Factcheck-GPT (several retrieved web passages per claim),
 Check-COVID (test split) and FEVER-Symmetric. Per claim, one set like a DEFAME record: the claim's passages plus
 two passages of other claims of the same source (the search results that are about something else), with the gold
@@ -33,8 +33,7 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from veracity.defame.judgement import (CALIBRATION_FILE, COMBINATIONS, JudgeCalibration, Reading, combine, describe,
-                                       rule_kind)
+from veracity.defame.judgement import CALIBRATION_FILE, COMBINATIONS, JudgeCalibration, Reading, combine, describe
 
 SOURCES = ("factcheck_gpt", "check_covid", "fever_symmetric")
 LABELS = ("Supported", "Refuted", "Not Enough Evidence", "Conflicting Evidence/Cherrypicking")
@@ -51,8 +50,8 @@ def half(claim: str) -> str:
 
 
 def build_sets(seed: int = 61) -> list[dict]:
-    from veracity.verify.data import default_training_dir
-    from veracity.verify.sources import read_sources
+    from veracity.verify.training.data import default_training_dir
+    from veracity.verify.training.sources import read_sources
 
     pairs = [p for p in read_sources(default_training_dir(), SOURCES) if p.part == "heldout"]
     rng = random.Random(seed)
@@ -68,15 +67,29 @@ def build_sets(seed: int = 61) -> list[dict]:
             others = [c for c in claims if c != claim]
             distract = [rng.choice(by_claim[c]).evidence for c in rng.sample(others, min(2, len(others)))]
             labels = {p.label for p in own}
-            gold = ("conflicting" if {"supported", "refuted"} <= labels else "supported" if "supported" in labels
-                    else "refuted" if "refuted" in labels else "nei")
+            gold = (
+                "conflicting"
+                if {"supported", "refuted"} <= labels
+                else "supported"
+                if "supported" in labels
+                else "refuted"
+                if "refuted" in labels
+                else "nei"
+            )
             passages = [p.evidence for p in own] + distract
             rng.shuffle(passages)
             sets.append({"source": src, "claim": claim, "passages": passages, "gold": gold, "half": half(claim)})
             if rng.random() < 1 / 3:
                 more = [rng.choice(by_claim[c]).evidence for c in rng.sample(others, min(3, len(others)))]
-                sets.append({"source": src + "/other-claims", "claim": claim, "passages": more, "gold": "nei",
-                             "half": half(claim)})
+                sets.append(
+                    {
+                        "source": src + "/other-claims",
+                        "claim": claim,
+                        "passages": more,
+                        "gold": "nei",
+                        "half": half(claim),
+                    }
+                )
     return sets
 
 
@@ -95,7 +108,7 @@ def read_all(sets: list[dict], out: Path) -> None:
     verifier = get_verifier(load_config(env={}).verifier)
     t0 = time.perf_counter()
     for i in range(0, len(sets), 64):
-        chunk = sets[i:i + 64]
+        chunk = sets[i : i + 64]
         vs = verifier.verify_many([(s["claim"], [evidence_text(p) for p in s["passages"]]) for s in chunk])
         for s, v in zip(chunk, vs):
             s["readings"] = [{k: round(p[k], 5) for k in ("supported", "refuted", "nei")} for p in v.per_passage]
@@ -111,7 +124,7 @@ def model_picks(sets: list[dict], out: Path, n: int) -> None:
     from veracity.defame.prompts import JUDGE, JUDGE_LABEL
     from veracity.defame.record import Record
     from veracity.defame.steps import Plan, Summary
-    from veracity.eval.datasets import AVERITEC_RULES
+    from veracity.eval.datasets.averitec import AVERITEC_RULES
     from veracity.llm import make_model
     from veracity.llm.usage import UsageMeter
     from veracity.types import Claim
@@ -138,8 +151,16 @@ def model_picks(sets: list[dict], out: Path, n: int) -> None:
             record = Record(claim=Claim(s["claim"]))
             record.add(Plan(round=1, actions=[f'web_search("{s["claim"][:80]}")']))
             for j, p in enumerate(s["passages"]):
-                record.add(Summary(round=1, action=record.rounds[0].actions[0], source=f"source {j + 1}",
-                                   summary=f'Excerpt: "{p[:400]}"', written_by="excerpt", evidence=p))
+                record.add(
+                    Summary(
+                        round=1,
+                        action=record.rounds[0].actions[0],
+                        source=f"source {j + 1}",
+                        summary=f'Excerpt: "{p[:400]}"',
+                        written_by="excerpt",
+                        evidence=p,
+                    )
+                )
             scores = [{"source": f"source {j + 1}", **r} for j, r in enumerate(s["readings"])]
             slots = dict(LABELS=label_block(list(LABELS), AVERITEC_RULES), RECORD=record, SCORES=scores)
             findings = judge.ask(model, **slots).value
@@ -160,8 +181,16 @@ def weights(items: list[dict], prior: dict | None) -> list[float]:
 
 def outcomes(items: list[dict], cal: JudgeCalibration) -> list:
     name = {v: k for k, v in KIND.items()}
-    return [combine([Reading.of(r) for r in s["readings"]], LABELS, name.get(s.get("pick") or "", s.get("pick")),
-                    cal, final=True) for s in items]  # a set is judged as the last round judges
+    return [
+        combine(
+            [Reading.of(r) for r in s["readings"]],
+            LABELS,
+            name.get(s.get("pick") or "", s.get("pick")),
+            cal,
+            final=True,
+        )
+        for s in items
+    ]  # a set is judged as the last round judges
 
 
 def accuracy(items: list[dict], outs: list, w: list[float]) -> float:
@@ -201,7 +230,7 @@ def ece(conf: list[float], right: list[bool], w: list[float], bins: int = 10) ->
 
 
 def at_coverage(conf: list[float], right: list[bool], share: float) -> float:
-    ranked = sorted(range(len(conf)), key=lambda i: -conf[i])[:max(1, round(share * len(conf)))]
+    ranked = sorted(range(len(conf)), key=lambda i: -conf[i])[: max(1, round(share * len(conf)))]
     return sum(right[i] for i in ranked) / len(ranked)
 
 
@@ -210,11 +239,16 @@ def measure(items: list[dict], cal: JudgeCalibration, prior: dict | None) -> dic
     w = weights(items, prior)
     conf = [o.confidence if o.confidence is not None else o.score for o in outs]
     right = [o.kind == s["gold"] for s, o in zip(items, outs)]
-    return {"n": len(items), "accuracy": round(accuracy(items, outs, w), 4),
-            "accuracy_unweighted": round(sum(right) / len(right), 4),
-            "ece": round(ece(conf, right, w), 4), "ece_unweighted": round(ece(conf, right, [1.0] * len(right)), 4),
-            "accuracy_at_20pct": round(at_coverage(conf, right, 0.2), 4),
-            "predicted": dict(Counter(o.kind for o in outs)), "gold": dict(Counter(s["gold"] for s in items))}
+    return {
+        "n": len(items),
+        "accuracy": round(accuracy(items, outs, w), 4),
+        "accuracy_unweighted": round(sum(right) / len(right), 4),
+        "ece": round(ece(conf, right, w), 4),
+        "ece_unweighted": round(ece(conf, right, [1.0] * len(right)), 4),
+        "accuracy_at_20pct": round(at_coverage(conf, right, 0.2), 4),
+        "predicted": dict(Counter(o.kind for o in outs)),
+        "gold": dict(Counter(s["gold"] for s in items)),
+    }
 
 
 def choose(fit: list[dict], prior: dict | None, with_model: bool) -> tuple[JudgeCalibration, list[dict]]:
@@ -232,8 +266,15 @@ def choose(fit: list[dict], prior: dict | None, with_model: bool) -> tuple[Judge
                 cal = JudgeCalibration(combination=comb, decisive_at=t, undecided=undecided)
                 outs = outcomes(items, cal)
                 acc = accuracy(items, outs, weights(items, prior))
-                table.append({"combination": comb, "decisive_at": t, "undecided": undecided, "n": len(items),
-                              "fit_accuracy": round(acc, 4)})
+                table.append(
+                    {
+                        "combination": comb,
+                        "decisive_at": t,
+                        "undecided": undecided,
+                        "n": len(items),
+                        "fit_accuracy": round(acc, 4),
+                    }
+                )
                 if best is None or acc > best[0]:
                     best = (acc, comb, t, undecided)
     _, comb, t, undecided = best
@@ -257,15 +298,26 @@ def main() -> int:
     model_picks(sets, out, args.model_sets)
     fit = [s for s in sets if s["half"] == "fit"]
     held = [s for s in sets if s["half"] == "measure"]
-    print(f"sets: {len(sets)} ({dict(Counter(s['source'] for s in sets))}); fit {len(fit)}, measure {len(held)}; "
-          f"gold {dict(Counter(s['gold'] for s in sets))}")
+    print(
+        f"sets: {len(sets)} ({dict(Counter(s['source'] for s in sets))}); fit {len(fit)}, measure {len(held)}; "
+        f"gold {dict(Counter(s['gold'] for s in sets))}"
+    )
     with_model = any(s.get("pick") for s in sets)
     report: dict = {"sources": SOURCES, "prior": PRIOR, "fits": {}}
     for name, prior in (("prior", PRIOR), ("no-prior", None)):
         cal, table = choose(fit, prior, with_model)
-        cal = JudgeCalibration(cal.combination, cal.decisive_at, cal.intercepts, cal.slope, prior,
-                               undecided=cal.undecided, fitted_on=(f"held-apart claim sets of {', '.join(SOURCES)} (fit half, "
-                                          f"{len(fit)} sets; benchmarks/defame_judge_calibration.py)"))
+        cal = JudgeCalibration(
+            cal.combination,
+            cal.decisive_at,
+            cal.intercepts,
+            cal.slope,
+            prior,
+            undecided=cal.undecided,
+            fitted_on=(
+                f"held-apart claim sets of {', '.join(SOURCES)} (fit half, "
+                f"{len(fit)} sets; benchmarks/defame_judge_calibration.py)"
+            ),
+        )
         # every combination on the measure half, each with the threshold it did best with on the fit half and the
         # confidence fitted for it (the model's combinations on the sets the model judged)
         compare = {}
@@ -279,27 +331,47 @@ def main() -> int:
             c0 = JudgeCalibration(comb, t, undecided=und)
             ic, sl = fit_confidence(fit_items, outcomes(fit_items, c0), weights(fit_items, prior))
             c1 = JudgeCalibration(comb, t, ic, sl, prior, undecided=und)
-            compare[comb] = {"decisive_at": t, "all_sets": measure(held, c1, prior) if comb == "verifier" else None,
-                             "model_judged_sets": measure([s for s in held if s.get("pick")], c1, prior)
-                             if with_model else None}
-        report["fits"][name] = {"calibration": {"combination": cal.combination, "decisive_at": cal.decisive_at,
-                                                "undecided": cal.undecided, "intercepts": cal.intercepts,
-                                                "slope": cal.slope},
-                                "fit_table": table, "measure": measure(held, cal, prior), "compare": compare}
+            compare[comb] = {
+                "decisive_at": t,
+                "all_sets": measure(held, c1, prior) if comb == "verifier" else None,
+                "model_judged_sets": measure([s for s in held if s.get("pick")], c1, prior) if with_model else None,
+            }
+        report["fits"][name] = {
+            "calibration": {
+                "combination": cal.combination,
+                "decisive_at": cal.decisive_at,
+                "undecided": cal.undecided,
+                "intercepts": cal.intercepts,
+                "slope": cal.slope,
+            },
+            "fit_table": table,
+            "measure": measure(held, cal, prior),
+            "compare": compare,
+        }
         print(f"\n[{name}] {describe(cal)}")
         print(json.dumps(report["fits"][name]["measure"]))
         for comb, r in compare.items():
-            print(f"  {comb} (decides at {r['decisive_at']}): all sets {json.dumps(r['all_sets'])}; "
-                  f"model-judged sets {json.dumps(r['model_judged_sets'])}")
+            print(
+                f"  {comb} (decides at {r['decisive_at']}): all sets {json.dumps(r['all_sets'])}; "
+                f"model-judged sets {json.dumps(r['model_judged_sets'])}"
+            )
     (out / "calibration_report.json").write_text(json.dumps(report, indent=1))
     if args.write:
         chosen = report["fits"]["prior"]
-        data = {**chosen["calibration"], "prior": PRIOR,
-                "fitted_on": (f"held-apart claim sets of {', '.join(SOURCES)} (the verifier's held-apart part; fit "
-                              f"half, {len(fit)} sets), weighted to the stated label prior"),
-                "measured": {"measure_half": chosen["measure"], "compare": chosen["compare"],
-                             "without_prior": report["fits"]["no-prior"]["measure"]},
-                "written_by": "benchmarks/defame_judge_calibration.py"}
+        data = {
+            **chosen["calibration"],
+            "prior": PRIOR,
+            "fitted_on": (
+                f"held-apart claim sets of {', '.join(SOURCES)} (the verifier's held-apart part; fit "
+                f"half, {len(fit)} sets), weighted to the stated label prior"
+            ),
+            "measured": {
+                "measure_half": chosen["measure"],
+                "compare": chosen["compare"],
+                "without_prior": report["fits"]["no-prior"]["measure"],
+            },
+            "written_by": "benchmarks/defame_judge_calibration.py",
+        }
         CALIBRATION_FILE.write_text(json.dumps(data, indent=1) + "\n")
         print(f"\nwrote {CALIBRATION_FILE}")
     return 0

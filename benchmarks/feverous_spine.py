@@ -17,15 +17,14 @@ import argparse
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 
 from veracity.check import run_check
 from veracity.config import load_config
-from veracity.eval.datasets import FEVEROUS_GOLD as GOLD
-from veracity.eval.datasets import feverous_evidence_docs as evidence_docs
-from veracity.eval.metrics import accuracy, macro_f1
+from veracity.eval.datasets.feverous import FEVEROUS_GOLD as GOLD
+from veracity.eval.datasets.feverous import feverous_evidence_docs as evidence_docs
 from veracity.llm import make_model
+from veracity.metrics import accuracy, macro_f1
 from veracity.registry import get_pipeline
 from veracity.retrieval import Index
 from veracity.types import BINARY_LABELS, Claim
@@ -41,8 +40,11 @@ def main() -> int:
     ap.add_argument("--model", default="embedded")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default="runs/feverous_spine")
-    ap.add_argument("--no-keep-states", action="store_true",
-                    help="re-evaluate every prompt from scratch (to measure what kept prefix states save)")
+    ap.add_argument(
+        "--no-keep-states",
+        action="store_true",
+        help="re-evaluate every prompt from scratch (to measure what kept prefix states save)",
+    )
     args = ap.parse_args()
     if not Path(args.data).is_file():
         print(f"benchmark data not found: {args.data}", file=sys.stderr)
@@ -59,8 +61,15 @@ def main() -> int:
                 done.add((r["pipeline"], r["id"]))
             except (ValueError, KeyError):
                 pass  # a line cut off by a kill is redone
-    config = load_config(overrides={"model": args.model, "n_threads": args.threads, "cache": False,
-                                          "keep_states": not args.no_keep_states}, env={})
+    config = load_config(
+        overrides={
+            "model": args.model,
+            "n_threads": args.threads,
+            "cache": False,
+            "keep_states": not args.no_keep_states,
+        },
+        env={},
+    )
     model = make_model(config)
     speed = model.backend.speed() if hasattr(model.backend, "speed") else None
     (out / "speed.json").write_text(json.dumps(speed))
@@ -74,24 +83,38 @@ def main() -> int:
                 retriever = Index.from_documents(evidence_docs(item)).retriever("bm25")
                 res = run_check(Claim(item["claim"], id=str(item["id"])), pipe, model, config, retriever=retriever)
                 t = res.usage["total"]
-                row = {"pipeline": name, "id": item["id"], "gold": GOLD[item["label"]], "pred": res.verdict.label,
-                       "seconds": res.seconds, "calls": t["calls"], "prompt_tokens": t["prompt_tokens"],
-                       "completion_tokens": t["completion_tokens"], "reused_prompt_tokens": t["reused_prompt_tokens"],
-                       "steps": len(res.verdict.steps), "parse_failures": len(res.verdict.parse_failures)}
+                row = {
+                    "pipeline": name,
+                    "id": item["id"],
+                    "gold": GOLD[item["label"]],
+                    "pred": res.verdict.label,
+                    "seconds": res.seconds,
+                    "calls": t["calls"],
+                    "prompt_tokens": t["prompt_tokens"],
+                    "completion_tokens": t["completion_tokens"],
+                    "reused_prompt_tokens": t["reused_prompt_tokens"],
+                    "steps": len(res.verdict.steps),
+                    "parse_failures": len(res.verdict.parse_failures),
+                }
                 f.write(json.dumps(row) + "\n")
                 f.flush()
-                print(f"{name} {k + 1}/{len(items)} gold={row['gold']} pred={row['pred']} {res.seconds:.1f}s",
-                      flush=True)
+                print(
+                    f"{name} {k + 1}/{len(items)} gold={row['gold']} pred={row['pred']} {res.seconds:.1f}s", flush=True
+                )
     report(log, speed, args)
     return 0
 
 
 def report(log: Path, speed: dict | None, args) -> None:
     rows = [json.loads(l) for l in log.read_text().splitlines() if l.strip()]
-    print(f"\nFEVEROUS-S dev, first {args.n} claims, gold-evidence index per claim, model {args.model}, "
-          f"kept prefix states {'off' if args.no_keep_states else 'on'}; measured speed {speed}\n")
-    print("| pipeline | n | macro-F1 | accuracy | s/claim | calls | prompt tok | compl. tok | reused tok "
-          "| wall / floor | wall / floor (evaluated tokens) |")
+    print(
+        f"\nFEVEROUS-S dev, first {args.n} claims, gold-evidence index per claim, model {args.model}, "
+        f"kept prefix states {'off' if args.no_keep_states else 'on'}; measured speed {speed}\n"
+    )
+    print(
+        "| pipeline | n | macro-F1 | accuracy | s/claim | calls | prompt tok | compl. tok | reused tok "
+        "| wall / floor | wall / floor (evaluated tokens) |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name in args.pipelines.split(","):
         rs = [r for r in rows if r["pipeline"] == name]
@@ -102,13 +125,18 @@ def report(log: Path, speed: dict | None, args) -> None:
         ratio = ratio_eval = float("nan")
         if speed:
             floor = [r["prompt_tokens"] / speed["prompt_tps"] + r["completion_tokens"] / speed["gen_tps"] for r in rs]
-            floor_e = [(r["prompt_tokens"] - r["reused_prompt_tokens"]) / speed["prompt_tps"]
-                       + r["completion_tokens"] / speed["gen_tps"] for r in rs]
+            floor_e = [
+                (r["prompt_tokens"] - r["reused_prompt_tokens"]) / speed["prompt_tps"]
+                + r["completion_tokens"] / speed["gen_tps"]
+                for r in rs
+            ]
             ratio = statistics.mean(r["seconds"] / f for r, f in zip(rs, floor))
             ratio_eval = statistics.mean(r["seconds"] / f for r, f in zip(rs, floor_e))
-        print(f"| {name} | {len(rs)} | {100 * macro_f1(gold, pred, BINARY_LABELS):.2f} | "
-              f"{100 * accuracy(gold, pred):.2f} | {m('seconds'):.1f} | {m('calls'):.1f} | {m('prompt_tokens'):.0f} | "
-              f"{m('completion_tokens'):.0f} | {m('reused_prompt_tokens'):.0f} | {ratio:.2f} | {ratio_eval:.2f} |")
+        print(
+            f"| {name} | {len(rs)} | {100 * macro_f1(gold, pred, BINARY_LABELS):.2f} | "
+            f"{100 * accuracy(gold, pred):.2f} | {m('seconds'):.1f} | {m('calls'):.1f} | {m('prompt_tokens'):.0f} | "
+            f"{m('completion_tokens'):.0f} | {m('reused_prompt_tokens'):.0f} | {ratio:.2f} | {ratio_eval:.2f} |"
+        )
 
 
 if __name__ == "__main__":

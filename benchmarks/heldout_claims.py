@@ -1,4 +1,4 @@
-"""Held-out FM2 claims (Wikipedia pages held apart from the verifier's training, verify/data.py) with their gold
+"""Held-out FM2 claims (Wikipedia pages held apart from the verifier's training, verify/training/data.py) with their gold
 evidence, written as a JSONL that `veracity eval --dataset jsonl` reads: a set of claims no part of veracity was
 trained or tuned on, to measure whole pipelines with, as the benchmarks are measured (their public sets are
 measured only, never tuned on).
@@ -18,7 +18,7 @@ import json
 import random
 from pathlib import Path
 
-from veracity.verify.data import build, default_training_dir
+from veracity.verify.training.data import build, default_training_dir
 
 
 def main() -> int:

@@ -39,11 +39,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-
 from veracity.check import run_check
 from veracity.config import load_config
-from veracity.llm import make_model
-from veracity.llm import llama_cpp_server, llama_server
+from veracity.llm import llama_cpp_server, llama_server, make_model
 from veracity.llm.embedded import default_model_path
 from veracity.registry import get_pipeline
 from veracity.types import Claim
@@ -52,8 +50,18 @@ from veracity.verify import uncertain_threshold
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks"
 # --cache true keeps earlier prompts' states (QACheck's templates alternate); --n_batch 128 shrinks the logits array
 # that llama-cpp-python copies with every kept state when started with --logits_all false (n_batch x vocabulary floats)
-SERVER_FLAGS = ["--n_ctx", "4096", "--n_batch", "128", "--cache", "true", "--model_alias", "smollm2",
-                "--verbose", "true"]
+SERVER_FLAGS = [
+    "--n_ctx",
+    "4096",
+    "--n_batch",
+    "128",
+    "--cache",
+    "true",
+    "--model_alias",
+    "smollm2",
+    "--verbose",
+    "true",
+]
 METHODS: Counter = Counter()  # decision methods (Choice.method) of the backend in use, counted by `count_methods`
 PROMPT_EVAL = re.compile(r"prompt eval time =\s*[\d.]+ ms /\s*(\d+) tokens")
 
@@ -86,18 +94,24 @@ def start_server(kind: str, threads: int, log: Path, extra: list[str], slots: in
     model = str(default_model_path())
     try:
         if kind == "llama.cpp":
-            return llama_cpp_server.start(model, ["-c", str(4096 * slots), "-t", str(threads), "-np", str(slots),
-                                                  "--alias", "smollm2", *extra], stderr=log.open("w"))
-        return llama_server.start_server(model, ["--n_threads", str(threads), *SERVER_FLAGS, *extra],
-                                         stderr=log.open("w"))
+            return llama_cpp_server.start(
+                model,
+                ["-c", str(4096 * slots), "-t", str(threads), "-np", str(slots), "--alias", "smollm2", *extra],
+                stderr=log.open("w"),
+            )
+        return llama_server.start_server(
+            model, ["--n_threads", str(threads), *SERVER_FLAGS, *extra], stderr=log.open("w")
+        )
     except RuntimeError as e:
         sys.exit(f"{e}; see {log}")
 
 
 def server_line(kind: str, threads: int, extra: list[str], slots: int = 1) -> str:
     if kind == "llama.cpp":
-        return (f"llama.cpp's llama-server ({llama_cpp_server.find_binary()[1]}) -c {4096 * slots} -t {threads} "
-                f"-np {slots} {' '.join(llama_cpp_server.guard_args() + extra)}")
+        return (
+            f"llama.cpp's llama-server ({llama_cpp_server.find_binary()[1]}) -c {4096 * slots} -t {threads} "
+            f"-np {slots} {' '.join(llama_cpp_server.guard_args() + extra)}"
+        )
     return f"python -m veracity.llm.llama_server --n_threads {threads} {' '.join(SERVER_FLAGS + extra)}"
 
 
@@ -139,8 +153,16 @@ def run(pipeline: str, items: list, config, model, retriever, log: Path | None) 
         label = r.verdict.label
         given += int(bool(label) and label != "Unverified")
         verdicts.append((label, r.verdict.confidence, r.verdict.uncertain))
-    return {"n": len(items), "secs": secs, "calls": statistics.mean(calls), "sent": statistics.mean(sent),
-            "evaluated": statistics.mean(evaluated), "given": given, "methods": dict(METHODS), "verdicts": verdicts}
+    return {
+        "n": len(items),
+        "secs": secs,
+        "calls": statistics.mean(calls),
+        "sent": statistics.mean(sent),
+        "evaluated": statistics.mean(evaluated),
+        "given": given,
+        "methods": dict(METHODS),
+        "verdicts": verdicts,
+    }
 
 
 def claims_per_minute(claims: list[Claim], config, workers: int) -> float:
@@ -162,9 +184,17 @@ def throughput(args, claims: list[Claim], work: Path) -> None:
         proc, url = start_server(args.server, args.threads, log, args.server_arg, slots)
         try:
             with tempfile.TemporaryDirectory() as tmp:
-                config = load_config(overrides={"cache": False, "verifier.use": "off", "model": "smollm2",
-                                                "base_url": url, "concurrency": slots,
-                                                "cache_path": os.path.join(tmp, "cache.sqlite")}, env={})
+                config = load_config(
+                    overrides={
+                        "cache": False,
+                        "verifier.use": "off",
+                        "model": "smollm2",
+                        "base_url": url,
+                        "concurrency": slots,
+                        "cache_path": os.path.join(tmp, "cache.sqlite"),
+                    },
+                    env={},
+                )
                 rates[slots] = claims_per_minute(claims, config, workers=slots)
         finally:
             proc.terminate()
@@ -185,15 +215,28 @@ def main() -> int:
     ap.add_argument("--pipelines", default="qacheck,defame,answer:plain")
     ap.add_argument("--threads", type=int, default=2, help="llama.cpp threads, the same for server and embedded")
     ap.add_argument("--work", default="runs/http_backend", help="folder for the medical index and the server log")
-    ap.add_argument("--server", choices=["llama.cpp", "llama-cpp-python"],
-                    default="llama.cpp" if llama_cpp_server.find_binary()[0] else "llama-cpp-python",
-                    help="which server (default: llama.cpp's llama-server where a binary is found)")
-    ap.add_argument("--throughput", type=int, default=0, metavar="N",
-                    help="also time N QACheck claims on 1 slot and on --slots slots (0: no)")
+    ap.add_argument(
+        "--server",
+        choices=["llama.cpp", "llama-cpp-python"],
+        default="llama.cpp" if llama_cpp_server.find_binary()[0] else "llama-cpp-python",
+        help="which server (default: llama.cpp's llama-server where a binary is found)",
+    )
+    ap.add_argument(
+        "--throughput",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also time N QACheck claims on 1 slot and on --slots slots (0: no)",
+    )
     ap.add_argument("--slots", type=int, default=4, help="server slots and workers for --throughput")
-    ap.add_argument("--server-arg", action="append", default=[], metavar="ARG",
-                    help="one more argument for the server after SERVER_FLAGS (repeat; e.g. --server-arg=--logits_all "
-                         "--server-arg=false)")
+    ap.add_argument(
+        "--server-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="one more argument for the server after SERVER_FLAGS (repeat; e.g. --server-arg=--logits_all "
+        "--server-arg=false)",
+    )
     args = ap.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -209,8 +252,12 @@ def main() -> int:
     proc, url = start_server(args.server, args.threads, log, args.server_arg)
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            common = {"cache": False, "n_threads": args.threads, "verifier.use": "off",
-                      "cache_path": os.path.join(tmp, "cache.sqlite")}  # a fresh capabilities file too
+            common = {
+                "cache": False,
+                "n_threads": args.threads,
+                "verifier.use": "off",
+                "cache_path": os.path.join(tmp, "cache.sqlite"),
+            }  # a fresh capabilities file too
             for backend in ("server", "embedded"):
                 over = dict(common, model="smollm2", base_url=url) if backend == "server" else dict(common)
                 config = load_config(overrides=over, env={})
@@ -218,20 +265,30 @@ def main() -> int:
                 count_methods(model.backend)
                 for name in pipelines:
                     items = leaf_items if name.startswith("answer:") else claims
-                    res = run(name, items, config, model, retriever if name.startswith("answer:") else None,
-                              log if backend == "server" else None)
+                    res = run(
+                        name,
+                        items,
+                        config,
+                        model,
+                        retriever if name.startswith("answer:") else None,
+                        log if backend == "server" else None,
+                    )
                     rows.append((name, backend, res))
                     print(f"{name} / {backend}: {json.dumps(res)}", file=sys.stderr, flush=True)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
     threshold = uncertain_threshold(config.verifier)
-    print(f"server: {server_line(args.server, args.threads, args.server_arg)}, {default_model_path().name}; "
-          f"embedded: the same GGUF, {args.threads} threads")
-    print("| pipeline | backend | items | s/item median (min-max) | calls/item | prompt tok sent/item | "
-          "prompt tok evaluated/item | decisions | verdicts given | with a confidence | uncertain | "
-          "uncertain as embedded | label as embedded | mean abs. confidence difference | "
-          f"confidence below {threshold:.2f} (the uncertain threshold) as embedded |")
+    print(
+        f"server: {server_line(args.server, args.threads, args.server_arg)}, {default_model_path().name}; "
+        f"embedded: the same GGUF, {args.threads} threads"
+    )
+    print(
+        "| pipeline | backend | items | s/item median (min-max) | calls/item | prompt tok sent/item | "
+        "prompt tok evaluated/item | decisions | verdicts given | with a confidence | uncertain | "
+        "uncertain as embedded | label as embedded | mean abs. confidence difference | "
+        f"confidence below {threshold:.2f} (the uncertain threshold) as embedded |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     embedded = {name: r for name, backend, r in rows if backend == "embedded"}
     for name, backend, r in rows:
@@ -241,14 +298,18 @@ def main() -> int:
         if backend != "embedded" and name in embedded:
             pairs = list(zip(vs, embedded[name]["verdicts"]))
             diffs = [abs(a[1] - b[1]) for a, b in pairs if a[1] is not None and b[1] is not None]
-            same = (f"{sum(a[2] == b[2] for a, b in pairs)}/{r['n']} | "
-                    f"{sum(a[0] == b[0] for a, b in pairs)}/{r['n']} | "
-                    f"{statistics.mean(diffs) if diffs else float('nan'):.3f} | "
-                    f"{sum(((a[1] or 0) < threshold) == ((b[1] or 0) < threshold) for a, b in pairs)}/{r['n']}")
-        print(f"| {name} | {backend} | {r['n']} | {statistics.median(s):.2f} ({min(s):.1f}-{max(s):.1f}) | "
-              f"{r['calls']:.1f} | {r['sent']:.0f} | {r['evaluated']:.0f} | "
-              f"{', '.join(f'{k} {v}' for k, v in sorted(r['methods'].items()))} | {r['given']}/{r['n']} | "
-              f"{sum(c is not None for _, c, _ in vs)}/{r['n']} | {sum(u for *_, u in vs)}/{r['n']} | {same} |")
+            same = (
+                f"{sum(a[2] == b[2] for a, b in pairs)}/{r['n']} | "
+                f"{sum(a[0] == b[0] for a, b in pairs)}/{r['n']} | "
+                f"{statistics.mean(diffs) if diffs else float('nan'):.3f} | "
+                f"{sum(((a[1] or 0) < threshold) == ((b[1] or 0) < threshold) for a, b in pairs)}/{r['n']}"
+            )
+        print(
+            f"| {name} | {backend} | {r['n']} | {statistics.median(s):.2f} ({min(s):.1f}-{max(s):.1f}) | "
+            f"{r['calls']:.1f} | {r['sent']:.0f} | {r['evaluated']:.0f} | "
+            f"{', '.join(f'{k} {v}' for k, v in sorted(r['methods'].items()))} | {r['given']}/{r['n']} | "
+            f"{sum(c is not None for _, c, _ in vs)}/{r['n']} | {sum(u for *_, u in vs)}/{r['n']} | {same} |"
+        )
     if args.throughput:
         throughput(args, hover_claims(args.throughput), work)
     return 0

@@ -33,9 +33,11 @@ SEED = 1234
 VOCABULARY = 50_000
 WORDS_PER_PASSAGE = 100
 QUERIES = 200
-FUNCTION_WORDS = ("the of and to in a is that for it as was with be by on not he this are or his from at "
-                  "which but have an they you were her she there one all we can has been if more when "
-                  "will would who so no").split()
+FUNCTION_WORDS = (
+    "the of and to in a is that for it as was with be by on not he this are or his from at "
+    "which but have an they you were her she there one all we can has been if more when "
+    "will would who so no"
+).split()
 SUFFIXES = ("", "", "", "s", "ed", "ing", "er", "ly", "ation", "ment")
 
 

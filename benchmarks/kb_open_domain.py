@@ -76,8 +76,9 @@ def figures(rows: list[dict], subjects: dict[str, list[str]]) -> dict:
     bins: dict[int, list] = {}
     for c, ok in conf:
         bins.setdefault(min(int(c * 10), 9), []).append((c, ok))
-    ece = sum(len(b) / n * abs(statistics.mean(c for c, _ in b) - statistics.mean(ok for _, ok in b))
-              for b in bins.values())
+    ece = sum(
+        len(b) / n * abs(statistics.mean(c for c, _ in b) - statistics.mean(ok for _, ok in b)) for b in bins.values()
+    )
     kb_read = subject_read = against = decided = 0
     for r in rows:
         readings = [s for s in r["trace"] if s["stage"] == "evidence_verifier"]
@@ -93,10 +94,16 @@ def figures(rows: list[dict], subjects: dict[str, list[str]]) -> dict:
             decided += 1
             against += bool(readings) and readings[-1]["label"] != r["pred"]
     return {
-        "n": n, "macro_f1": macro_f1(gold, pred), "accuracy": 100 * sum(g == p for g, p in zip(gold, pred)) / n,
-        "majority": 100 * gold.count(majority) / n, "top20": 100 * sum(ok for _, ok in top) / len(top),
-        "ece": ece, "kb_read": 100 * kb_read / n, "subject_read": 100 * subject_read / n,
-        "decided": decided, "against": against,
+        "n": n,
+        "macro_f1": macro_f1(gold, pred),
+        "accuracy": 100 * sum(g == p for g, p in zip(gold, pred)) / n,
+        "majority": 100 * gold.count(majority) / n,
+        "top20": 100 * sum(ok for _, ok in top) / len(top),
+        "ece": ece,
+        "kb_read": 100 * kb_read / n,
+        "subject_read": 100 * subject_read / n,
+        "decided": decided,
+        "against": against,
     }
 
 
@@ -118,7 +125,8 @@ def own_claims_files(tmp: Path) -> tuple[Path, Path, dict[str, list[str]]]:
 
 
 def feverous_subjects() -> dict[str, list[str]]:
-    from veracity.eval.datasets import EVIDENCE_TITLES, load_dataset
+    from veracity.eval.datasets import load_dataset
+    from veracity.eval.datasets.records import EVIDENCE_TITLES
 
     return {it.id: it.metadata[EVIDENCE_TITLES] for it in load_dataset("feverous-s", FEVEROUS).items}
 
@@ -151,14 +159,28 @@ def main() -> None:
     sets = []
     if FEVEROUS.is_file():
         base = ["--dataset", "feverous-s", "--path", str(FEVEROUS), "--covered-by-kb"]
-        sets.append(("FEVEROUS-S dev, covered", base + ["--setting", "open-domain"],
-                     base + ["--setting", "gold-evidence"], feverous_subjects()))
+        sets.append(
+            (
+                "FEVEROUS-S dev, covered",
+                base + ["--setting", "open-domain"],
+                base + ["--setting", "gold-evidence"],
+                feverous_subjects(),
+            )
+        )
     else:
         print(f"(FEVEROUS-S not found at {FEVEROUS}: only the written claims)")
-    sets.append(("written real-world claims", ["--dataset", "jsonl", "--path", str(plain)],
-                 ["--dataset", "jsonl", "--path", str(gold_file)], own_subjects))
-    print("| claims | pipeline | evidence | n | macro-F1 | accuracy | majority class | most confident 20% | ECE "
-          "| a KB passage read | its subject's article read | not uncertain | of them against their evidence |")
+    sets.append(
+        (
+            "written real-world claims",
+            ["--dataset", "jsonl", "--path", str(plain)],
+            ["--dataset", "jsonl", "--path", str(gold_file)],
+            own_subjects,
+        )
+    )
+    print(
+        "| claims | pipeline | evidence | n | macro-F1 | accuracy | majority class | most confident 20% | ECE "
+        "| a KB passage read | its subject's article read | not uncertain | of them against their evidence |"
+    )
     print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     queries: list[str] = []
     for name, open_args, gold_args, subjects in sets:
@@ -168,14 +190,18 @@ def main() -> None:
                 rows = run_eval(args + ["--pipeline", pipeline], folder)
                 queries += [r["trace"][0]["text"] for r in rows if r["trace"]]
                 f = figures(rows, subjects)
-                kb_cols = (f"{f['kb_read']:.0f}% | {f['subject_read']:.0f}%" if evidence.startswith("open")
-                           else "- | -")
-                print(f"| {name} | {pipeline} | {evidence} | {f['n']} | {f['macro_f1']:.1f} | {f['accuracy']:.1f} | "
-                      f"{f['majority']:.1f} | {f['top20']:.1f} | {f['ece']:.3f} | {kb_cols} | {f['decided']} | "
-                      f"{f['against']} |", flush=True)
+                kb_cols = f"{f['kb_read']:.0f}% | {f['subject_read']:.0f}%" if evidence.startswith("open") else "- | -"
+                print(
+                    f"| {name} | {pipeline} | {evidence} | {f['n']} | {f['macro_f1']:.1f} | {f['accuracy']:.1f} | "
+                    f"{f['majority']:.1f} | {f['top20']:.1f} | {f['ece']:.3f} | {kb_cols} | {f['decided']} | "
+                    f"{f['against']} |",
+                    flush=True,
+                )
     opened, p50, p95 = retrieval_times(sorted(set(queries)))
-    print(f"\nKnowledge base retrieval over {len(set(queries))} claims (k=5, BM25 then the claim's named articles): "
-          f"p50 {p50:.1f} ms, p95 {p95:.1f} ms per query; opening it (index already built) {opened:.2f} s.")
+    print(
+        f"\nKnowledge base retrieval over {len(set(queries))} claims (k=5, BM25 then the claim's named articles): "
+        f"p50 {p50:.1f} ms, p95 {p95:.1f} ms per query; opening it (index already built) {opened:.2f} s."
+    )
 
 
 if __name__ == "__main__":

@@ -28,9 +28,10 @@ import time
 from pathlib import Path
 
 from veracity.config import load_config
-from veracity.eval.datasets import MIRAGE_TASKS, load_dataset
+from veracity.eval.datasets import load_dataset
+from veracity.eval.datasets.mirage import MIRAGE_TASKS
+from veracity.eval.leaf_figures import read_rows, summarize
 from veracity.eval.runner import run_eval, select_items
-from veracity.leaf.analysis import read_rows, summarize
 from veracity.llm import make_model
 from veracity.retrieval import Index
 
@@ -56,8 +57,9 @@ def get_index(work: Path, corpus: Path, dense: bool) -> tuple[Index, float, bool
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=20, help="questions per task (default 20)")
-    ap.add_argument("--tasks", default="pubmedqa,bioasq",
-                    help="comma-separated MIRAGE tasks, or 'all' (default: pubmedqa,bioasq)")
+    ap.add_argument(
+        "--tasks", default="pubmedqa,bioasq", help="comma-separated MIRAGE tasks, or 'all' (default: pubmedqa,bioasq)"
+    )
     ap.add_argument("--modes", default="plain,rag,fc-rag", help="answer modes (default: plain,rag,fc-rag)")
     ap.add_argument("--work", default="runs/leaf_mirage", help="folder for the cached index and the results")
     ap.add_argument("--data", default=str(SHARED / "benchmark_750.json"))
@@ -90,19 +92,31 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
     index, t_index, built = get_index(work, Path(args.corpus), args.dense)
-    print(f"Index: {len(index)} passages, {index.default_mode}, {'built' if built else 'loaded'} in {t_index:.1f} s",
-          flush=True)
+    print(
+        f"Index: {len(index)} passages, {index.default_mode}, {'built' if built else 'loaded'} in {t_index:.1f} s",
+        flush=True,
+    )
 
-    overrides = {"model": args.model, "base_url": args.base_url, "n_threads": args.threads,
-                 "cache": not args.no_cache, "leaf.rater_model": args.rater_model,
-                 "leaf.rater_base_url": args.rater_base_url, "leaf.max_rounds": args.max_rounds,
-                 "leaf.top_k": args.top_k, "leaf.rater_reasoning": not args.no_reasoning}
+    overrides = {
+        "model": args.model,
+        "base_url": args.base_url,
+        "n_threads": args.threads,
+        "cache": not args.no_cache,
+        "leaf.rater_model": args.rater_model,
+        "leaf.rater_base_url": args.rater_base_url,
+        "leaf.max_rounds": args.max_rounds,
+        "leaf.top_k": args.top_k,
+        "leaf.rater_reasoning": not args.no_reasoning,
+    }
     config = load_config(overrides=overrides)
     model = make_model(config)
     out = work / ("eval-" + re.sub(r"[^A-Za-z0-9.]+", "_", model.model_id).strip("_"))
     pipelines = [f"answer:{m}" for m in modes]
-    print(f"Model {model.model_id}; rater {args.rater_model or 'the same'}; modes {', '.join(modes)}; "
-          f"{args.n} questions per task ({', '.join(tasks)}) -> {out}", flush=True)
+    print(
+        f"Model {model.model_id}; rater {args.rater_model or 'the same'}; modes {', '.join(modes)}; "
+        f"{args.n} questions per task ({', '.join(tasks)}) -> {out}",
+        flush=True,
+    )
 
     selected: dict[str, set[str]] = {}
     timings: dict[str, float] = {}
@@ -112,11 +126,24 @@ def main() -> int:
         selected[ds.name] = {it.id for it in select_items(ds.items, args.n, args.seed)}
         references[ds.name] = ds.reference
         t0 = time.perf_counter()
-        summary = run_eval(ds, pipelines, model, config, out, limit=args.n, seed=args.seed, workers=args.workers,
-                           index=index.retriever(), progress=sys.stderr.isatty())
+        summary = run_eval(
+            ds,
+            pipelines,
+            model,
+            config,
+            out,
+            limit=args.n,
+            seed=args.seed,
+            workers=args.workers,
+            index=index.retriever(),
+            progress=sys.stderr.isatty(),
+        )
         timings[ds.name] = time.perf_counter() - t0
-        print(f"  {ds.name}: {summary.done} done, {summary.skipped} already there, {summary.errors} failed, "
-              f"{timings[ds.name]:.0f} s", flush=True)
+        print(
+            f"  {ds.name}: {summary.done} done, {summary.skipped} already there, {summary.errors} failed, "
+            f"{timings[ds.name]:.0f} s",
+            flush=True,
+        )
 
     rows = [r for r in read_rows(out) if r["id"] in selected.get(r["dataset"], ()) and r["pipeline"] in pipelines]
     sums = {(s["dataset"], s["pipeline"]): s for s in summarize(rows)}
@@ -132,52 +159,85 @@ def main() -> int:
     print("|---|" + "---:|---:|" * len(pipelines))
     for ds in names:
         refs = references.get(ds, {})
-        print(f"| {ds} | " + " | ".join(
-            f"{cell(ds, p, 'accuracy')} | {pct(refs[p] / 100) if p in refs else '–'}"
-            for p in pipelines) + " |")
+        print(
+            f"| {ds} | "
+            + " | ".join(f"{cell(ds, p, 'accuracy')} | {pct(refs[p] / 100) if p in refs else '–'}" for p in pipelines)
+            + " |"
+        )
     print("\n## Filtered accuracy (%): answers with LEAF score 1.0 (passing / n)\n")
     print("| task | " + " | ".join(pipelines) + " |")
     print("|---|" + "---:|" * len(pipelines))
     for ds in names:
-        print(f"| {ds} | " + " | ".join(
-            f"{cell(ds, p, 'filtered_accuracy')} ({cell(ds, p, 'passing', str)}/{cell(ds, p, 'n', str)})"
-            for p in pipelines) + " |")
+        print(
+            f"| {ds} | "
+            + " | ".join(
+                f"{cell(ds, p, 'filtered_accuracy')} ({cell(ds, p, 'passing', str)}/{cell(ds, p, 'n', str)})"
+                for p in pipelines
+            )
+            + " |"
+        )
     print("\n## AUC of the LEAF score, right vs wrong answers (mean LEAF score)\n")
     print("| task | " + " | ".join(pipelines) + " |")
     print("|---|" + "---:|" * len(pipelines))
     auc_fmt = lambda x: "–" if x is None else f"{x:.3f}"  # noqa: E731
     for ds in names:
-        print(f"| {ds} | " + " | ".join(
-            f"{cell(ds, p, 'auc', auc_fmt)} ({cell(ds, p, 'mean_score', lambda x: f'{x:.2f}')})"
-            for p in pipelines) + " |")
+        print(
+            f"| {ds} | "
+            + " | ".join(
+                f"{cell(ds, p, 'auc', auc_fmt)} ({cell(ds, p, 'mean_score', lambda x: f'{x:.2f}')})" for p in pipelines
+            )
+            + " |"
+        )
     print("\n## The same with the option the answer's text names (not the letter `choose` decided)\n")
     print("| task | " + " | ".join(f"{p} accuracy | AUC" for p in pipelines) + " |")
     print("|---|" + "---:|---:|" * len(pipelines))
     for ds in names:
-        print(f"| {ds} | " + " | ".join(
-            f"{cell(ds, p, 'stated_accuracy')} | {cell(ds, p, 'stated_auc', auc_fmt)}" for p in pipelines) + " |")
+        print(
+            f"| {ds} | "
+            + " | ".join(f"{cell(ds, p, 'stated_accuracy')} | {cell(ds, p, 'stated_auc', auc_fmt)}" for p in pipelines)
+            + " |"
+        )
     print("\n## Time\n")
     for p in pipelines:
         rs = [r for r in rows if r["pipeline"] == p]
         if rs:
             calls = sum(r["usage"]["total"]["calls"] for r in rs) / len(rs)
-            print(f"- {p}: {sum(r['seconds'] for r in rs) / len(rs):.1f} s per question (as stored; cached calls "
-                  f"are instant), {calls:.0f} model calls per question")
-    print(f"- index {'build' if built else 'load'}: {t_index:.1f} s; evaluation: "
-          + ", ".join(f"{k} {v:.0f} s" for k, v in timings.items())
-          + f"; total wall time {time.perf_counter() - t_start:.0f} s")
+            print(
+                f"- {p}: {sum(r['seconds'] for r in rs) / len(rs):.1f} s per question (as stored; cached calls "
+                f"are instant), {calls:.0f} model calls per question"
+            )
+    print(
+        f"- index {'build' if built else 'load'}: {t_index:.1f} s; evaluation: "
+        + ", ".join(f"{k} {v:.0f} s" for k, v in timings.items())
+        + f"; total wall time {time.perf_counter() - t_start:.0f} s"
+    )
     print("\n## Letter decisions\n")
     for p in pipelines:
         answers = [st for r in rows if r["pipeline"] == p for st in r["trace"] if st["stage"] == "mc_answer"]
         named = [a for a in answers if a.get("stated")]
         if named:
             agree = sum(a["stated"] == a["letter"] for a in named)
-            print(f"- {p}: the chosen letter matches the one the answer's text names in {agree} of {len(named)} "
-                  f"answers that name one ({len(answers)} answers in all, FC-RAG rounds included)")
-    (work / "summary.json").write_text(json.dumps({
-        "n": args.n, "tasks": tasks, "modes": modes, "model": model.model_id, "rater": args.rater_model,
-        "seed": args.seed, "summaries": list(sums.values()), "pooled": list(pooled.values()),
-        "seconds": timings, "index_seconds": t_index}, indent=2))
+            print(
+                f"- {p}: the chosen letter matches the one the answer's text names in {agree} of {len(named)} "
+                f"answers that name one ({len(answers)} answers in all, FC-RAG rounds included)"
+            )
+    (work / "summary.json").write_text(
+        json.dumps(
+            {
+                "n": args.n,
+                "tasks": tasks,
+                "modes": modes,
+                "model": model.model_id,
+                "rater": args.rater_model,
+                "seed": args.seed,
+                "summaries": list(sums.values()),
+                "pooled": list(pooled.values()),
+                "seconds": timings,
+                "index_seconds": t_index,
+            },
+            indent=2,
+        )
+    )
     return 0
 
 

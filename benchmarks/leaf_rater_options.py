@@ -38,8 +38,8 @@ from pathlib import Path
 from leaf_mirage import SHARED, get_index, pct
 
 from veracity.config import load_config
+from veracity.eval.leaf_figures import auc
 from veracity.eval.report import COVERAGES, accuracy_at_coverage
-from veracity.leaf.analysis import auc
 from veracity.leaf.factcheck import AnswerChecker, SentenceCheck
 from veracity.leaf.pipelines import question_context
 from veracity.leaf.prompts import SUPPORTED
@@ -108,8 +108,11 @@ def main() -> int:
     config = load_config(overrides={"verifier.use": "on", "verifier.model": args.verifier, "leaf.top_k": args.top_k})
     checker = AnswerChecker.from_config(config, write_queries=False)
     model = make_model(config, lazy=True)  # never called: the verifier rates and each sentence is its own query
-    print(f"Index: {len(index)} passages ({'built' if built else 'loaded'} in {t_index:.1f} s); verifier "
-          f"{args.verifier}; top {args.top_k} passages per sentence", flush=True)
+    print(
+        f"Index: {len(index)} passages ({'built' if built else 'loaded'} in {t_index:.1f} s); verifier "
+        f"{args.verifier}; top {args.top_k} passages per sentence",
+        flush=True,
+    )
 
     rows: list[dict] = []
     t0 = time.perf_counter()
@@ -122,24 +125,36 @@ def main() -> int:
             explanation = f"medmcqa-exp:{qid}"  # the corpus's document of a MedMCQA question's explanation
             for key, text in stated.items():
                 tracer = Tracer()
-                result = checker.check(context, text, model=model.bind(UsageMeter(), tracer), retriever=retriever,
-                                       tracer=tracer)
-                rows.append({"task": task, "id": qid, "option": key, "right": key == item["answer"], "answer": text,
-                             "score": result.score, "p_supported": supported_probability(result.sentences[-1]),
-                             "sentences": result.checked, "explained": index.document(explanation) is not None,
-                             "explanation_found": any(e.doc_id == explanation for e in result.sentences[-1].evidence),
-                             "joined": decided_by_joined(tracer, len(result.sentences[-1].evidence))})
+                result = checker.check(
+                    context, text, model=model.bind(UsageMeter(), tracer), retriever=retriever, tracer=tracer
+                )
+                rows.append(
+                    {
+                        "task": task,
+                        "id": qid,
+                        "option": key,
+                        "right": key == item["answer"],
+                        "answer": text,
+                        "score": result.score,
+                        "p_supported": supported_probability(result.sentences[-1]),
+                        "sentences": result.checked,
+                        "explained": index.document(explanation) is not None,
+                        "explanation_found": any(e.doc_id == explanation for e in result.sentences[-1].evidence),
+                        "joined": decided_by_joined(tracer, len(result.sentences[-1].evidence)),
+                    }
+                )
     seconds = time.perf_counter() - t0
     if model.backend.loaded:
-        print("error: the model was called; this measurement is meant to rate with the verifier alone",
-              file=sys.stderr)
+        print("error: the model was called; this measurement is meant to rate with the verifier alone", file=sys.stderr)
         return 1
     if args.out:
         Path(args.out).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
 
     print(f"\n## LEAF's rater on answers that state each option ({args.verifier} verifier, MIRAGE)\n")
-    print("| task | questions kept / all | answers | AUC LEAF score | AUC P(supported) | passing: right | "
-          "passing: wrong | right among passing | best-supported option right | chance |")
+    print(
+        "| task | questions kept / all | answers | AUC LEAF score | AUC P(supported) | passing: right | "
+        "passing: wrong | right among passing | best-supported option right | chance |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     curves = []
     groups = {t: [r for r in rows if r["task"] == t] for t in tasks}
@@ -160,12 +175,15 @@ def main() -> int:
         a_prob = auc([r["p_supported"] for r in rs], [r["right"] for r in rs])
         passed_right, passed_wrong = sum(r["score"] == 1.0 for r in right), sum(r["score"] == 1.0 for r in wrong)
         fmt = lambda x: "–" if x is None else f"{x:.3f}"  # noqa: E731
-        print(f"| {task} | {len(picks)} / {total} | {len(rs)} | {fmt(a_score)} | {fmt(a_prob)} | "
-              f"{passed_right} / {len(right)} | {passed_wrong} / {len(wrong)} | "
-              f"{pct(passed_right / (passed_right + passed_wrong) if passed_right + passed_wrong else None)} | "
-              f"{pct(sum(ok for _, ok in picks) / max(1, len(picks)))} | {pct(chance)} |")
-        curve = accuracy_at_coverage([{"verdict": {"confidence": lead}, "gold": True, "pred": ok}
-                                      for lead, ok in picks])
+        print(
+            f"| {task} | {len(picks)} / {total} | {len(rs)} | {fmt(a_score)} | {fmt(a_prob)} | "
+            f"{passed_right} / {len(right)} | {passed_wrong} / {len(wrong)} | "
+            f"{pct(passed_right / (passed_right + passed_wrong) if passed_right + passed_wrong else None)} | "
+            f"{pct(sum(ok for _, ok in picks) / max(1, len(picks)))} | {pct(chance)} |"
+        )
+        curve = accuracy_at_coverage(
+            [{"verdict": {"confidence": lead}, "gold": True, "pred": ok} for lead, ok in picks]
+        )
         curves.append((task, [acc for _, _, acc in curve or []]))
     print("\nThe best-supported option's accuracy against coverage (questions with the widest lead first):\n")
     print("| task | " + " | ".join(f"{int(100 * c)}%" for c in COVERAGES) + " |")
@@ -173,17 +191,23 @@ def main() -> int:
     for task, curve in curves:
         print(f"| {task} | " + " | ".join(pct(x) for x in curve) + " |")
     passing_wrong = [r for r in rows if not r["right"] and r["score"] == 1.0]
-    print(f"\nWrong answers passing whose last sentence the passages read together decided (no one passage did): "
-          f"{sum(r['joined'] for r in passing_wrong)} of {len(passing_wrong)}; right ones passing: "
-          f"{sum(r['joined'] for r in rows if r['right'] and r['score'] == 1.0)} of "
-          f"{sum(r['right'] and r['score'] == 1.0 for r in rows)}.")
+    print(
+        f"\nWrong answers passing whose last sentence the passages read together decided (no one passage did): "
+        f"{sum(r['joined'] for r in passing_wrong)} of {len(passing_wrong)}; right ones passing: "
+        f"{sum(r['joined'] for r in rows if r['right'] and r['score'] == 1.0)} of "
+        f"{sum(r['right'] and r['score'] == 1.0 for r in rows)}."
+    )
     oracle = [r for r in rows if r["explained"]]
     if oracle:
-        print(f"\nThe question's own explanation among the passages read: {sum(r['explanation_found'] for r in oracle)}"
-              f" of {len(oracle)} answers ({sum(r['explanation_found'] for r in oracle if r['right'])} of "
-              f"{sum(r['right'] for r in oracle)} right ones).")
-    print(f"\n{len(rows)} answers checked in {seconds:.0f} s ({1000 * seconds / max(1, len(rows)):.0f} ms each, "
-          f"{sum(r['sentences'] for r in rows)} sentences); no model call.")
+        print(
+            f"\nThe question's own explanation among the passages read: {sum(r['explanation_found'] for r in oracle)}"
+            f" of {len(oracle)} answers ({sum(r['explanation_found'] for r in oracle if r['right'])} of "
+            f"{sum(r['right'] for r in oracle)} right ones)."
+        )
+    print(
+        f"\n{len(rows)} answers checked in {seconds:.0f} s ({1000 * seconds / max(1, len(rows)):.0f} ms each, "
+        f"{sum(r['sentences'] for r in rows)} sentences); no model call."
+    )
     return 0
 
 

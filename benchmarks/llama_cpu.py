@@ -26,9 +26,11 @@ import time
 from pathlib import Path
 
 HOVER = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "hover"
-FALLBACK_CLAIMS = ["Lars Onsager won the Nobel prize when he was 30 years old.",
-                   "The Eiffel Tower is in Rome.",
-                   "Mount Fuji is the highest mountain in Japan."]
+FALLBACK_CLAIMS = [
+    "Lars Onsager won the Nobel prize when he was 30 years old.",
+    "The Eiffel Tower is in Rome.",
+    "Mount Fuji is the highest mountain in Japan.",
+]
 
 
 def claims(n: int) -> list[str]:
@@ -61,9 +63,15 @@ def child(setting: str, threads: int, texts: list[str]) -> dict:
         per_claim.append(r.seconds)
         t = r.usage["total"]
         work.append((t["calls"], t["prompt_tokens"] - t.get("reused_prompt_tokens", 0), t["completion_tokens"]))
-    return {"ok": True, "load_s": load_s, "build": llama_build_info().get("system_info", ""),
-            "prompt_tps": statistics.median(s["prompt_tps"] for s in speeds),
-            "gen_tps": statistics.median(s["gen_tps"] for s in speeds), "claims": per_claim, "work": work}
+    return {
+        "ok": True,
+        "load_s": load_s,
+        "build": llama_build_info().get("system_info", ""),
+        "prompt_tps": statistics.median(s["prompt_tps"] for s in speeds),
+        "gen_tps": statistics.median(s["gen_tps"] for s in speeds),
+        "claims": per_claim,
+        "work": work,
+    }
 
 
 def run_setting(setting: str, threads: int, n: int, llama_site: str | None) -> dict:
@@ -97,10 +105,14 @@ def main() -> int:
     print(f"CPU: {cpu['model']}, {cpu['cores']} cores; flags: {' '.join(interesting_flags(cpu['flags']))}")
     if args.llama_site:
         print(f"llama-cpp-python from {args.llama_site}")
-    print(f"QACheck (reciter-reader) on {len(claims(args.claims))} HoVer claims, embedded SmolLM2-135M Q4_1, "
-          f"{args.threads} threads, no response cache\n")
-    print("| extra buffer types | prompt tok/s | generation tok/s | s/claim median (min-max) | calls/claim | "
-          "evaluated prompt tokens/claim | generated tokens/claim | result |")
+    print(
+        f"QACheck (reciter-reader) on {len(claims(args.claims))} HoVer claims, embedded SmolLM2-135M Q4_1, "
+        f"{args.threads} threads, no response cache\n"
+    )
+    print(
+        "| extra buffer types | prompt tok/s | generation tok/s | s/claim median (min-max) | calls/claim | "
+        "evaluated prompt tokens/claim | generated tokens/claim | result |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---|")
     for setting in args.settings.split(","):
         res = run_setting(setting, args.threads, args.claims, args.llama_site)
@@ -109,9 +121,12 @@ def main() -> int:
             continue
         c, w = res["claims"], res["work"]
         calls, evaluated, generated = (statistics.median(x[i] for x in w) for i in range(3))
-        print(f"| {setting} | {res['prompt_tps']:.0f} | {res['gen_tps']:.1f} | "
-              f"{statistics.median(c):.1f} ({min(c):.1f}-{max(c):.1f}) | {calls:.0f} | {evaluated:.0f} | "
-              f"{generated:.0f} | ok |", flush=True)
+        print(
+            f"| {setting} | {res['prompt_tps']:.0f} | {res['gen_tps']:.1f} | "
+            f"{statistics.median(c):.1f} ({min(c):.1f}-{max(c):.1f}) | {calls:.0f} | {evaluated:.0f} | "
+            f"{generated:.0f} | ok |",
+            flush=True,
+        )
     if not args.llama_site:
         from veracity.llm.embedded import default_model_path
 

@@ -56,8 +56,9 @@ def over_mcp(texts: list[str], model_spec: str, db: Path) -> tuple[float, list[f
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "veracity.cli", "mcp", "--model", model_spec,
-                                                                 "--no-cache", "--db", str(db)])
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "veracity.cli", "mcp", "--model", model_spec, "--no-cache", "--db", str(db)]
+    )
     notes = 0
 
     async def call(c, text: str) -> float:
@@ -86,8 +87,11 @@ def over_cli(texts: list[str], model_spec: str) -> list[float]:
     out = []
     for t in texts:
         t0 = time.perf_counter()
-        r = subprocess.run([sys.executable, "-m", "veracity.cli", "check", t, "--model", model_spec, "--no-cache",
-                            "--json"], capture_output=True, text=True)
+        r = subprocess.run(
+            [sys.executable, "-m", "veracity.cli", "check", t, "--model", model_spec, "--no-cache", "--json"],
+            capture_output=True,
+            text=True,
+        )
         out.append(time.perf_counter() - t0)
         if r.returncode != 0:
             sys.exit(f"veracity check failed: {r.stderr[-500:]}")
@@ -114,8 +118,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         mcp_first, mcp_secs, notes = over_mcp(texts, args.model, Path(tmp) / "runs.sqlite")
     cli_secs = over_cli(texts, args.model)
-    print(f"QACheck, {args.model}, {len(texts)} HoVer claims, no response cache; {notes} progress notifications; "
-          f"first check (model load, empty state cache): in-process {first:.1f} s, MCP {mcp_first:.1f} s")
+    print(
+        f"QACheck, {args.model}, {len(texts)} HoVer claims, no response cache; {notes} progress notifications; "
+        f"first check (model load, empty state cache): in-process {first:.1f} s, MCP {mcp_first:.1f} s"
+    )
     print("| path | claims | s/claim median | s/claim p95 | median difference to in-process |")
     print("|---|---:|---:|---:|---:|")
     print(row("in-process run_check", base))

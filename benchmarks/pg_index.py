@@ -87,8 +87,10 @@ def distractors(languages: tuple[str, ...]) -> list[dict]:
         for lang in languages:
             found = kb.installed(lang)
             if found:
-                docs += [{"id": f"kb-{lang}-{d.id}", "title": d.title, "text": d.text, "url": d.url}
-                         for d in kb.documents(found)]
+                docs += [
+                    {"id": f"kb-{lang}-{d.id}", "title": d.title, "text": d.text, "url": d.url}
+                    for d in kb.documents(found)
+                ]
     except Exception as e:  # noqa: BLE001
         print(f"(knowledge base not read: {e})", file=sys.stderr)
     if MEDCORPUS.is_file() and "en" in languages:
@@ -143,8 +145,10 @@ def main() -> None:
             write_jsonl(corpus, base)
             local = Index.build(corpus, tmp / "local-index")
             pg = build_pg(corpus, f"{url}#recall", replace=True, batch_passages=args.batch)
-            row("recall corpus (documents / passages)", f"{len(base)} / {len(local)} (FEVEROUS-S gold sentences "
-                f"{len(gold_docs)}, rest KB en + medcorpus)")
+            row(
+                "recall corpus (documents / passages)",
+                f"{len(base)} / {len(local)} (FEVEROUS-S gold sentences {len(gold_docs)}, rest KB en + medcorpus)",
+            )
             local_hits = [[p.doc_id for p, _ in local.search_passages(c, 5)] for c, _ in claims]
             pg_hits = [[p.doc_id for p, _ in pg.search_passages(c, 5)] for c, _ in claims]
             for name, hits in (("in-memory BM25 (bm25s)", local_hits), ("PostgreSQL full text", pg_hits)):
@@ -158,8 +162,7 @@ def main() -> None:
         pool = base + distractors(("fr", "es"))
         from veracity.retrieval.documents import Document, chunk_document
 
-        per_round = sum(len(chunk_document(Document(d["id"], d.get("title", ""), d["text"]), 120, 20))
-                        for d in pool)
+        per_round = sum(len(chunk_document(Document(d["id"], d.get("title", ""), d["text"]), 120, 20)) for d in pool)
         rounds = max(1, -(-args.passages // per_round))
         written = 0
 
@@ -173,8 +176,11 @@ def main() -> None:
                     yield {**d, "id": f"{d['id']} [copy {n}]", "title": f"{d.get('title', '')} [copy {n}]"}
 
         write_jsonl(corpus, repeated())
-        row("full-text corpus", f"{written} passages: {per_round} real passages (FEVEROUS-S gold sentences, "
-            f"KB en/fr/es articles, medcorpus) REPEATED {rounds}x with a ' [copy N]' suffix")
+        row(
+            "full-text corpus",
+            f"{written} passages: {per_round} real passages (FEVEROUS-S gold sentences, "
+            f"KB en/fr/es articles, medcorpus) REPEATED {rounds}x with a ' [copy N]' suffix",
+        )
         start = time.perf_counter()
         build_pg(corpus, f"{url}#big", replace=True, batch_passages=args.batch)
         row("full-text build (COPY, GIN, term stats)", f"{time.perf_counter() - start:.0f} s")
@@ -187,8 +193,9 @@ def main() -> None:
             t = time.perf_counter()
             index.search(q, 5, "bm25")
             times.append(time.perf_counter() - t)
-        row(f"full-text query p50 / p95 ({len(queries)} claims, k=5)",
-            f"{pct(times, 50):.0f} / {pct(times, 95):.0f} ms")
+        row(
+            f"full-text query p50 / p95 ({len(queries)} claims, k=5)", f"{pct(times, 50):.0f} / {pct(times, 95):.0f} ms"
+        )
         row("reading process RSS before open / after queries", f"{before:.0f} / {rss_mb():.0f} MB")
         index.close()
 
@@ -213,8 +220,7 @@ def main() -> None:
                 build_pg(corpus, f"{url}#dense", dense=True, replace=True, batch_passages=args.batch)
             finally:
                 Encoder.encode = real_encode
-            row(f"dense build, {written} passages, RANDOM unit vectors (HNSW)",
-                f"{time.perf_counter() - start:.0f} s")
+            row(f"dense build, {written} passages, RANDOM unit vectors (HNSW)", f"{time.perf_counter() - start:.0f} s")
             index = open_pg_index(f"{url}#dense")
             row("database size of the dense index", f"{index.info()['size_bytes'] / 1e6:.0f} MB")
             index.rank_dense("warm up the model", 5)
@@ -233,8 +239,10 @@ def main() -> None:
                 hybrid.append(time.perf_counter() - t)
             row("MiniLM query embedding alone p50 / p95", f"{pct(enc, 50):.0f} / {pct(enc, 95):.0f} ms")
             row("dense query p50 / p95 (embedding + HNSW, k=5)", f"{pct(times, 50):.0f} / {pct(times, 95):.0f} ms")
-            row("hybrid query p50 / p95 (50 claims, depth 100 each)",
-                f"{pct(hybrid, 50):.0f} / {pct(hybrid, 95):.0f} ms")
+            row(
+                "hybrid query p50 / p95 (50 claims, depth 100 each)",
+                f"{pct(hybrid, 50):.0f} / {pct(hybrid, 95):.0f} ms",
+            )
             row("reading process RSS (model loaded) before / after queries", f"{before:.0f} / {rss_mb():.0f} MB")
             index.close()
     finally:

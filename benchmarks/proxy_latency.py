@@ -30,30 +30,58 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-ANSWER = ("Carpal tunnel syndrome is an entrapment neuropathy of the median nerve at the wrist. "
-          "Its typical symptoms are numbness and tingling of the thumb, index and middle fingers. "
-          "The symptoms are often worse at night. "
-          "Splints and steroid injections are tried first. "
-          "Cutting the transverse carpal ligament frees the nerve when they do not help.")
+ANSWER = (
+    "Carpal tunnel syndrome is an entrapment neuropathy of the median nerve at the wrist. "
+    "Its typical symptoms are numbness and tingling of the thumb, index and middle fingers. "
+    "The symptoms are often worse at night. "
+    "Splints and steroid injections are tried first. "
+    "Cutting the transverse carpal ligament frees the nerve when they do not help."
+)
 DOCS = [
-    ("cts-cause", "Carpal tunnel syndrome", "Carpal tunnel syndrome is an entrapment neuropathy: the median nerve is "
-     "compressed as it passes through the carpal tunnel at the wrist."),
-    ("cts-symptoms", "Carpal tunnel symptoms", "Numbness and tingling of the thumb, index and middle fingers, often "
-     "worse at night, are the typical symptoms of carpal tunnel syndrome."),
-    ("cts-release", "Carpal tunnel release", "Cutting the transverse carpal ligament frees the median nerve when "
-     "splints and steroid injections do not help."),
-    ("cubital", "Cubital tunnel syndrome", "In cubital tunnel syndrome the ulnar nerve is compressed at the elbow, "
-     "which makes the ring and little fingers numb."),
-    ("lithium", "Lithium and the kidney", "Long-term lithium therapy is the most common drug cause of nephrogenic "
-     "diabetes insipidus, with polyuria and thirst."),
+    (
+        "cts-cause",
+        "Carpal tunnel syndrome",
+        "Carpal tunnel syndrome is an entrapment neuropathy: the median nerve is "
+        "compressed as it passes through the carpal tunnel at the wrist.",
+    ),
+    (
+        "cts-symptoms",
+        "Carpal tunnel symptoms",
+        "Numbness and tingling of the thumb, index and middle fingers, often "
+        "worse at night, are the typical symptoms of carpal tunnel syndrome.",
+    ),
+    (
+        "cts-release",
+        "Carpal tunnel release",
+        "Cutting the transverse carpal ligament frees the median nerve when "
+        "splints and steroid injections do not help.",
+    ),
+    (
+        "cubital",
+        "Cubital tunnel syndrome",
+        "In cubital tunnel syndrome the ulnar nerve is compressed at the elbow, "
+        "which makes the ring and little fingers numb.",
+    ),
+    (
+        "lithium",
+        "Lithium and the kidney",
+        "Long-term lithium therapy is the most common drug cause of nephrogenic "
+        "diabetes insipidus, with polyuria and thirst.",
+    ),
 ]
 
 
 def reply() -> bytes:
-    return json.dumps({"id": "chatcmpl-bench", "object": "chat.completion", "created": 0, "model": "stub",
-                       "choices": [{"index": 0, "message": {"role": "assistant", "content": ANSWER},
-                                    "finish_reason": "stop"}],
-                       "usage": {"prompt_tokens": 20, "completion_tokens": 80, "total_tokens": 100}}).encode()
+    return json.dumps(
+        {
+            "id": "chatcmpl-bench",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "stub",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": ANSWER}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 20, "completion_tokens": 80, "total_tokens": 100},
+        }
+    ).encode()
 
 
 def start_upstream() -> tuple[ThreadingHTTPServer, str]:
@@ -85,9 +113,25 @@ def start_upstream() -> tuple[ThreadingHTTPServer, str]:
 
 
 def start_proxy(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "veracity.cli", "proxy", "--port", "0", "--rate-limit", "0",
-                             "--log-level", "info", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, env=env)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "veracity.cli",
+            "proxy",
+            "--port",
+            "0",
+            "--rate-limit",
+            "0",
+            "--log-level",
+            "info",
+            *args,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     for line in proc.stderr:
         m = re.search(r"Uvicorn running on http://127\.0\.0\.1:(\d+)", line)
         if m:
@@ -110,8 +154,9 @@ def measure(url: str, n: int, warm: int = 2) -> list[tuple[float, float | None, 
     out = []
     for i in range(warm + n):
         t0 = time.perf_counter()
-        r = client.chat.completions.create(model="stub", messages=[{"role": "user", "content": "What is carpal "
-                                                                     f"tunnel syndrome? ({i})"}])
+        r = client.chat.completions.create(
+            model="stub", messages=[{"role": "user", "content": f"What is carpal tunnel syndrome? ({i})"}]
+        )
         seconds = time.perf_counter() - t0
         v = (r.model_extra or {}).get("veracity") or {}
         if i >= warm:
@@ -131,7 +176,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="proxy-bench-"))
     Index.from_documents([Document(id=i, title=t, text=x) for i, t, x in DOCS]).save(work / "index")
     config = work / "config.toml"
-    config.write_text(f"[verifier]\nuse = \"off\"\nthreads = {args.threads}\n")
+    config.write_text(f'[verifier]\nuse = "off"\nthreads = {args.threads}\n')
     verifier_config = work / "verifier.toml"
     verifier_config.write_text(f"[verifier]\nthreads = {args.threads}\n")
     env = {**os.environ, "XDG_DATA_HOME": str(work), "XDG_CACHE_HOME": str(work / "cache")}
@@ -141,12 +186,18 @@ def main() -> None:
     rows = [("direct to the upstream (no proxy)", len(direct), quantiles(direct), None, None)]
     setups = [("`--pipeline verifier`", args.n, ["--pipeline", "verifier", "--config", str(verifier_config)])]
     if args.n_rater:
-        setups.append(("model rater (embedded SmolLM2-135M, `--no-cache`)", args.n_rater,
-                       ["--config", str(config), "--no-cache", "--threads", str(args.threads)]))
+        setups.append(
+            (
+                "model rater (embedded SmolLM2-135M, `--no-cache`)",
+                args.n_rater,
+                ["--config", str(config), "--no-cache", "--threads", str(args.threads)],
+            )
+        )
     sentences = None
     for name, n, extra in setups:
-        proc, url = start_proxy(["--upstream", upstream, "--index", str(work / "index"), "--db",
-                                 str(work / "runs.sqlite"), *extra], env)
+        proc, url = start_proxy(
+            ["--upstream", upstream, "--index", str(work / "index"), "--db", str(work / "runs.sqlite"), *extra], env
+        )
         try:
             got = measure(url, n)
         finally:
@@ -165,10 +216,13 @@ def main() -> None:
     def ms(pair):
         return "–" if pair is None else f"{pair[0] * 1000:.1f} / {pair[1] * 1000:.1f}"
 
-    print(f"Proxy latency per answer ({sentences}-sentence answer, one request at a time, {os.cpu_count()} CPUs "
-          f"visible, verifier threads {args.threads}); milliseconds, p50 / p95\n")
-    print("| setup | answers | total added over direct (direct: its own time) | checking | overhead apart from "
-          "checking |")
+    print(
+        f"Proxy latency per answer ({sentences}-sentence answer, one request at a time, {os.cpu_count()} CPUs "
+        f"visible, verifier threads {args.threads}); milliseconds, p50 / p95\n"
+    )
+    print(
+        "| setup | answers | total added over direct (direct: its own time) | checking | overhead apart from checking |"
+    )
     print("|---|---:|---:|---:|---:|")
     for name, n, total, check, over in rows:
         print(f"| {name} | {n} | {ms(total)} | {ms(check)} | {ms(over)} |")

@@ -43,22 +43,38 @@ from veracity.eval.runner import run_eval  # noqa: E402
 from veracity.llm import make_model  # noqa: E402
 
 HOVER = ROOT.parent / "shared" / "benchmarks" / "hover" / "two_hop_100.json"
-RULES = {"rules": [
-    {"match": "Claim = [^\\n]*number \\d*[02468]\\.\\nIs this claim true or false\\?\\nAnswer:$", "reply": " True"},
-    {"match": "Is this claim true or false\\?\\nAnswer:$", "reply": " False"}]}
+RULES = {
+    "rules": [
+        {"match": "Claim = [^\\n]*number \\d*[02468]\\.\\nIs this claim true or false\\?\\nAnswer:$", "reply": " True"},
+        {"match": "Is this claim true or false\\?\\nAnswer:$", "reply": " False"},
+    ]
+}
 
 
 def numbered_claims(path: Path, n: int) -> Path:
-    path.write_text("".join(json.dumps({"id": f"c{i}", "claim": f"Item {i} has the number {i}.",
-                                        "label": "supported" if i % 2 == 0 else "refuted"}) + "\n"
-                            for i in range(n)))
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"c{i}",
+                    "claim": f"Item {i} has the number {i}.",
+                    "label": "supported" if i % 2 == 0 else "refuted",
+                }
+            )
+            + "\n"
+            for i in range(n)
+        )
+    )
     return path
 
 
 def hover_claims(path: Path, n: int) -> Path:
     data = json.loads(HOVER.read_text())[:n]
-    path.write_text("".join(json.dumps({"id": f"h{i}", "claim": d["claim"], "label": d["label"]}) + "\n"
-                            for i, d in enumerate(data)))
+    path.write_text(
+        "".join(
+            json.dumps({"id": f"h{i}", "claim": d["claim"], "label": d["label"]}) + "\n" for i, d in enumerate(data)
+        )
+    )
     return path
 
 
@@ -76,11 +92,22 @@ class Bench:
         s = run_eval(ds, ["direct"], model, config, out, workers=workers, dispatch=dispatch, progress=False)
         if s.errors or s.done != len(ds.items):
             raise SystemExit(f"{part} / {setup}: {s.done} done, {s.errors} failed (see {out}/errors.jsonl)")
-        row = {"part": part, "setup": setup, "claims": s.done, "startup": s.started_in, "seconds": s.seconds,
-               "rate": s.done / s.seconds, "wall": time.perf_counter() - t0}
+        row = {
+            "part": part,
+            "setup": setup,
+            "claims": s.done,
+            "startup": s.started_in,
+            "seconds": s.seconds,
+            "rate": s.done / s.seconds,
+            "wall": time.perf_counter() - t0,
+        }
         self.rows.append(row)
-        print(f"  {part:10s} {setup:34s} {s.done:4d} claims {s.seconds:7.2f} s  {row['rate']:7.2f}/s "
-              f"(start-up {s.started_in:.1f} s)", file=sys.stderr, flush=True)
+        print(
+            f"  {part:10s} {setup:34s} {s.done:4d} claims {s.seconds:7.2f} s  {row['rate']:7.2f}/s "
+            f"(start-up {s.started_in:.1f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
         return row
 
 
@@ -91,14 +118,27 @@ def server_part(bench: Bench, actor_counts: list[int], per_actor: int, latency: 
 
     srv = StubServer(respond)
     try:
-        config = load_config(overrides={"model": "stub", "base_url": srv.url, "cache": False,
-                                        "http.decisions": "parse", "http.endpoint": "chat",
-                                        "cache_path": str(bench.work / "cache.sqlite")}, env={})
+        config = load_config(
+            overrides={
+                "model": "stub",
+                "base_url": srv.url,
+                "cache": False,
+                "http.decisions": "parse",
+                "http.endpoint": "chat",
+                "cache_path": str(bench.work / "cache.sqlite"),
+            },
+            env={},
+        )
         base = None
         for n in actor_counts:
             claims = numbered_claims(bench.work / f"server-{n}.jsonl", per_actor * n)
-            row = bench.run("server", f"Ray, {n} actor{'s' if n > 1 else ''} x 1", claims, config,
-                            dispatch=RayDispatch(bench.address, actors=n))
+            row = bench.run(
+                "server",
+                f"Ray, {n} actor{'s' if n > 1 else ''} x 1",
+                claims,
+                config,
+                dispatch=RayDispatch(bench.address, actors=n),
+            )
             base = base or row["rate"]
             row["vs"] = f"{row['rate'] / base:.1f}x vs 1 actor"
         top = max(actor_counts)
@@ -113,41 +153,65 @@ def server_part(bench: Bench, actor_counts: list[int], per_actor: int, latency: 
 
 def embedded_part(bench: Bench, n: int, cpus: int) -> None:
     claims = hover_claims(bench.work / "hover.jsonl", n)
-    config = load_config(overrides={"model": "embedded", "cache": False, "n_threads": cpus,
-                                    "cache_path": str(bench.work / "cache.sqlite")}, env={})
+    config = load_config(
+        overrides={
+            "model": "embedded",
+            "cache": False,
+            "n_threads": cpus,
+            "cache_path": str(bench.work / "cache.sqlite"),
+        },
+        env={},
+    )
     local = bench.run("embedded", f"in-process, 1 model x {cpus} threads", claims, config)
     local["vs"] = "baseline"
-    one = bench.run("embedded", f"Ray, 1 actor x {cpus} threads", claims, config,
-                    dispatch=RayDispatch(bench.address, actors=1, cpus=cpus))
+    one = bench.run(
+        "embedded",
+        f"Ray, 1 actor x {cpus} threads",
+        claims,
+        config,
+        dispatch=RayDispatch(bench.address, actors=1, cpus=cpus),
+    )
     one["vs"] = f"{one['rate'] / local['rate']:.2f}x vs in-process"
-    many = bench.run("embedded", f"Ray, {cpus} actors x 1 thread", claims, config,
-                     dispatch=RayDispatch(bench.address, actors=cpus, cpus=1))
+    many = bench.run(
+        "embedded",
+        f"Ray, {cpus} actors x 1 thread",
+        claims,
+        config,
+        dispatch=RayDispatch(bench.address, actors=cpus, cpus=1),
+    )
     many["vs"] = f"{many['rate'] / local['rate']:.2f}x vs in-process"
 
 
 def overhead_part(bench: Bench, n: int) -> None:
     rules = bench.work / "rules.json"
     rules.write_text(json.dumps(RULES))
-    config = load_config(overrides={"model": f"scripted:{rules}", "cache": False,
-                                    "cache_path": str(bench.work / "cache.sqlite")}, env={})
+    config = load_config(
+        overrides={"model": f"scripted:{rules}", "cache": False, "cache_path": str(bench.work / "cache.sqlite")}, env={}
+    )
     claims = numbered_claims(bench.work / "overhead.jsonl", n)
     local = bench.run("overhead", "in-process, 1 thread (scripted)", claims, config)
     local["vs"] = f"{1000 / local['rate']:.2f} ms/claim"
-    ray_row = bench.run("overhead", "Ray, 1 actor (scripted)", claims, config,
-                        dispatch=RayDispatch(bench.address, actors=1))
+    ray_row = bench.run(
+        "overhead", "Ray, 1 actor (scripted)", claims, config, dispatch=RayDispatch(bench.address, actors=1)
+    )
     extra = 1000 / ray_row["rate"] - 1000 / local["rate"]
     ray_row["vs"] = f"{1000 / ray_row['rate']:.2f} ms/claim: +{extra:.2f} ms by Ray"
 
 
 def table(rows: list[dict], cpus: int, latency: float) -> str:
-    lines = [f"Ray throughput on one node with {cpus} CPUs (server stand-in latency {1000 * latency:.0f} ms/call; "
-             "direct baseline, no cache)", "",
-             "| part | setup | claims | actor start-up s | checking s | claims/s | compared |",
-             "|---|---|---:|---:|---:|---:|---|"]
+    lines = [
+        f"Ray throughput on one node with {cpus} CPUs (server stand-in latency {1000 * latency:.0f} ms/call; "
+        "direct baseline, no cache)",
+        "",
+        "| part | setup | claims | actor start-up s | checking s | claims/s | compared |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
     for r in rows:
         start = f"{r['startup']:.1f}" if r["setup"].startswith("Ray") else "-"
-        lines.append(f"| {r['part']} | {r['setup']} | {r['claims']} | {start} | {r['seconds']:.2f} | "
-                     f"{r['rate']:.2f} | {r.get('vs', '')} |")
+        lines.append(
+            f"| {r['part']} | {r['setup']} | {r['claims']} | {start} | {r['seconds']:.2f} | "
+            f"{r['rate']:.2f} | {r.get('vs', '')} |"
+        )
     return "\n".join(lines)
 
 

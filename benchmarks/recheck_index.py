@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
@@ -38,8 +37,8 @@ FEVEROUS = ROOT.parent / "shared" / "benchmarks" / "feverous_s" / "dev_600.json"
 sys.path.insert(0, str(ROOT / "tests"))
 from conftest import VeracityServer, server_env  # noqa: E402
 
-from veracity.evidence.recheck import evidence_of  # noqa: E402
-from veracity.evidence.runs import run_from_store  # noqa: E402
+from veracity.evidence.stored import evidence_of  # noqa: E402
+from veracity.server.rechecks import run_from_store  # noqa: E402
 from veracity.server.store import RunStore  # noqa: E402
 
 LINK = re.compile(r"\[\[(?:[^\]|]*\|)?([^\]]*)\]\]")
@@ -56,8 +55,15 @@ def corpus(n: int) -> tuple[list[dict], list[str]]:
                 text = LINK.sub(r"\1", sentence.strip())
                 if text not in pages.setdefault(title.strip(), []):
                     pages[title.strip()].append(text)
-    docs = [{"id": title.replace(" ", "_"), "title": title, "url": f"https://en.wikipedia.org/wiki/"
-             f"{title.replace(' ', '_')}", "text": " ".join(sentences)} for title, sentences in pages.items()]
+    docs = [
+        {
+            "id": title.replace(" ", "_"),
+            "title": title,
+            "url": f"https://en.wikipedia.org/wiki/{title.replace(' ', '_')}",
+            "text": " ".join(sentences),
+        }
+        for title, sentences in pages.items()
+    ]
     return docs, [str(it["claim"]) for it in items]
 
 
@@ -66,8 +72,9 @@ def write(path: Path, docs: list[dict]) -> None:
 
 
 def veracity(*args: str, env: dict[str, str], check: bool = True) -> subprocess.CompletedProcess:
-    r = subprocess.run([sys.executable, "-m", "veracity.cli", *args], capture_output=True, text=True, env=env,
-                       timeout=600)
+    r = subprocess.run(
+        [sys.executable, "-m", "veracity.cli", *args], capture_output=True, text=True, env=env, timeout=600
+    )
     if check and r.returncode not in (0, 1, 4):
         raise SystemExit(f"veracity {' '.join(args)} exited {r.returncode}: {r.stderr.strip()[-500:]}")
     return r
@@ -76,20 +83,24 @@ def veracity(*args: str, env: dict[str, str], check: bool = True) -> subprocess.
 def edit_word(text: str) -> str:
     """A word in the middle of the text changed (a number made one larger, else the word negated)."""
     words = list(re.finditer(r"\S+", text))
-    for m in words[len(words) // 3:] + words[:len(words) // 3]:
+    for m in words[len(words) // 3 :] + words[: len(words) // 3]:
         if re.fullmatch(r"\d{1,4}[.,;]?", m.group(0)):
             digits = re.match(r"\d+", m.group(0)).group(0)
-            return text[:m.start()] + str(int(digits) + 1) + text[m.start() + len(digits):]
+            return text[: m.start()] + str(int(digits) + 1) + text[m.start() + len(digits) :]
     m = words[len(words) // 2]
-    return text[:m.start()] + "not " + text[m.start():]
+    return text[: m.start()] + "not " + text[m.start() :]
 
 
 def store_runs(base: Path, claims: list[str], env: dict[str, str]) -> tuple[Path, list[str]]:
     db = base / "runs.sqlite"
     rules = base / "no-model.json"  # the verifier pipeline calls no model: a scripted one that knows nothing
     rules.write_text(json.dumps({"rules": []}))
-    srv = VeracityServer(["--model", f"scripted:{rules}", "--index", str(base / "idx"), "--rate-limit", "0",
-                          "--max-concurrent", "1"], db=db, env=env, cwd=base).start(timeout=120)
+    srv = VeracityServer(
+        ["--model", f"scripted:{rules}", "--index", str(base / "idx"), "--rate-limit", "0", "--max-concurrent", "1"],
+        db=db,
+        env=env,
+        cwd=base,
+    ).start(timeout=120)
     ids = []
     try:
         with httpx.Client(base_url=srv.url, timeout=60) as client:
@@ -117,7 +128,7 @@ def main() -> None:
         write(base / "corpus.jsonl", docs)
         t0 = time.perf_counter()
         veracity("index", "build", str(base / "corpus.jsonl"), "--out", str(base / "idx"), env=env)
-        db, ids = store_runs(base, claims[:args.runs], env)
+        db, ids = store_runs(base, claims[: args.runs], env)
         stored = time.perf_counter() - t0
 
         # which documents the stored runs quote, most quoted first: four of them are edited or removed
@@ -128,9 +139,12 @@ def main() -> None:
         chosen = [d for d, _ in used.most_common() if d][:4]
         if len(chosen) < 4:
             raise SystemExit(f"the runs quote only {len(chosen)} documents: give more --runs")
-        by_id = {d["id"]: d for d in docs}
-        edits = {chosen[0]: "word changed", chosen[1]: "word changed", chosen[2]: "sentence put in front",
-                 chosen[3]: "removed"}
+        edits = {
+            chosen[0]: "word changed",
+            chosen[1]: "word changed",
+            chosen[2]: "sentence put in front",
+            chosen[3]: "removed",
+        }
         new_docs = []
         for d in docs:
             what = edits.get(d["id"])
@@ -161,8 +175,13 @@ def main() -> None:
                 e = item["evidence"]
                 statuses[item["status"]] += 1
                 doc_id = e.get("doc_id")
-                truth = ("gone" if doc_id not in new_text else
-                         "changed" if e["text"] not in new_text[doc_id] else "unchanged")
+                truth = (
+                    "gone"
+                    if doc_id not in new_text
+                    else "changed"
+                    if e["text"] not in new_text[doc_id]
+                    else "unchanged"
+                )
                 reported = item["status"]
                 if edits.get(doc_id) == "sentence put in front":
                     moved[reported] += 1
@@ -174,18 +193,25 @@ def main() -> None:
                 elif reported in ("changed", "gone"):
                     false_alarms.append(row)
 
-    print(f"# recheck over a rebuilt index: {len(ids)} stored runs, {len(docs)} documents "
-          f"(FEVEROUS-S dev pages), edits: " + "; ".join(f"{d} {w}" for d, w in edits.items()) + "\n")
+    print(
+        f"# recheck over a rebuilt index: {len(ids)} stored runs, {len(docs)} documents "
+        f"(FEVEROUS-S dev pages), edits: " + "; ".join(f"{d} {w}" for d, w in edits.items()) + "\n"
+    )
     print(f"Index built and {len(ids)} verifier runs stored through `veracity serve` in {stored:.0f} s.\n")
     print("| status | items |\n|---|---:|")
     for s in ("unchanged", "changed", "gone", "unreachable", "refused", "not re-checkable"):
         print(f"| {s} | {statuses[s]} |")
     print(f"| **all** | **{sum(statuses.values())}** |\n")
     found = len(truly_changed) - len(missed)
-    print(f"Truly changed items (quote no longer in its document, or the document removed): {len(truly_changed)}; "
-          f"found: {found}; missed: {len(missed)}; false alarms: {len(false_alarms)}.\n")
-    print(f"Quotes of the document with a sentence put in front (their offsets moved, their words did not): "
-          + (", ".join(f"{n} {s}" for s, n in moved.items()) or "none quoted") + ".\n")
+    print(
+        f"Truly changed items (quote no longer in its document, or the document removed): {len(truly_changed)}; "
+        f"found: {found}; missed: {len(missed)}; false alarms: {len(false_alarms)}.\n"
+    )
+    print(
+        "Quotes of the document with a sentence put in front (their offsets moved, their words did not): "
+        + (", ".join(f"{n} {s}" for s, n in moved.items()) or "none quoted")
+        + ".\n"
+    )
     print("| run | document | edit | truth | recheck said | diff |\n|---|---|---|---|---|---|")
     for run_id, doc_id, what, truth, reported, diff in truly_changed + false_alarms:
         print(f"| {run_id} | {doc_id} | {what} | {truth} | {reported} | {diff[:90].replace('|', '/')} |")
@@ -193,10 +219,15 @@ def main() -> None:
     print("| exit status | runs |\n|---:|---:|")
     for code, n in sorted(exits.items()):
         print(f"| {code} | {n} |")
-    print(f"\nVerdict holds (verifier again, evidence as it stands now vs as stored): "
-          + ", ".join(f"{k}: {v}" for k, v in holds.items()) + ".")
-    print(f"Seconds per `veracity recheck` (a process each, the verifier loaded each time): "
-          f"median {sorted(seconds)[len(seconds) // 2]:.1f}, max {max(seconds):.1f}.")
+    print(
+        "\nVerdict holds (verifier again, evidence as it stands now vs as stored): "
+        + ", ".join(f"{k}: {v}" for k, v in holds.items())
+        + "."
+    )
+    print(
+        f"Seconds per `veracity recheck` (a process each, the verifier loaded each time): "
+        f"median {sorted(seconds)[len(seconds) // 2]:.1f}, max {max(seconds):.1f}."
+    )
 
 
 if __name__ == "__main__":

@@ -20,70 +20,18 @@ import argparse
 import asyncio
 import json
 import os
-import re
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import httpx
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-from stub_server import QACHECK_RULES as RULES  # noqa: E402
-from stub_server import StubServer, chat_response  # noqa: E402
-CLAIM = "The Orrin Bridge stands in Tallinn."
-
-
-class Server:
-    """`veracity serve` on a free loopback port, quiet (no access log: it would cost the server time)."""
-
-    def __init__(self, args: list[str], workdir: Path) -> None:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("VERACITY_")}
-        env.update(XDG_CACHE_HOME=str(workdir / "cache"), PYTHONUNBUFFERED="1")
-        cmd = [sys.executable, "-m", "veracity.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-               "--log-level", "warning", *args]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=workdir)
-        self.url = f"http://127.0.0.1:{port}"
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                if httpx.get(self.url + "/api/health", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        self.stop()
-        raise SystemExit("the server did not start")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-
-
-def stub_rules(delay: float) -> StubServer:
-    compiled = [(re.compile(r["match"], re.S), r["reply"]) for r in RULES["rules"]]
-
-    def respond(body):
-        text = body["messages"][-1]["content"]
-        for pat, reply in compiled:
-            if pat.search(text):
-                return 200, chat_response(reply), delay
-        return 400, {"error": {"message": "no rule"}}, 0
-
-    return StubServer(respond)
-
+from servers import CLAIM, post_checks, start_worker, stub_model, stub_options
+from stub_server import QACHECK_RULES as RULES  # tests/stub_server.py (servers.py puts tests/ on the path)
 
 # -- 1. GET throughput ---------------------------------------------------------------------------------
+
 
 async def hammer(url: str, path: str, clients: int, max_requests: int, max_seconds: float) -> dict:
     latencies: list[float] = []
@@ -93,6 +41,7 @@ async def hammer(url: str, path: str, clients: int, max_requests: int, max_secon
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
 
     async with httpx.AsyncClient(base_url=url, limits=limits, timeout=30) as client:
+
         async def worker() -> None:
             nonlocal sent, errors
             while sent < max_requests and time.perf_counter() < deadline:
@@ -110,25 +59,38 @@ async def hammer(url: str, path: str, clients: int, max_requests: int, max_secon
         await asyncio.gather(*(worker() for _ in range(clients)))
         elapsed = time.perf_counter() - t0
     lat = sorted(latencies)
-    return {"requests": len(lat), "errors": errors, "seconds": elapsed, "rps": len(lat) / elapsed,
-            "p50_ms": 1000 * statistics.median(lat), "p95_ms": 1000 * lat[int(0.95 * (len(lat) - 1))]}
+    return {
+        "requests": len(lat),
+        "errors": errors,
+        "seconds": elapsed,
+        "rps": len(lat) / elapsed,
+        "p50_ms": 1000 * statistics.median(lat),
+        "p95_ms": 1000 * lat[int(0.95 * (len(lat) - 1))],
+    }
 
 
 def get_throughput(args: argparse.Namespace, workdir: Path) -> list[tuple[str, dict]]:
     rules = workdir / "rules.json"
     rules.write_text(json.dumps(RULES))
-    srv = Server(["--model", f"scripted:{rules}", "--db", str(workdir / "get.sqlite"), "--rate-limit", "0",
-                  "--max-concurrent", "2"], workdir)
+    srv = start_worker(
+        ["--model", f"scripted:{rules}", "--rate-limit", "0", "--max-concurrent", "2"],
+        workdir / "get.sqlite",
+        workdir / "get",
+    )
     try:
+        ids, refused = post_checks([srv], args.seed_runs, "seed", threads=1)
+        if refused:
+            raise SystemExit(f"the seed runs were refused: {refused[:3]}")
         with httpx.Client(base_url=srv.url, timeout=30) as c:
-            ids = [c.post("/api/checks", json={"claim": f"{CLAIM} ({i})"}).json()["id"] for i in range(args.seed_runs)]
             while c.get("/api/health").json()["running"] or c.get("/api/health").json()["queued"]:
                 time.sleep(0.05)
             n_steps = len(c.get(f"/api/checks/{ids[0]}").json()["steps"])
-        endpoints = [("GET /api/checks?limit=20 (history)", "/api/checks?limit=20"),
-                     (f"GET /api/checks/{{id}} (one run, {n_steps} steps)", f"/api/checks/{ids[0]}"),
-                     ("GET /api/pipelines", "/api/pipelines"),
-                     ("GET /checks/{id} (run page, HTML)", f"/checks/{ids[0]}")]
+        endpoints = [
+            ("GET /api/checks?limit=20 (history)", "/api/checks?limit=20"),
+            (f"GET /api/checks/{{id}} (one run, {n_steps} steps)", f"/api/checks/{ids[0]}"),
+            ("GET /api/pipelines", "/api/pipelines"),
+            ("GET /checks/{id} (run page, HTML)", f"/checks/{ids[0]}"),
+        ]
         out = []
         for name, path in endpoints:
             asyncio.run(hammer(srv.url, path, args.clients, 50, 2))  # warm up
@@ -139,6 +101,7 @@ def get_throughput(args: argparse.Namespace, workdir: Path) -> list[tuple[str, d
 
 
 # -- 2. concurrent checks --------------------------------------------------------------------------------
+
 
 async def follow(client: httpx.AsyncClient, run_id: str, tries: int = 3) -> dict:
     """Follow one run's SSE stream to `done` the way a browser's EventSource does: on a dropped connection,
@@ -179,25 +142,35 @@ async def burst(url: str, n: int, timeout: float) -> dict:
         accepted = [r.json() for r in posts if r.status_code == 202]
         max_position = max((a["queue_position"] for a in accepted), default=0)
         health = (await client.get("/api/health")).json()
-        results = await asyncio.wait_for(asyncio.gather(*(follow(client, a["id"]) for a in accepted),
-                                                        return_exceptions=True), timeout)
+        results = await asyncio.wait_for(
+            asyncio.gather(*(follow(client, a["id"]) for a in accepted), return_exceptions=True), timeout
+        )
         elapsed = time.perf_counter() - t0
     done = [r for r in results if isinstance(r, dict) and r.get("status") == "done"]
     for r in results:
         if not (isinstance(r, dict) and r.get("status") == "done"):
             print(f"not done: {r!r}", file=sys.stderr)
     reconnects = sum(r.get("reconnects", 0) for r in results if isinstance(r, dict))
-    return {"submitted": n, "accepted": len(accepted), "done": len(done), "errors": n - len(done),
-            "reconnects": reconnects,
-            "max_queue_position": max_position, "queued_after_submit": health["queued"],
-            "steps_each": sorted({r["steps"] for r in done}), "seconds": elapsed}
+    return {
+        "submitted": n,
+        "accepted": len(accepted),
+        "done": len(done),
+        "errors": n - len(done),
+        "reconnects": reconnects,
+        "max_queue_position": max_position,
+        "queued_after_submit": health["queued"],
+        "steps_each": sorted({r["steps"] for r in done}),
+        "seconds": elapsed,
+    }
 
 
 def concurrent_checks(args: argparse.Namespace, workdir: Path) -> tuple[dict, int]:
-    stub = stub_rules(args.delay)
-    srv = Server(["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--db", str(workdir / "burst.sqlite"),
-                  "--rate-limit", "0", "--max-concurrent", str(args.max_concurrent),
-                  "--max-queue", str(args.checks)], workdir)
+    stub = stub_model(args.delay)
+    srv = start_worker(
+        [*stub_options(stub), "--max-concurrent", str(args.max_concurrent), "--max-queue", str(args.checks)],
+        workdir / "burst.sqlite",
+        workdir / "burst",
+    )
     try:
         return asyncio.run(burst(srv.url, args.checks, args.timeout)), stub.max_active
     finally:
@@ -222,23 +195,33 @@ def main() -> int:
         rows = get_throughput(args, workdir)
         burst_result, max_active = concurrent_checks(args, workdir)
 
-    print(f"\nGET throughput: {args.clients} concurrent clients, keep-alive, scripted backend, "
-          f"{os.cpu_count()} CPUs (client and server on the same machine)\n")
+    print(
+        f"\nGET throughput: {args.clients} concurrent clients, keep-alive, scripted backend, "
+        f"{os.cpu_count()} CPUs (client and server on the same machine)\n"
+    )
     print("| endpoint | requests | errors | req/s | p50 ms | p95 ms |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, r in rows:
         print(f"| {name} | {r['requests']} | {r['errors']} | {r['rps']:.0f} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} |")
     b = burst_result
-    print(f"\nConcurrent checks: {b['submitted']} QACheck runs submitted at once, --max-concurrent "
-          f"{args.max_concurrent}, 7 model calls each at {args.delay * 1000:.0f} ms, every run's SSE stream followed\n")
-    print("| submitted | accepted (202) | finished `done` | errors | queued right after submit | "
-          "most model calls in flight | steps per run | SSE reconnects | seconds |")
+    print(
+        f"\nConcurrent checks: {b['submitted']} QACheck runs submitted at once, --max-concurrent "
+        f"{args.max_concurrent}, 7 model calls each at {args.delay * 1000:.0f} ms, every run's SSE stream followed\n"
+    )
+    print(
+        "| submitted | accepted (202) | finished `done` | errors | queued right after submit | "
+        "most model calls in flight | steps per run | SSE reconnects | seconds |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    print(f"| {b['submitted']} | {b['accepted']} | {b['done']} | {b['errors']} | {b['queued_after_submit']} | "
-          f"{max_active} | {', '.join(map(str, b['steps_each']))} | {b['reconnects']} | {b['seconds']:.1f} |")
+    print(
+        f"| {b['submitted']} | {b['accepted']} | {b['done']} | {b['errors']} | {b['queued_after_submit']} | "
+        f"{max_active} | {', '.join(map(str, b['steps_each']))} | {b['reconnects']} | {b['seconds']:.1f} |"
+    )
     if b["reconnects"]:
-        print("\n(an SSE reconnect: a kept-alive connection the client reused just as the server closed it as "
-              "idle; the stream resumed with Last-Event-ID, as a browser's EventSource does)")
+        print(
+            "\n(an SSE reconnect: a kept-alive connection the client reused just as the server closed it as "
+            "idle; the stream resumed with Last-Event-ID, as a browser's EventSource does)"
+        )
     ok = b["errors"] == 0 and max_active <= args.max_concurrent and all(r["errors"] == 0 for _, r in rows)
     return 0 if ok else 1
 

@@ -16,12 +16,10 @@ import sys
 import time
 from pathlib import Path
 
-
 from veracity.config import load_config
 from veracity.eval.datasets import load_dataset
 from veracity.eval.runner import run_eval
-from veracity.llm import make_model
-from veracity.llm import llama_server
+from veracity.llm import llama_server, make_model
 from veracity.llm.embedded import default_model_path
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "feverous_s" / "dev_600.json"
@@ -29,8 +27,11 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "feverous
 
 def start_server(threads: int) -> tuple[subprocess.Popen, str]:
     try:
-        return llama_server.start_server(str(default_model_path()), ["--model_alias", "smollm2", "--n_ctx", "8192",
-                                                                      "--n_threads", str(threads)], timeout=120)
+        return llama_server.start_server(
+            str(default_model_path()),
+            ["--model_alias", "smollm2", "--n_ctx", "8192", "--n_threads", str(threads)],
+            timeout=120,
+        )
     except RuntimeError as e:
         raise SystemExit(str(e)) from None
 
@@ -57,15 +58,18 @@ def main() -> int:
             out = Path(args.out) / f"workers{workers}"
             shutil.rmtree(out, ignore_errors=True)
             t0 = time.perf_counter()
-            s = run_eval(ds, args.pipelines.split(","), model, config, out, limit=args.n, workers=workers,
-                         progress=False)
+            s = run_eval(
+                ds, args.pipelines.split(","), model, config, out, limit=args.n, workers=workers, progress=False
+            )
             results[workers] = (s.done, time.perf_counter() - t0, s.errors)
     finally:
         if proc is not None:
             proc.terminate()
             proc.wait(timeout=30)
-    print(f"\nserver {url} (llama-cpp-python, SmolLM2-135M GGUF, {args.threads} threads); "
-          f"FEVEROUS-S {args.n} claims x {args.pipelines}\n")
+    print(
+        f"\nserver {url} (llama-cpp-python, SmolLM2-135M GGUF, {args.threads} threads); "
+        f"FEVEROUS-S {args.n} claims x {args.pipelines}\n"
+    )
     print("| workers | items | errors | seconds | items/s |\n|---:|---:|---:|---:|---:|")
     for w, (n, sec, err) in results.items():
         print(f"| {w} | {n} | {err} | {sec:.1f} | {n / sec:.3f} |")

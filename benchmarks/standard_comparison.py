@@ -45,8 +45,7 @@ def main() -> int:
     ap.add_argument("--out", default="runs/standard")
     ap.add_argument("--only", help="comma-separated dataset names to run")
     args = ap.parse_args()
-    config = load_config(overrides={"model": args.model, "base_url": args.base_url, "n_threads": args.threads},
-                         env={})
+    config = load_config(overrides={"model": args.model, "base_url": args.base_url, "n_threads": args.threads}, env={})
     model = make_model(config)
     t0 = time.perf_counter()
     for name, rel, setting, pipelines in SETS:
@@ -61,8 +60,11 @@ def main() -> int:
             ds.name = "feverous-s-pooled"  # its own rows beside the gold-evidence ones
         t = time.perf_counter()
         s = run_eval(ds, pipelines, model, config, args.out, limit=args.n, seed=args.seed, workers=args.workers)
-        print(f"{ds.name} ({setting}): {s.done} done, {s.skipped} already there, {s.errors} failed, "
-              f"{time.perf_counter() - t:.0f} s", flush=True)
+        print(
+            f"{ds.name} ({setting}): {s.done} done, {s.skipped} already there, {s.errors} failed, "
+            f"{time.perf_counter() - t:.0f} s",
+            flush=True,
+        )
     print(f"\nwall time {time.perf_counter() - t0:.0f} s\n")
     print(build_report(args.out))
     return 0

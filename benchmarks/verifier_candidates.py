@@ -6,8 +6,8 @@
 - bi-encoder probe: the frozen MiniLM sentence embeddings of claim and evidence (u*v, |u-v|, cosine) plus the
   lexical features, and a multinomial logistic regression on top, trained here on the same training pairs;
 - lexical: the shipped word-overlap logistic regression.
-All three see the same training pairs (verify/data.py) and are measured on FM2's held-out pages (gold evidence,
-two labels) and CAD-SNLI test (three labels). Prints one table.
+All three see the same training pairs (verify/training/data.py) and are measured on FM2's held-out pages (gold
+evidence, two labels) and CAD-SNLI test (three labels). Prints one table.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ import time
 
 import numpy as np
 
-from veracity.eval.metrics import accuracy, macro_f1
+from veracity.metrics import accuracy, macro_f1
 from veracity.retrieval.dense import Encoder
 from veracity.verify import load_lexical, load_verifier
-from veracity.verify.data import LABELS, build, default_training_dir
 from veracity.verify.lexical import features
-from veracity.verify.result import binary_label
+from veracity.verify.result import LABELS, binary_label
+from veracity.verify.training.data import build, default_training_dir
 
 
 def probe_features(enc: Encoder, claims: list[str], evidence: list[str]) -> np.ndarray:

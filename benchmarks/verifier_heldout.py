@@ -8,9 +8,9 @@ lexical baseline beside them. Use it to decide whether new weights beat the ship
 Each verifier folder is used as shipped: its own temperature, stacker and two-label rule (verifier.json). By default
 each pair is read as the pipelines read it (`verify_many`: a passage too long for the model is read in windows,
 verify/windows.py); `--read cut` scores each pair once, cut at the model's maximum length, as calibration does.
-The last rows (verify/train.py `passage_sets`) read claims against several passages, one by one and together, the
-most decisive deciding, the path the pipelines take: fm2_heldout_retrieved (each held-out FM2 claim against its
-page's ten retrieved sentences), joined_heldout_passages (joined held-apart claims against their evidence
+The last rows (verify/training/metrics.py `passage_sets`) read claims against several passages, one by one and
+together, the most decisive deciding, the path the pipelines take: fm2_heldout_retrieved (each held-out FM2 claim
+against its page's ten retrieved sentences), joined_heldout_passages (joined held-apart claims against their evidence
 sentences one by one, as a multi-hop claim's gold evidence comes) and offtopic_heldout_passages (held-apart claims
 against their evidence among two unrelated passages, and against three unrelated passages only: nei).
 """
@@ -23,14 +23,19 @@ import time
 from pathlib import Path
 
 from veracity.verify import load_lexical, load_verifier
-from veracity.verify.data import LABELS, Pair, build, default_training_dir
-from veracity.verify.train import figures, held_apart_sets, passage_sets
+from veracity.verify.result import LABELS
+from veracity.verify.training.data import Pair, build, default_training_dir
+from veracity.verify.training.metrics import figures, held_apart_sets, passage_sets
 
 
 def progress(system: str, set_name: str, f: dict, t0: float) -> None:
     """One line per set as it is read (a verifier takes tens of minutes on 2 cores), before the table."""
-    print(f"{system} {set_name}: macro-F1 {f['macro_f1']:.1f}, accuracy {f['accuracy']:.1f}, top-20% "
-          f"{f['top20_accuracy']:.1f}, ECE {f['ece']:.3f} ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
+    print(
+        f"{system} {set_name}: macro-F1 {f['macro_f1']:.1f}, accuracy {f['accuracy']:.1f}, top-20% "
+        f"{f['top20_accuracy']:.1f}, ECE {f['ece']:.3f} ({time.time() - t0:.0f} s)",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def main() -> int:
@@ -41,8 +46,12 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--data", default=None)
     ap.add_argument("--sets", default=None, help="comma-separated set names (default: every held-apart set)")
-    ap.add_argument("--read", choices=("whole", "cut"), default="whole",
-                    help="whole: as the pipelines read (long passages in windows); cut: one pair cut at max length")
+    ap.add_argument(
+        "--read",
+        choices=("whole", "cut"),
+        default="whole",
+        help="whole: as the pipelines read (long passages in windows); cut: one pair cut at max length",
+    )
     args = ap.parse_args()
     data = build(Path(args.data) if args.data else default_training_dir())
     sets = [(n, p[: args.limit] if args.limit else p) for n, p in held_apart_sets(data) if p]
@@ -74,7 +83,8 @@ def main() -> int:
         for set_name, claims in several:
             probs = [[x.probabilities[k] for k in LABELS] for x in v.verify_many([(c, ps) for c, ps, _ in claims])]
             table.setdefault(set_name, {})[name] = figures(
-                probs, [Pair(c, "", lab, set_name) for c, _, lab in claims], v.binary_rule, v.rest_rule)
+                probs, [Pair(c, "", lab, set_name) for c, _, lab in claims], v.binary_rule, v.rest_rule
+            )
             progress(name, set_name, table[set_name][name], t0)
         print(f"{name}: {time.time() - t0:.0f} s", flush=True)
     names = [n for n, _ in systems]

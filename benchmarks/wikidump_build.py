@@ -53,8 +53,18 @@ QUERIES = 200
 FULL_WIKI_ARTICLES = 6_800_000
 FULL_WIKI_PASSAGES = 30_000_000  # the middle of 25-35M: ~4.4 passages of 120 words per article
 FULL_WIKI_XML_BYTES = 100e9  # enwiki pages-articles, uncompressed (~22 GB as bz2)
-SECTION_TITLES = ("History", "Overview", "Description", "Background", "Development", "Legacy", "Characteristics",
-                  "Reception", "Geography", "Etymology")
+SECTION_TITLES = (
+    "History",
+    "Overview",
+    "Description",
+    "Background",
+    "Development",
+    "Legacy",
+    "Characteristics",
+    "Reception",
+    "Geography",
+    "Etymology",
+)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"[A-Za-z][a-z]{5,}")
 
@@ -76,8 +86,10 @@ def _marked(sentence: str, rng: random.Random) -> str:
             words[n] = f"[[{w}]]" if rng.random() < 0.5 else f"[[{w.capitalize()} (topic)|{w}]]"
     out = " ".join(words)
     if rng.random() < 0.3:
-        out += f'<ref name="r{rng.randrange(10**6)}">{{{{cite web |url=https://example.org/{rng.randrange(10**6)} ' \
-               f'|title=Source |access-date=2024-01-01}}}}</ref>'
+        out += (
+            f'<ref name="r{rng.randrange(10**6)}">{{{{cite web |url=https://example.org/{rng.randrange(10**6)} '
+            f"|title=Source |access-date=2024-01-01}}}}</ref>"
+        )
     return out
 
 
@@ -86,22 +98,30 @@ def article(i: int, pool: list[dict]) -> tuple[str, str]:
     rng = random.Random(SEED * 1_000_003 + i)
     parts = [pool[(i + k * 2503) % len(pool)] for k in range(SECTIONS)]
     title = f"{parts[0]['title']} ({i})"
-    lines = [f"{{{{Short description|{parts[0].get('description') or 'Topic'}}}}}",
-             f"{{{{Infobox topic\n| name = {title}\n| topic = {parts[0].get('topic', '')}\n| image = Example.jpg\n}}}}"]
+    lines = [
+        f"{{{{Short description|{parts[0].get('description') or 'Topic'}}}}}",
+        f"{{{{Infobox topic\n| name = {title}\n| topic = {parts[0].get('topic', '')}\n| image = Example.jpg\n}}}}",
+    ]
     for n, part in enumerate(parts):
         sentences = _SENTENCE.split(part["extract"].strip())
         head, rest = sentences[0], sentences[1:]
         rng.shuffle(rest)
         if n == 0:
-            head = head.replace(part["title"], f"'''{title}'''", 1) if part["title"] in head else \
-                f"'''{title}''' – {head}"
+            head = (
+                head.replace(part["title"], f"'''{title}'''", 1) if part["title"] in head else f"'''{title}''' – {head}"
+            )
         else:
             lines.append(f"\n== {rng.choice(SECTION_TITLES)} ==")
             if rng.random() < 0.3:
                 lines.append(f"[[File:Example {i}-{n}.jpg|thumb|A picture of {part['title']}]]")
         lines.append(" ".join(_marked(s, rng) for s in [head, *rest]))
-    lines += ["\n== References ==", "{{Reflist}}", "\n== External links ==", f"* [https://example.org/{i} Site]",
-              f"\n[[Category:{parts[0].get('topic') or 'Topics'}]]"]
+    lines += [
+        "\n== References ==",
+        "{{Reflist}}",
+        "\n== External links ==",
+        f"* [https://example.org/{i} Site]",
+        f"\n[[Category:{parts[0].get('topic') or 'Topics'}]]",
+    ]
     return title, "\n".join(lines) + "\n"
 
 
@@ -124,11 +144,13 @@ SITEINFO = """<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.11/" versi
 
 def page_xml(page_id: int, title: str, text: str, ns: int = 0, redirect: str | None = None) -> str:
     r = f'    <redirect title="{escape(redirect, {chr(34): "&quot;"})}" />\n' if redirect else ""
-    return (f"  <page>\n    <title>{escape(title)}</title>\n    <ns>{ns}</ns>\n    <id>{page_id}</id>\n{r}"
-            f"    <revision>\n      <id>{page_id + 10**9}</id>\n      <timestamp>2024-01-01T00:00:00Z</timestamp>\n"
-            f"      <model>wikitext</model>\n      <format>text/x-wiki</format>\n"
-            f'      <text bytes="{len(text.encode())}" xml:space="preserve">{escape(text)}</text>\n'
-            f"    </revision>\n  </page>\n")
+    return (
+        f"  <page>\n    <title>{escape(title)}</title>\n    <ns>{ns}</ns>\n    <id>{page_id}</id>\n{r}"
+        f"    <revision>\n      <id>{page_id + 10**9}</id>\n      <timestamp>2024-01-01T00:00:00Z</timestamp>\n"
+        f"      <model>wikitext</model>\n      <format>text/x-wiki</format>\n"
+        f'      <text bytes="{len(text.encode())}" xml:space="preserve">{escape(text)}</text>\n'
+        f"    </revision>\n  </page>\n"
+    )
 
 
 def passages_per_article(pool: list[dict], sample: int = 500) -> float:
@@ -165,7 +187,7 @@ def write_dump(path: Path, articles: int, pool: list[dict]) -> int:
 
 def reading_rate(dump: Path, pages: int) -> dict:
     """The reading stage alone, on the first `pages` pages: decompress, XML, wikitext to text, chunking."""
-    start, n, passages, xml_chars = time.perf_counter(), 0, 0, 0
+    start, n, passages = time.perf_counter(), 0, 0
     for position, _, document in read_dump(dump):
         if document is not None:
             passages += len(chunk_document(document))
@@ -180,9 +202,13 @@ def build(dump: Path, out: Path, *args: str) -> dict:
     own rusage, from wait4)."""
     start = time.perf_counter()
     with tempfile.TemporaryFile("w+") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "veracity.cli", "index", "build", str(dump), "--out", str(out),
-                                 *args], stdout=log, stderr=subprocess.STDOUT, text=True,
-                                env={**os.environ, "VERACITY_KB": "off"})
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "veracity.cli", "index", "build", str(dump), "--out", str(out), *args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "VERACITY_KB": "off"},
+        )
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
         seconds = time.perf_counter() - start
@@ -215,7 +241,7 @@ def queries(index_dir: Path, n: int, rng: random.Random) -> list[tuple[str, str]
         if len(words) < 20:
             continue
         at = rng.randrange(len(words) - 8)
-        phrase = " ".join(words[at:at + 8])
+        phrase = " ".join(words[at : at + 8])
         out.append((phrase, phrase))
     return out
 
@@ -230,7 +256,7 @@ def latency(index_dir: Path, qs: list[tuple[str, str]]) -> dict:
         index.search(q, k=5)
         times.append(time.perf_counter() - t)
     times.sort()
-    return {"open_s": opened, "p50_ms": 1000 * times[len(times) // 2], "p95_ms": 1000 * times[int(len(times) * .95)]}
+    return {"open_s": opened, "p50_ms": 1000 * times[len(times) // 2], "p95_ms": 1000 * times[int(len(times) * 0.95)]}
 
 
 def idf_effect(dump: Path, work: Path, passages: int, rng: random.Random) -> dict:
@@ -257,16 +283,23 @@ def idf_effect(dump: Path, work: Path, passages: int, rng: random.Random) -> dic
         hit_one += any(p.text in gold_texts for p, _ in a)
         hit_ten += any(p.text in gold_texts for p, _ in b)
     m = len(qs)
-    return {"passages": n, "shards": len(ten.manifest["shards"]), "overlap@5": overlap / m, "top1_same": top1 / m,
-            "recall@5_one": hit_one / m, "recall@5_ten": hit_ten / m}
+    return {
+        "passages": n,
+        "shards": len(ten.manifest["shards"]),
+        "overlap@5": overlap / m,
+        "top1_same": top1 / m,
+        "recall@5_one": hit_one / m,
+        "recall@5_ten": hit_ten / m,
+    }
 
 
 def machine() -> str:
     model, flags = platform.processor() or "?", ""
     try:
         out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        model = next((line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name")),
-                     model)
+        model = next(
+            (line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name")), model
+        )
         flags = next((line for line in out.splitlines() if line.startswith("Flags")), "")
     except OSError:
         pass
@@ -279,8 +312,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--passages", type=int, default=1_000_000, help="at least this many passages (default 1M)")
     parser.add_argument("--max-memory", default="2GB", help="the build's --max-memory (default 2GB)")
-    parser.add_argument("--idf-passages", type=int, default=100_000,
-                        help="passages of the prefix built as one shard and as ten (default 100,000; 0: skip)")
+    parser.add_argument(
+        "--idf-passages",
+        type=int,
+        default=100_000,
+        help="passages of the prefix built as one shard and as ten (default 100,000; 0: skip)",
+    )
     parser.add_argument("--work", help="folder for the dump and indexes (default: a temporary one, removed)")
     args = parser.parse_args()
     work = Path(args.work or tempfile.mkdtemp(prefix="veracity-wikidump-"))
@@ -293,8 +330,11 @@ def main() -> None:
         dump = work / "enwiki-20240101-pages-articles.xml.bz2"
         t = time.perf_counter()
         xml_bytes = write_dump(dump, articles, pool)
-        print(f"dump: {articles:,} articles ({per_article:.2f} passages each), {xml_bytes / 1e6:,.0f} MB XML, "
-              f"{dump.stat().st_size / 1e6:,.0f} MB bz2, written in {time.perf_counter() - t:.0f} s", flush=True)
+        print(
+            f"dump: {articles:,} articles ({per_article:.2f} passages each), {xml_bytes / 1e6:,.0f} MB XML, "
+            f"{dump.stat().st_size / 1e6:,.0f} MB bz2, written in {time.perf_counter() - t:.0f} s",
+            flush=True,
+        )
         read = reading_rate(dump, min(articles, 20_000))
         out = work / "index"
         built = build(dump, out, "--max-memory", args.max_memory)
@@ -314,35 +354,60 @@ def main() -> None:
         rows = [
             ("machine", machine()),
             ("date", datetime.date.today().isoformat()),
-            ("dump", f"{articles:,} articles + {articles // 25 + 1:,} redirects + {articles // 50 + 1:,} talk pages; "
-                     f"{xml_bytes / 1e9:.2f} GB XML, {dump.stat().st_size / 1e9:.2f} GB bz2"),
-            ("passages", f"{passages:,} in {shards} shards (--max-memory {args.max_memory}: "
-                         f"{index.manifest['settings']['shard_passages']:,} passages a shard)"),
+            (
+                "dump",
+                f"{articles:,} articles + {articles // 25 + 1:,} redirects + {articles // 50 + 1:,} talk pages; "
+                f"{xml_bytes / 1e9:.2f} GB XML, {dump.stat().st_size / 1e9:.2f} GB bz2",
+            ),
+            (
+                "passages",
+                f"{passages:,} in {shards} shards (--max-memory {args.max_memory}: "
+                f"{index.manifest['settings']['shard_passages']:,} passages a shard)",
+            ),
             ("build time", f"{built['seconds']:,.0f} s ({built['seconds'] * per_m / 60:.1f} min per million passages)"),
             ("passages/s", f"{passages / built['seconds']:,.0f}"),
             ("peak RSS of the build", f"{built['peak_rss'] / 1e9:.2f} GB"),
             ("index size on disk", f"{size / 1e9:.2f} GB ({size * per_m / 1e9:.2f} GB per million passages)"),
-            ("reading stage alone", f"{read['pages'] / read['seconds']:,.0f} pages/s, "
-                                    f"{read['passages'] / read['seconds']:,.0f} passages/s "
-                                    f"(bz2 + XML + wikitext + chunking, first {read['pages']:,} pages)"),
+            (
+                "reading stage alone",
+                f"{read['pages'] / read['seconds']:,.0f} pages/s, "
+                f"{read['passages'] / read['seconds']:,.0f} passages/s "
+                f"(bz2 + XML + wikitext + chunking, first {read['pages']:,} pages)",
+            ),
             ("open the index", f"{lat['open_s']:.2f} s"),
             ("query p50 / p95 (BM25, k=5)", f"{lat['p50_ms']:.1f} ms / {lat['p95_ms']:.1f} ms over {QUERIES} queries"),
         ]
         if idf:
-            rows.append(("sharded vs one index", f"{idf['passages']:,} passages, 1 vs {idf['shards']} shards: top-5 "
-                         f"overlap {idf['overlap@5']:.1%}, same top 1 {idf['top1_same']:.1%}, recall@5 of gold "
-                         f"{idf['recall@5_one']:.1%} vs {idf['recall@5_ten']:.1%}"))
+            rows.append(
+                (
+                    "sharded vs one index",
+                    f"{idf['passages']:,} passages, 1 vs {idf['shards']} shards: top-5 "
+                    f"overlap {idf['overlap@5']:.1%}, same top 1 {idf['top1_same']:.1%}, recall@5 of gold "
+                    f"{idf['recall@5_one']:.1%} vs {idf['recall@5_ten']:.1%}",
+                )
+            )
         rows += [
-            ("full enwiki, assumed", f"{FULL_WIKI_ARTICLES / 1e6:.1f}M articles, {FULL_WIKI_PASSAGES / 1e6:.0f}M "
-                                     f"passages, {FULL_WIKI_XML_BYTES / 1e9:.0f} GB of XML"),
-            ("full enwiki, 1 process", f"{full / 3600:.1f} h (reading, scaled by XML bytes, {full_read / 3600:.1f} h "
-                                       f"+ indexing, scaled by passages, {full_index / 3600:.1f} h; reading scaled "
-                                       f"by passages instead: {by_passages / 3600:.1f} h in all), peak RSS as above, "
-                                       f"{size / passages * FULL_WIKI_PASSAGES / 1e9:.0f} GB on disk"),
+            (
+                "full enwiki, assumed",
+                f"{FULL_WIKI_ARTICLES / 1e6:.1f}M articles, {FULL_WIKI_PASSAGES / 1e6:.0f}M "
+                f"passages, {FULL_WIKI_XML_BYTES / 1e9:.0f} GB of XML",
+            ),
+            (
+                "full enwiki, 1 process",
+                f"{full / 3600:.1f} h (reading, scaled by XML bytes, {full_read / 3600:.1f} h "
+                f"+ indexing, scaled by passages, {full_index / 3600:.1f} h; reading scaled "
+                f"by passages instead: {by_passages / 3600:.1f} h in all), peak RSS as above, "
+                f"{size / passages * FULL_WIKI_PASSAGES / 1e9:.0f} GB on disk",
+            ),
         ]
-        rows.append(("full enwiki, N Ray workers", ", ".join(f"{w}: {full / w / 3600:.2f} h" for w in (8, 32, 128))
-                     + " (not measured: --ray is not built; assumes the dump split into byte ranges by its multistream "
-                       "index, each worker building its own shards with the memory above)"))
+        rows.append(
+            (
+                "full enwiki, N Ray workers",
+                ", ".join(f"{w}: {full / w / 3600:.2f} h" for w in (8, 32, 128))
+                + " (not measured: --ray is not built; assumes the dump split into byte ranges by its multistream "
+                "index, each worker building its own shards with the memory above)",
+            )
+        )
         width = max(len(k) for k, _ in rows)
         print()
         print(f"| {'what':<{width}} | figure |")

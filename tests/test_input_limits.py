@@ -14,19 +14,19 @@ import threading
 import time
 
 import pytest
+from conftest import veracity_cmd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import veracity_cmd
 from veracity.config import load_config
 from veracity.errors import ConfigError, UserError
-from veracity.images.files import ImageError, load_image
-from veracity.reading import human_size, read_limited, read_stream_limited
+from veracity.image_files import ImageError, load_image
 from veracity.llm.scripted import ScriptedBackend
+from veracity.reading import human_size, read_limited, read_stream_limited
 from veracity.retrieval import load_documents
 
 PROPERTY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-MEMORY_LIMIT = 2 * 1024 ** 3  # a regression must fail the test, not eat the machine
+MEMORY_LIMIT = 2 * 1024**3  # a regression must fail the test, not eat the machine
 
 
 class CountingStream(io.RawIOBase):
@@ -108,15 +108,20 @@ def test_missing_file_and_folder_are_one_line_errors(tmp_path):
         read_limited(tmp_path, 10, "the claim file")
 
 
-@pytest.mark.parametrize("n, text", [(0, "0 bytes"), (999, "999 bytes"), (20_000_000, "20.0 MB"),
-                                     (256_000_000, "256.0 MB"), (3_000_000_000, "3.0 GB")])
+@pytest.mark.parametrize(
+    "n, text",
+    [(0, "0 bytes"), (999, "999 bytes"), (20_000_000, "20.0 MB"), (256_000_000, "256.0 MB"), (3_000_000_000, "3.0 GB")],
+)
 def test_human_size(n, text):
     assert human_size(n) == text
 
 
 @PROPERTY
-@given(data=st.binary(max_size=3000), limit=st.integers(min_value=0, max_value=2500),
-       chunk=st.integers(min_value=1, max_value=700))
+@given(
+    data=st.binary(max_size=3000),
+    limit=st.integers(min_value=0, max_value=2500),
+    chunk=st.integers(min_value=1, max_value=700),
+)
 def test_property_the_reader_never_returns_more_than_the_limit(data, limit, chunk):
     raw = io.BytesIO(data)
 
@@ -184,7 +189,9 @@ def test_corpus_files_are_bounded(tmp_path, monkeypatch):
     with pytest.raises(UserError, match=r"big.txt is too large: 2.0 kB, the limit is 1.0 kB"):
         list(load_documents(big))
     lines = tmp_path / "c.jsonl"
-    lines.write_text(json.dumps({"id": "a", "text": "short"}) + "\n" + json.dumps({"id": "b", "text": "x" * 2000}) + "\n")
+    lines.write_text(
+        json.dumps({"id": "a", "text": "short"}) + "\n" + json.dumps({"id": "b", "text": "x" * 2000}) + "\n"
+    )
     with pytest.raises(UserError, match=r"c.jsonl: line 2 is too large: more than 1.0 kB"):
         list(load_documents(lines))
     folder = tmp_path / "docs"
@@ -222,8 +229,14 @@ def _few_threads(env: dict) -> dict:
 
 
 def veracity_limited(*args, env, stdin=None, timeout=60):
-    return subprocess.run(veracity_cmd() + list(args), capture_output=True, env=_few_threads(env), stdin=stdin,
-                          timeout=timeout, preexec_fn=_limit_memory)
+    return subprocess.run(
+        veracity_cmd() + list(args),
+        capture_output=True,
+        env=_few_threads(env),
+        stdin=stdin,
+        timeout=timeout,
+        preexec_fn=_limit_memory,
+    )
 
 
 def one_line_error(r, code=2) -> str:
@@ -231,8 +244,6 @@ def one_line_error(r, code=2) -> str:
     assert r.returncode == code, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     return err
-
-
 
 
 def test_cli_claim_file_dev_zero(rules, cli_env):
@@ -244,35 +255,59 @@ def test_cli_claim_file_dev_zero(rules, cli_env):
 
 
 def test_cli_claim_file_limit_is_capped_whatever_max_claim_chars_says(rules, cli_env):
-    r = veracity_limited("check", "--model", rules, "--max-claim-chars", str(10 ** 15), "--claim-file", "/dev/zero",
-                         env=cli_env)
+    r = veracity_limited(
+        "check", "--model", rules, "--max-claim-chars", str(10**15), "--claim-file", "/dev/zero", env=cli_env
+    )
     assert "the claim file /dev/zero is too large: more than 100.0 MB, the limit is 100.0 MB" in one_line_error(r)
 
 
 def test_cli_claim_from_an_endless_pipe(rules, cli_env):
-    r = veracity_limited("check", "--model", rules, "--claim-file", "-", env=cli_env,
-                         stdin=open("/dev/zero", "rb"))
+    r = veracity_limited("check", "--model", rules, "--claim-file", "-", env=cli_env, stdin=open("/dev/zero", "rb"))
     assert "the claim file standard input is too large: more than 1.0 MB" in one_line_error(r)
 
 
 def test_cli_image_dev_zero(rules, cli_env):
     t0 = time.monotonic()
-    r = veracity_limited("check", "--model", rules, "--pipeline", "defame", "--image", "/dev/zero",
-                         "The bridge is in Tallinn.", env=cli_env)
+    r = veracity_limited(
+        "check",
+        "--model",
+        rules,
+        "--pipeline",
+        "defame",
+        "--image",
+        "/dev/zero",
+        "The bridge is in Tallinn.",
+        env=cli_env,
+    )
     assert time.monotonic() - t0 < 60
     assert "image /dev/zero is too large: more than 20.0 MB, the limit is 20.0 MB" in one_line_error(r)
 
 
 def test_cli_image_from_a_30_mb_pipe_is_cut_at_20_mb(rules, cli_env):
-    r = subprocess.run(veracity_cmd() + ["check", "--model", rules, "--pipeline", "defame", "--image", "/dev/stdin",
-                                         "The bridge is in Tallinn."], capture_output=True, env=_few_threads(cli_env),
-                       input=b"\x89PNG" + b"x" * 30_000_000, timeout=60, preexec_fn=_limit_memory)
+    r = subprocess.run(
+        veracity_cmd()
+        + ["check", "--model", rules, "--pipeline", "defame", "--image", "/dev/stdin", "The bridge is in Tallinn."],
+        capture_output=True,
+        env=_few_threads(cli_env),
+        input=b"\x89PNG" + b"x" * 30_000_000,
+        timeout=60,
+        preexec_fn=_limit_memory,
+    )
     assert "image /dev/stdin is too large: more than 20.0 MB, the limit is 20.0 MB" in one_line_error(r)
 
 
 def test_cli_answer_file_dev_zero(cli_env, tmp_path):
-    r = veracity_limited("leaf", "score", "--question", "Where is the bridge?", "--answer-file", "/dev/zero",
-                         "--index", str(tmp_path / "no-index"), env=cli_env)
+    r = veracity_limited(
+        "leaf",
+        "score",
+        "--question",
+        "Where is the bridge?",
+        "--answer-file",
+        "/dev/zero",
+        "--index",
+        str(tmp_path / "no-index"),
+        env=cli_env,
+    )
     assert "the answer file /dev/zero is too large: more than 1.0 MB" in one_line_error(r)
 
 
@@ -284,8 +319,17 @@ def test_cli_config_and_rules_dev_zero(cli_env):
 
 
 def test_cli_options_file_dev_zero(cli_env, tmp_path):
-    r = veracity_limited("leaf", "answer", "--question", "Where is the bridge?", "--options", "/dev/zero",
-                         "--index", str(tmp_path / "no-index"), env=cli_env)
+    r = veracity_limited(
+        "leaf",
+        "answer",
+        "--question",
+        "Where is the bridge?",
+        "--options",
+        "/dev/zero",
+        "--index",
+        str(tmp_path / "no-index"),
+        env=cli_env,
+    )
     assert "options file /dev/zero is too large: more than 1.0 MB" in one_line_error(r)
 
 
@@ -303,7 +347,7 @@ def test_dataset_files_are_read_only_to_their_limit(monkeypatch, tmp_path):
 
 
 def test_an_image_path_sent_to_an_http_model_is_read_only_to_the_image_limit():
-    from veracity.images.files import ImageError
+    from veracity.image_files import ImageError
     from veracity.llm.openai_http import _image_part
 
     with pytest.raises(ImageError, match="image /dev/zero is too large"):
@@ -313,16 +357,38 @@ def test_an_image_path_sent_to_an_http_model_is_read_only_to_the_image_limit():
 # --------------------------------------------------------------------------- the config loader, any value
 
 toml_scalars = st.one_of(
-    st.booleans(), st.integers(min_value=-(2 ** 63), max_value=2 ** 63 - 1), st.floats(),
-    st.text(max_size=20), st.sampled_from(["nan", "inf", "-inf", "1e999", "²", "٣", " 3 ", "true", "", "-"]),
+    st.booleans(),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.floats(),
+    st.text(max_size=20),
+    st.sampled_from(["nan", "inf", "-inf", "1e999", "²", "٣", " 3 ", "true", "", "-"]),
 )
-toml_values = st.recursive(toml_scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)), max_leaves=6)
-KEYS = ["model", "base_url", "timeout", "max_retries", "n_ctx", "n_threads", "cache", "max_claim_chars",
-        "retrieval_mode", "llama_extra_buffers", "qacheck", "leaf", "defame", "nope"]
-SECTION_KEYS = {"qacheck": ["qa", "max_iterations", "top_k", "validator"],
-                "leaf": ["temperature", "top_k", "rater_model", "samples"],
-                "defame": ["timeout", "labels", "nei_label", "excluded_domains", "search", "max_images"]}
+toml_values = st.recursive(
+    toml_scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)),
+    max_leaves=6,
+)
+KEYS = [
+    "model",
+    "base_url",
+    "timeout",
+    "max_retries",
+    "n_ctx",
+    "n_threads",
+    "cache",
+    "max_claim_chars",
+    "retrieval_mode",
+    "llama_extra_buffers",
+    "qacheck",
+    "leaf",
+    "defame",
+    "nope",
+]
+SECTION_KEYS = {
+    "qacheck": ["qa", "max_iterations", "top_k", "validator"],
+    "leaf": ["temperature", "top_k", "rater_model", "samples"],
+    "defame": ["timeout", "labels", "nei_label", "excluded_domains", "search", "max_images"],
+}
 
 
 def _toml(value) -> str:
@@ -367,8 +433,9 @@ def test_property_config_loader_raises_only_config_errors(tmp_path_factory, data
             assert math.isfinite(number)
 
 
-@pytest.mark.parametrize("text", ["timeout = nan", "timeout = inf", "[defame]\ntimeout = -inf",
-                                  "[leaf]\ntemperature = nan"])
+@pytest.mark.parametrize(
+    "text", ["timeout = nan", "timeout = inf", "[defame]\ntimeout = -inf", "[leaf]\ntemperature = nan"]
+)
 def test_non_finite_floats_are_refused(tmp_path, text):
     f = tmp_path / "c.toml"
     f.write_text(text + "\n")

@@ -22,8 +22,14 @@ def test_every_pipeline_declares_what_it_needs_and_what_it_builds():
     }
     for name, (qa, default, with_rr, with_local, kind, images) in expect.items():
         s = specs[name]
-        assert (s.qa, s.needs_index(plain), s.needs_index(rr), s.needs_index(local), s.input_kind,
-                s.accepts_images) == (qa, default, with_rr, with_local, kind, images), name
+        assert (
+            s.qa,
+            s.needs_index(plain),
+            s.needs_index(rr),
+            s.needs_index(local),
+            s.input_kind,
+            s.accepts_images,
+        ) == (qa, default, with_rr, with_local, kind, images), name
     for name, s in specs.items():  # the declaration agrees with the pipeline that is built
         for cfg in (plain, rr):
             pipe = get_pipeline(name, cfg)

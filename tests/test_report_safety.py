@@ -20,12 +20,16 @@ from pathlib import Path
 
 import httpx
 import pytest
+from conftest import CHROMIUM_ARGS, SERVER_RULES, veracity_cmd, write_rules
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import CHROMIUM_ARGS, SERVER_RULES, veracity_cmd, write_rules
 from veracity.check import CheckResult
-from veracity.report import _md_code, md_text, _md_url, markdown_to_html, own_images, to_html, to_markdown
+from veracity.report.check import own_images, to_html, to_markdown
+from veracity.report.markdown import md_code as _md_code
+from veracity.report.markdown import md_text
+from veracity.report.markdown import md_url as _md_url
+from veracity.report.page import markdown_to_html
 from veracity.server import reports as server_reports
 from veracity.types import Claim, Verdict
 
@@ -33,6 +37,7 @@ CLAIM = "The Orrin Bridge stands in Tallinn."
 
 
 # -- helpers -----------------------------------------------------------------------------------------------
+
 
 def png(path: Path, color: str = "red", size: tuple[int, int] = (8, 6)) -> Path:
     from PIL import Image
@@ -71,8 +76,34 @@ class Page(HTMLParser):
         return [a.get("href", "") for t, a in self.tags if t == "a"]
 
 
-ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "ul", "li", "blockquote",
-                "strong", "em", "code", "a", "img", "table", "thead", "tbody", "tr", "th", "td", "br", "div"}
+ALLOWED_TAGS = {
+    "html",
+    "head",
+    "meta",
+    "title",
+    "style",
+    "body",
+    "h1",
+    "h2",
+    "h3",
+    "p",
+    "ul",
+    "li",
+    "blockquote",
+    "strong",
+    "em",
+    "code",
+    "a",
+    "img",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "br",
+    "div",
+}
 WIDE_BOX = {"class": "wide", "role": "region", "aria-label": "Table", "tabindex": "0"}  # the only div: a table's
 
 
@@ -101,48 +132,95 @@ def words(text: str) -> str:
     return " ".join(str(text).split()).replace("\0", "\ufffd")
 
 
-def qacheck_result(claim: str, question: str, answer: str, evidence: list[dict], rationale: str = "It is.",
-                   label: str = "Supported", images: list[str] | None = None) -> CheckResult:
-    trace = [{"stage": "claim", "text": claim},
-             {"stage": "question", "depth": 1, "question": question},
-             {"stage": "answer", "depth": 1, "question": question, "answer": answer, "evidence": evidence},
-             {"stage": "validator", "question": question, "useful": True}]
-    return CheckResult(claim=Claim(claim, images=list(images or [])), pipeline="qacheck", model="scripted:r.json",
-                       verdict=Verdict(label=label, rationale=rationale), trace=trace,
-                       usage={"total": {"calls": 3}, "by_stage": {"answer": {
-                           "calls": 1, "prompt_tokens": 5, "completion_tokens": 2, "seconds": 0.1}}})
+def qacheck_result(
+    claim: str,
+    question: str,
+    answer: str,
+    evidence: list[dict],
+    rationale: str = "It is.",
+    label: str = "Supported",
+    images: list[str] | None = None,
+) -> CheckResult:
+    trace = [
+        {"stage": "claim", "text": claim},
+        {"stage": "question", "depth": 1, "question": question},
+        {"stage": "answer", "depth": 1, "question": question, "answer": answer, "evidence": evidence},
+        {"stage": "validator", "question": question, "useful": True},
+    ]
+    return CheckResult(
+        claim=Claim(claim, images=list(images or [])),
+        pipeline="qacheck",
+        model="scripted:r.json",
+        verdict=Verdict(label=label, rationale=rationale),
+        trace=trace,
+        usage={
+            "total": {"calls": 3},
+            "by_stage": {"answer": {"calls": 1, "prompt_tokens": 5, "completion_tokens": 2, "seconds": 0.1}},
+        },
+    )
 
 
 def defame_result(t: dict[str, str], claim_image: Path, evidence_image: Path) -> CheckResult:
     """A DEFAME result with the texts of `t` in every field, the claim's image and a local evidence image."""
     trace = [
         {"stage": "images", "refs": ["<image:1>"], "sources": [str(claim_image)], "model_sees_images": False},
-        {"stage": "plan", "round": 1, "actions": [t["action"], 'web_search("x")'], "note": t["note"],
-         "unavailable": {t["tool"]: t["why"]}, "how": "constrained"},
-        {"stage": "action", "round": 1, "action": t["action"], "results": [{"text": t["evidence"]}],
-         "notes": [t["note"]], "error": t["error"]},
-        {"stage": "summary", "round": 1, "action": t["action"], "source": t["title"], "url": t["url"],
-         "date": t["date"], "summary": t["summary"], "images": [str(evidence_image), "https://img.example/e.png"]},
-        {"stage": "summary", "round": 1, "action": t["action"], "source": t["title"], "url": t["url2"],
-         "summary": None},
+        {
+            "stage": "plan",
+            "round": 1,
+            "actions": [t["action"], 'web_search("x")'],
+            "note": t["note"],
+            "unavailable": {t["tool"]: t["why"]},
+            "how": "constrained",
+        },
+        {
+            "stage": "action",
+            "round": 1,
+            "action": t["action"],
+            "results": [{"text": t["evidence"]}],
+            "notes": [t["note"]],
+            "error": t["error"],
+        },
+        {
+            "stage": "summary",
+            "round": 1,
+            "action": t["action"],
+            "source": t["title"],
+            "url": t["url"],
+            "date": t["date"],
+            "summary": t["summary"],
+            "images": [str(evidence_image), "https://img.example/e.png"],
+        },
+        {
+            "stage": "summary",
+            "round": 1,
+            "action": t["action"],
+            "source": t["title"],
+            "url": t["url2"],
+            "summary": None,
+        },
         {"stage": "develop", "round": 1, "text": t["reasoning"]},
         {"stage": "judge", "round": 1, "label": t["label"], "confidence": 0.5, "findings": t["findings"]},
         {"stage": "justify", "text": t["justification"], "sources": [t["url"], t["url2"], t["title"]]},
     ]
-    return CheckResult(claim=Claim(t["claim"], images=[str(claim_image)], date=t["date"]), pipeline="defame",
-                       model=t["model"], verdict=Verdict(label=t["label"], rationale=t["justification"],
-                                                         parse_failures=[t["failure"]]),
-                       trace=trace, usage={"by_stage": {t["stage"]: {"calls": 1, "prompt_tokens": 1,
-                                                                      "completion_tokens": 1, "seconds": 0.0}}})
+    return CheckResult(
+        claim=Claim(t["claim"], images=[str(claim_image)], date=t["date"]),
+        pipeline="defame",
+        model=t["model"],
+        verdict=Verdict(label=t["label"], rationale=t["justification"], parse_failures=[t["failure"]]),
+        trace=trace,
+        usage={"by_stage": {t["stage"]: {"calls": 1, "prompt_tokens": 1, "completion_tokens": 1, "seconds": 0.0}}},
+    )
 
 
 # -- units: constructed results --------------------------------------------------------------------------
 
+
 def test_a_model_answer_with_a_local_image_stays_text(tmp_path):
     secret = png(tmp_path / "secret.png", "purple")
     answer = f"Tallinn ![y]({secret}) and ![z](<{secret}>) and ![w](file://{secret})"
-    evidence = [{"text": f"See ![x]({secret}) here.", "source": f"![s]({secret})", "url": None,
-                 "doc_id": f"<{secret}>"}]
+    evidence = [
+        {"text": f"See ![x]({secret}) here.", "source": f"![s]({secret})", "url": None, "doc_id": f"<{secret}>"}
+    ]
     result = qacheck_result(CLAIM, f"Where? ![q]({secret})", answer, evidence, rationale=f"![r]({secret})")
     md = to_markdown(result)
     assert "![y](" not in md and "![z](" not in md and "![x](" not in md  # no image markup from the text
@@ -155,10 +233,14 @@ def test_a_model_answer_with_a_local_image_stays_text(tmp_path):
 
 
 def test_markup_html_entities_and_javascript_links_stay_text(tmp_path):
-    nasty = ('<script>alert(1)</script> <img src=x onerror=alert(1)> [a](javascript:alert(1)) '
-             '<javascript:alert(1)> &lt;b&gt; &amp; &#60;script&#62; **bold** _em_ `code` # not a heading')
-    evidence = [{"text": nasty, "source": "[t](javascript:alert(1))", "url": "javascript:alert(1)"},
-                {"text": "ok", "source": "Real page", "url": "https://example.org/a_(b)?x=1&lt=2"}]
+    nasty = (
+        "<script>alert(1)</script> <img src=x onerror=alert(1)> [a](javascript:alert(1)) "
+        "<javascript:alert(1)> &lt;b&gt; &amp; &#60;script&#62; **bold** _em_ `code` # not a heading"
+    )
+    evidence = [
+        {"text": nasty, "source": "[t](javascript:alert(1))", "url": "javascript:alert(1)"},
+        {"text": "ok", "source": "Real page", "url": "https://example.org/a_(b)?x=1&lt=2"},
+    ]
     result = qacheck_result(nasty, nasty, nasty, evidence, rationale=nasty, label=nasty)
     page = to_html(result)
     doc = assert_safe(page, set())
@@ -169,23 +251,47 @@ def test_markup_html_entities_and_javascript_links_stay_text(tmp_path):
     md = to_markdown(result)
     assert not re.search(r"^#+ not a heading", md, re.M)
     # and should anything slip through, the page's own policy runs no script and fetches nothing but images
-    assert re.search(r'<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-                     r'style-src \'unsafe-inline\'; img-src [^;"]*;', page)
+    assert re.search(
+        r'<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        r'style-src \'unsafe-inline\'; img-src [^;"]*;',
+        page,
+    )
 
 
 def test_the_claims_own_images_are_still_embedded_and_only_they(tmp_path):
     claim_image = png(tmp_path / "claim.png", "gold")
     evidence_image = png(tmp_path / "collection.png", "teal")
     secret = png(tmp_path / "secret.png", "purple")
-    t = {k: f"{k} ![x]({secret})" for k in ("claim", "note", "tool", "why", "evidence", "error", "title", "summary",
-                                           "reasoning", "label", "findings", "justification", "model", "failure",
-                                           "stage", "date")}
+    t = {
+        k: f"{k} ![x]({secret})"
+        for k in (
+            "claim",
+            "note",
+            "tool",
+            "why",
+            "evidence",
+            "error",
+            "title",
+            "summary",
+            "reasoning",
+            "label",
+            "findings",
+            "justification",
+            "model",
+            "failure",
+            "stage",
+            "date",
+        )
+    }
     t.update(action=f'web_search("![x]({secret})")', url="https://example.org/p", url2=f"file://{secret}")
     result = defame_result(t, claim_image, evidence_image)
     assert own_images(result) == {str(claim_image.resolve()), str(evidence_image.resolve())}
     page = to_html(result)
-    own = {f"data:image/png;base64,{b64(claim_image)}", f"data:image/png;base64,{b64(evidence_image)}",
-           "https://img.example/e.png"}
+    own = {
+        f"data:image/png;base64,{b64(claim_image)}",
+        f"data:image/png;base64,{b64(evidence_image)}",
+        "https://img.example/e.png",
+    }
     doc = assert_safe(page, own, secret)
     assert sorted(doc.srcs()) == sorted(own)
     assert f"<code>web_search(&quot;![x]({secret})&quot;)</code>" in page
@@ -197,11 +303,13 @@ def test_only_http_links_and_own_images_survive_the_html_step(tmp_path):
     """Defence in depth: even Markdown that was not escaped cannot link or embed anything else."""
     own = png(tmp_path / "own.png", "gold")
     secret = png(tmp_path / "secret.png", "purple")
-    md = (f"![a]({own}) ![b]({secret}) ![c](<{secret}>) ![d](file://{secret}) ![e](data:text/html,x) "
-          "[f](javascript:alert(1)) [g](JAVASCRIPT:alert(1)) [h](/etc/passwd) [i](data:text/html;base64,eA==) "
-          "<javascript:alert(1)> <https://ok.example/> [j](https://ok.example/j) ![k](https://img.example/k.png) "
-          "<script>alert(1)</script> <b onclick=x>b</b>\n\n<div>raw block</div>\n\n[ref]: javascript:alert(2)\n\n"
-          "[l][ref]")
+    md = (
+        f"![a]({own}) ![b]({secret}) ![c](<{secret}>) ![d](file://{secret}) ![e](data:text/html,x) "
+        "[f](javascript:alert(1)) [g](JAVASCRIPT:alert(1)) [h](/etc/passwd) [i](data:text/html;base64,eA==) "
+        "<javascript:alert(1)> <https://ok.example/> [j](https://ok.example/j) ![k](https://img.example/k.png) "
+        "<script>alert(1)</script> <b onclick=x>b</b>\n\n<div>raw block</div>\n\n[ref]: javascript:alert(2)\n\n"
+        "[l][ref]"
+    )
     page = markdown_to_html(md, "t", images=[str(own)])
     doc = assert_safe(page, {f"data:image/png;base64,{b64(own)}", "https://img.example/k.png"}, secret)
     assert doc.hrefs() == ["https://ok.example/", "https://ok.example/j"]
@@ -212,8 +320,28 @@ def test_only_http_links_and_own_images_survive_the_html_step(tmp_path):
 
 def test_evidence_image_fields_that_are_not_files_or_http_stay_text(tmp_path):
     claim_image = png(tmp_path / "claim.png", "gold")
-    t = {k: k for k in ("claim", "note", "tool", "why", "evidence", "error", "title", "summary", "reasoning", "label",
-                        "findings", "justification", "model", "failure", "stage", "date", "action")}
+    t = {
+        k: k
+        for k in (
+            "claim",
+            "note",
+            "tool",
+            "why",
+            "evidence",
+            "error",
+            "title",
+            "summary",
+            "reasoning",
+            "label",
+            "findings",
+            "justification",
+            "model",
+            "failure",
+            "stage",
+            "date",
+            "action",
+        )
+    }
     t.update(url="https://example.org/p", url2="javascript:alert(1)")
     result = defame_result(t, claim_image, claim_image)
     result.trace[3]["images"] = ["javascript:alert(1)", "data:text/html,<script>alert(1)</script>"]
@@ -224,13 +352,20 @@ def test_evidence_image_fields_that_are_not_files_or_http_stay_text(tmp_path):
 
 
 def test_terminal_lines_carry_no_control_characters():
-    from veracity.report import TerminalPrinter
+    from veracity.report.terminal import TerminalPrinter
 
     printed: list[str] = []
     printer = TerminalPrinter(printed.append)
     printer({"stage": "question", "depth": 1, "question": "Where?\x1b[2J"})
-    printer({"stage": "answer", "depth": 1, "question": "Where?\x1b[2J", "answer": "Tallinn\x1b[2J\x1b]0;owned\x07\r",
-             "evidence": [{"text": "x\x1b[31m", "source": "s\x9b1m"}]})
+    printer(
+        {
+            "stage": "answer",
+            "depth": 1,
+            "question": "Where?\x1b[2J",
+            "answer": "Tallinn\x1b[2J\x1b]0;owned\x07\r",
+            "evidence": [{"text": "x\x1b[31m", "source": "s\x9b1m"}],
+        }
+    )
     assert "\x1b" not in printed[0] and printed[0].startswith("\n[1] Q: Where?\ufffd[2J")
     line = printed[1]
     assert "\x1b" not in line and "\x07" not in line and "\r" not in line and "\x9b" not in line
@@ -241,15 +376,34 @@ def test_server_reports_escape_leaf_answers_and_link_only_own_images(tmp_path):
     claim_image = png(tmp_path / "0123456789abcdef.png", "gold")
     secret = png(tmp_path / "secret.png", "purple")
     bad = f"It is ![y]({secret}). <script>alert(1)</script> [x](javascript:alert(1))"
-    run = {"id": "r1", "claim": CLAIM, "options": {"answer": f"{bad}\n# Prediction with rationale\n===\n- {bad}"},
-           "result": {"claim": {"text": CLAIM, "images": [str(claim_image)]}, "pipeline": "answer-check",
-                      "model": "m", "verdict": {"label": "LEAF 0.00", "rationale": bad}, "usage": {}, "seconds": 1.0}}
-    steps = [{"stage": "leaf_sentence", "index": 1, "sentence": bad, "query": bad, "rating": bad, "reasoning": bad,
-              "supported": False, "evidence": [{"text": bad, "source": bad, "url": f"file://{secret}"}]},
-             {"stage": "leaf_score", "score": 0.0, "supported": 0, "checked": 1, "note": bad}]
+    run = {
+        "id": "r1",
+        "claim": CLAIM,
+        "options": {"answer": f"{bad}\n# Prediction with rationale\n===\n- {bad}"},
+        "result": {
+            "claim": {"text": CLAIM, "images": [str(claim_image)]},
+            "pipeline": "answer-check",
+            "model": "m",
+            "verdict": {"label": "LEAF 0.00", "rationale": bad},
+            "usage": {},
+            "seconds": 1.0,
+        },
+    }
+    steps = [
+        {
+            "stage": "leaf_sentence",
+            "index": 1,
+            "sentence": bad,
+            "query": bad,
+            "rating": bad,
+            "reasoning": bad,
+            "supported": False,
+            "evidence": [{"text": bad, "source": bad, "url": f"file://{secret}"}],
+        },
+        {"stage": "leaf_score", "score": 0.0, "supported": 0, "checked": 1, "note": bad},
+    ]
     result = server_reports.result_of(run, steps)
-    here = {claim_image.name: server_reports.StoredImage(claim_image, "http://srv/api/checks/r1/images/1",
-                                                         "image/png")}
+    here = {claim_image.name: server_reports.StoredImage(claim_image, "http://srv/api/checks/r1/images/1", "image/png")}
     md = server_reports.to_markdown(run, result, images=here)
     assert "![y](" not in md and "\n## Prediction with rationale\n" in md
     assert md.index("## Sentences") < md.index("\n## Prediction with rationale\n")
@@ -259,6 +413,7 @@ def test_server_reports_escape_leaf_answers_and_link_only_own_images(tmp_path):
 
 
 # -- the CLI: a scripted model and a real index ---------------------------------------------------------------
+
 
 def run_cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run(veracity_cmd() + args, capture_output=True, text=True, env=env, timeout=120)
@@ -287,14 +442,34 @@ def test_cli_report_does_not_embed_a_file_named_by_an_index_document(tmp_path, c
     from veracity.retrieval.documents import Document
 
     secret = png(tmp_path / "secret.png", "purple")
-    Index.build([Document(id="orrin", title="Orrin Bridge [t](javascript:alert(1))",
-                          text=f"The Orrin Bridge is a stone bridge in Tallinn. ![x]({secret}) "
-                               "<img src=x onerror=alert(1)>"),
-                 Document(id="other", title="Sardines", text="Sardines are small oily fish.")], tmp_path / "idx")
+    Index.build(
+        [
+            Document(
+                id="orrin",
+                title="Orrin Bridge [t](javascript:alert(1))",
+                text=f"The Orrin Bridge is a stone bridge in Tallinn. ![x]({secret}) <img src=x onerror=alert(1)>",
+            ),
+            Document(id="other", title="Sardines", text="Sardines are small oily fish."),
+        ],
+        tmp_path / "idx",
+    )
     model = write_rules(tmp_path / "rules.json")
     report = tmp_path / "r.html"
-    r = run_cli(["check", "--model", model, "--index", str(tmp_path / "idx"), "--qa", "retriever-reader",
-                 "--report", str(report), CLAIM], cli_env)
+    r = run_cli(
+        [
+            "check",
+            "--model",
+            model,
+            "--index",
+            str(tmp_path / "idx"),
+            "--qa",
+            "retriever-reader",
+            "--report",
+            str(report),
+            CLAIM,
+        ],
+        cli_env,
+    )
     assert r.returncode == 0, r.stderr
     page = report.read_text()
     doc = assert_safe(page, set(), secret)
@@ -303,6 +478,7 @@ def test_cli_report_does_not_embed_a_file_named_by_an_index_document(tmp_path, c
 
 
 # -- the server's downloads ------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def hostile_srv(server_factory):
@@ -319,13 +495,17 @@ def hostile_srv(server_factory):
         if r["match"] == "Answer =$":
             r["reply"] = f" Tallinn ![y]({secret}) <script>alert(1)</script> [x](javascript:alert(1))"
     rules["rules"] += CLI_RULES["rules"]
-    docs = DOCS + [Document(id="hostile", title="Carpal tunnel ![t](" + str(secret) + ")",
-                            text=f"Where is the Orrin Bridge? Carpal tunnel syndrome entrapment neuropathy median "
-                                 f"nerve ![x]({secret}) <script>alert(2)</script>")]
+    docs = DOCS + [
+        Document(
+            id="hostile",
+            title="Carpal tunnel ![t](" + str(secret) + ")",
+            text=f"Where is the Orrin Bridge? Carpal tunnel syndrome entrapment neuropathy median "
+            f"nerve ![x]({secret}) <script>alert(2)</script>",
+        )
+    ]
     Index.build(docs, base / "hostile-idx")
     model = write_rules(base / "hostile-rules.json", rules)
-    srv = server_factory(["--model", model, "--index", str(base / "hostile-idx"), "--rate-limit", "0"],
-                         name="hostile")
+    srv = server_factory(["--model", model, "--index", str(base / "hostile-idx"), "--rate-limit", "0"], name="hostile")
     with httpx.Client(base_url=srv.url, timeout=30) as client:
         client.secret = secret
         yield client
@@ -364,8 +544,14 @@ def test_server_report_of_an_index_document_and_an_answer_check(hostile_srv):
     from worlds import Q_CTS
 
     secret = hostile_srv.secret
-    run_id = finish(hostile_srv, {"claim": "Carpal tunnel syndrome is a median nerve entrapment.",
-                                  "pipeline": "qacheck", "qa": "retriever-reader"})
+    run_id = finish(
+        hostile_srv,
+        {
+            "claim": "Carpal tunnel syndrome is a median nerve entrapment.",
+            "pipeline": "qacheck",
+            "qa": "retriever-reader",
+        },
+    )
     page = hostile_srv.get(f"/api/checks/{run_id}/report.html").text
     assert f"![x]({secret}) <script>alert(2)</script>" in assert_safe(page, set(), secret).text
     answer = f"Carpal tunnel syndrome is a nerve entrapment ![y]({secret}). <script>alert(3)</script>"
@@ -379,27 +565,85 @@ def test_server_report_of_an_index_document_and_an_answer_check(hostile_srv):
 
 # -- properties: any text in any field ---------------------------------------------------------------------
 
-PAYLOADS = ["![x](/etc/passwd)", "![x](<{secret}>)", "![x]({secret})", "[a](javascript:alert(1))",
-            "<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "<javascript:alert(1)>", "&lt;", "&#106;",
-            "&amp;", "```", "~~~", "    ", "1. ", "1) ", "- ", "+ ", "* ", "---", "===", "# ", "> ", "|", "|---|",
-            "[r]: javascript:alert(1)\n\n[r]", "<https://evil.example/>", "\\", "`", "*", "_", "\n", "\r\n", "\0",
-            "\t", " ", "\u2028", "\x85", "\x1b[31m", "javascript:", "data:text/html,<script>", "file:///etc/passwd",
-            "<!-- x -->", "<?php ?>", "<![CDATA[x]]>", "<a href='javascript:x'>", "\u202e", "é", "😀"]
+PAYLOADS = [
+    "![x](/etc/passwd)",
+    "![x](<{secret}>)",
+    "![x]({secret})",
+    "[a](javascript:alert(1))",
+    "<script>alert(1)</script>",
+    "<img src=x onerror=alert(1)>",
+    "<javascript:alert(1)>",
+    "&lt;",
+    "&#106;",
+    "&amp;",
+    "```",
+    "~~~",
+    "    ",
+    "1. ",
+    "1) ",
+    "- ",
+    "+ ",
+    "* ",
+    "---",
+    "===",
+    "# ",
+    "> ",
+    "|",
+    "|---|",
+    "[r]: javascript:alert(1)\n\n[r]",
+    "<https://evil.example/>",
+    "\\",
+    "`",
+    "*",
+    "_",
+    "\n",
+    "\r\n",
+    "\0",
+    "\t",
+    " ",
+    "\u2028",
+    "\x85",
+    "\x1b[31m",
+    "javascript:",
+    "data:text/html,<script>",
+    "file:///etc/passwd",
+    "<!-- x -->",
+    "<?php ?>",
+    "<![CDATA[x]]>",
+    "<a href='javascript:x'>",
+    "\u202e",
+    "é",
+    "😀",
+]
 MD_CHARS = "![]()<>&;#*_`\\|~-+=.:/ \n\t\0'\"jsavcript123"
 
 
 def untrusted(secret: Path) -> st.SearchStrategy[str]:
     payloads = [p.replace("{secret}", str(secret)) for p in PAYLOADS]
-    return st.one_of(st.text(max_size=60), st.text(alphabet=MD_CHARS, max_size=60),
-                     st.lists(st.one_of(st.sampled_from(payloads), st.text(alphabet=MD_CHARS, max_size=4)),
-                              max_size=6).map("".join))
+    return st.one_of(
+        st.text(max_size=60),
+        st.text(alphabet=MD_CHARS, max_size=60),
+        st.lists(st.one_of(st.sampled_from(payloads), st.text(alphabet=MD_CHARS, max_size=4)), max_size=6).map("".join),
+    )
 
 
 def urls(secret: Path) -> st.SearchStrategy[str]:
-    return st.one_of(untrusted(secret), st.sampled_from(
-        ["https://ok.example/a_(b)", "javascript:alert(1)", " JaVaScRiPt:alert(1)", "http://x.example/<script>",
-         " https://x.example/ y", "data:text/html,<script>alert(1)</script>", str(secret), f"file://{secret}"]),
-        st.text(max_size=30).map(lambda t: "https://e.example/" + t))
+    return st.one_of(
+        untrusted(secret),
+        st.sampled_from(
+            [
+                "https://ok.example/a_(b)",
+                "javascript:alert(1)",
+                " JaVaScRiPt:alert(1)",
+                "http://x.example/<script>",
+                " https://x.example/ y",
+                "data:text/html,<script>alert(1)</script>",
+                str(secret),
+                f"file://{secret}",
+            ]
+        ),
+        st.text(max_size=30).map(lambda t: "https://e.example/" + t),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -408,10 +652,30 @@ def images(tmp_path_factory):
     return png(base / "claim.png", "gold"), png(base / "collection.png", "teal"), png(base / "secret.png", "purple")
 
 
-FIELDS = ("claim", "note", "tool", "why", "evidence", "error", "title", "summary", "reasoning", "label", "findings",
-          "justification", "model", "failure", "stage", "date", "action", "question", "answer")
-PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                         HealthCheck.too_slow])
+FIELDS = (
+    "claim",
+    "note",
+    "tool",
+    "why",
+    "evidence",
+    "error",
+    "title",
+    "summary",
+    "reasoning",
+    "label",
+    "findings",
+    "justification",
+    "model",
+    "failure",
+    "stage",
+    "date",
+    "action",
+    "question",
+    "answer",
+)
+PROPS = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 
 
 @PROPS
@@ -422,23 +686,57 @@ def test_any_text_in_any_field_renders_safely_and_literally(images, data):
     t = {k: data.draw(text, label=k) for k in FIELDS}
     t["url"], t["url2"] = data.draw(urls(secret), label="url"), data.draw(urls(secret), label="url2")
     result = defame_result(t, claim_image, evidence_image)
-    result.trace += [{"stage": "answer", "depth": 1, "question": t["question"], "answer": t["answer"],
-                      "evidence": [{"text": t["evidence"], "source": t["title"], "url": t["url"]},
-                                   {"text": t["summary"], "source": t["title"], "doc_id": t["note"]}]}]
-    own = {f"data:image/png;base64,{b64(claim_image)}", f"data:image/png;base64,{b64(evidence_image)}",
-           "https://img.example/e.png"}
+    result.trace += [
+        {
+            "stage": "answer",
+            "depth": 1,
+            "question": t["question"],
+            "answer": t["answer"],
+            "evidence": [
+                {"text": t["evidence"], "source": t["title"], "url": t["url"]},
+                {"text": t["summary"], "source": t["title"], "doc_id": t["note"]},
+            ],
+        }
+    ]
+    own = {
+        f"data:image/png;base64,{b64(claim_image)}",
+        f"data:image/png;base64,{b64(evidence_image)}",
+        "https://img.example/e.png",
+    }
     page = to_html(result)
     doc = assert_safe(page, own, secret)
     assert len(doc.srcs()) == (3 if t["summary"] else 1)  # the claim's image, the evidence images if shown
-    for key in ("claim", "note", "why", "evidence", "error", "summary", "reasoning", "findings", "justification",
-                "failure", "question", "answer", "action", "title"):
+    for key in (
+        "claim",
+        "note",
+        "why",
+        "evidence",
+        "error",
+        "summary",
+        "reasoning",
+        "findings",
+        "justification",
+        "failure",
+        "question",
+        "answer",
+        "action",
+        "title",
+    ):
         assert words(t[key]) in doc.text, key
     # the server's download of the same run, as an answer check too
     run = {"id": "r", "claim": t["claim"], "options": {"answer": t["answer"]}, "result": result.to_dict()}
     steps = result.trace + [
-        {"stage": "leaf_sentence", "index": 1, "sentence": t["answer"], "query": t["question"], "rating": t["label"],
-         "reasoning": t["reasoning"], "evidence": [{"text": t["evidence"], "source": t["title"], "url": t["url"]}]},
-        {"stage": "leaf_score", "score": 0.0, "supported": 0, "checked": 1, "note": t["note"]}]
+        {
+            "stage": "leaf_sentence",
+            "index": 1,
+            "sentence": t["answer"],
+            "query": t["question"],
+            "rating": t["label"],
+            "reasoning": t["reasoning"],
+            "evidence": [{"text": t["evidence"], "source": t["title"], "url": t["url"]}],
+        },
+        {"stage": "leaf_score", "score": 0.0, "supported": 0, "checked": 1, "note": t["note"]},
+    ]
     stored = server_reports.result_of(run, steps)
     page = server_reports.to_html(run, stored, images={})
     doc = assert_safe(page, own, secret)
@@ -472,10 +770,11 @@ def test_http_urls_stay_one_link_with_their_text(tail, scheme):
 
 # -- the page on a phone -----------------------------------------------------------------------------------
 
+
 def test_report_css_fits_a_phone():
     page = to_html(qacheck_result(CLAIM, "Where?", "Tallinn", []))
     assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in page
-    css = page[page.index("<style>"):page.index("</style>")]
+    css = page[page.index("<style>") : page.index("</style>")]
     assert "overflow-wrap:anywhere" in css and "img{max-width:100%" in css
     assert re.search(r"pre\{[^}]*overflow-x:auto", css) and re.search(r"\.wide\{[^}]*overflow-x:auto", css)
 
@@ -487,17 +786,20 @@ def test_report_does_not_scroll_sideways_on_a_phone(chromium_path, tmp_path):
     word = "Donaudampfschifffahrtsgesellschaftskapitän" * 4
     evidence = [{"text": f"{word} {long_url}", "source": long_url, "url": long_url}]
     result = qacheck_result(f"{word} {long_url}", f"Where is {word}?", long_url, evidence, rationale=word)
-    result.usage["by_stage"] = {f"stage-{i}-{word}": {"calls": 1, "prompt_tokens": 123456789,
-                                                      "completion_tokens": 123456789, "seconds": 1.0}
-                                for i in range(3)}
+    result.usage["by_stage"] = {
+        f"stage-{i}-{word}": {"calls": 1, "prompt_tokens": 123456789, "completion_tokens": 123456789, "seconds": 1.0}
+        for i in range(3)
+    }
     wide = png(tmp_path / "wide.png", "gold", (2000, 300))
-    page = to_html(result).replace("</body>", f"<pre><code>{word * 3}</code></pre>"
-                                   f"<p><img src=\"data:image/png;base64,{b64(wide)}\"></p></body>")
+    page = to_html(result).replace(
+        "</body>", f'<pre><code>{word * 3}</code></pre><p><img src="data:image/png;base64,{b64(wide)}"></p></body>'
+    )
     pw = sync_playwright().start()
     try:
         browser = pw.chromium.launch(executable_path=chromium_path, headless=True, args=CHROMIUM_ARGS)
-        ctx = browser.new_context(viewport={"width": 360, "height": 740}, device_scale_factor=2, is_mobile=True,
-                                  has_touch=True)
+        ctx = browser.new_context(
+            viewport={"width": 360, "height": 740}, device_scale_factor=2, is_mobile=True, has_touch=True
+        )
         p = ctx.new_page()
         p.set_content(page)
         widths = p.evaluate("[document.documentElement.scrollWidth, document.body.scrollWidth, window.innerWidth]")
@@ -509,12 +811,26 @@ def test_report_does_not_scroll_sideways_on_a_phone(chromium_path, tmp_path):
 
 def test_cli_output_shows_escape_sequences_from_the_model_as_replacement_characters(tmp_path, cli_env):
     rules = tmp_path / "rules.json"
-    rules.write_text(json.dumps({"rules": [
-        {"match": "step by step\\.\\nAnswer:$", "reply": "\nThe bridge\x1b[2J is in Tallinn\x1b]0;owned\x07.\n"},
-        {"match": "final answer is:$", "reply": "True"}]}))
-    r = subprocess.run(veracity_cmd() + ["check", "--pipeline", "cot", "--model", f"scripted:{rules}",
-                                         "The Orrin Bridge\x1b[31m stands in Tallinn."],
-                       capture_output=True, env=cli_env, timeout=120)
+    rules.write_text(
+        json.dumps(
+            {
+                "rules": [
+                    {
+                        "match": "step by step\\.\\nAnswer:$",
+                        "reply": "\nThe bridge\x1b[2J is in Tallinn\x1b]0;owned\x07.\n",
+                    },
+                    {"match": "final answer is:$", "reply": "True"},
+                ]
+            }
+        )
+    )
+    r = subprocess.run(
+        veracity_cmd()
+        + ["check", "--pipeline", "cot", "--model", f"scripted:{rules}", "The Orrin Bridge\x1b[31m stands in Tallinn."],
+        capture_output=True,
+        env=cli_env,
+        timeout=120,
+    )
     out = r.stdout.decode()
     assert r.returncode == 0, r.stderr.decode()
     assert "Rationale:" in out and "\ufffd[2J" in out

@@ -7,9 +7,10 @@ import json
 import ssl
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 
@@ -60,8 +61,13 @@ class WebStub:
             def _handle(self) -> None:
                 parts = urlsplit(self.path)
                 length = int(self.headers.get("Content-Length") or 0)
-                request = Request(self.command, parts.path, {k: v[0] for k, v in parse_qs(parts.query).items()},
-                                  {k.lower(): v for k, v in self.headers.items()}, self.rfile.read(length))
+                request = Request(
+                    self.command,
+                    parts.path,
+                    {k: v[0] for k, v in parse_qs(parts.query).items()},
+                    {k.lower(): v for k, v in self.headers.items()},
+                    self.rfile.read(length),
+                )
                 stub.requests.append(request)
                 route = stub.routes.get(parts.path, Reply(404, "not found"))
                 reply = route(request) if callable(route) else route
@@ -77,7 +83,7 @@ class WebStub:
                     self.end_headers()
                     step = 1024 if reply.drip else len(data) or 1
                     for i in range(0, len(data), step):
-                        self.wfile.write(data[i:i + step])
+                        self.wfile.write(data[i : i + step])
                         self.wfile.flush()
                         time.sleep(reply.drip)
                 except (BrokenPipeError, ConnectionResetError):

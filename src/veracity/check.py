@@ -32,8 +32,12 @@ class CheckResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "claim": {"text": self.claim.text, "id": self.claim.id, "date": self.claim.date,
-                      "images": self.claim.images},
+            "claim": {
+                "text": self.claim.text,
+                "id": self.claim.id,
+                "date": self.claim.date,
+                "images": self.claim.images,
+            },
             "pipeline": self.pipeline,
             "model": self.model,
             "verdict": self.verdict.to_dict(),
@@ -43,18 +47,18 @@ class CheckResult:
         }
 
 
-def has_source(config: "Config") -> bool:
+def has_source(config: Config) -> bool:
     """Whether checks have something to read: an index (or the knowledge base), or the wikipedia search, which
     QACheck's retriever-reader, LEAF and the verifier read as they read an index (`open_retriever`)."""
     return bool(config.index) or config.defame.search == "wikipedia"
 
 
-def open_retriever(config: "Config") -> "Retriever | None":
+def open_retriever(config: Config) -> Retriever | None:
     """The retriever of config.index (a folder, or the knowledge base by name), else of the `wikipedia` search, else
     None: nothing to read."""
     if not config.index:
         if config.defame.search == "wikipedia":
-            from .web.wikipedia import wikipedia_retriever
+            from .web.wikipedia_retriever import wikipedia_retriever
 
             return wikipedia_retriever(config)
         return None
@@ -64,9 +68,11 @@ def open_retriever(config: "Config") -> "Retriever | None":
     return index.retriever(config.retrieval_mode) if config.retrieval_mode else index.retriever()
 
 
-MEMORY_REASON = ("it rests on the model's memory only (no source was read: what the model recited is not evidence); "
-                 "give an index (--index), a search backend, or the Wikipedia knowledge base (pip install "
-                 "'veracity[wiki]'; on unless --no-kb) to check it against sources")
+MEMORY_REASON = (
+    "it rests on the model's memory only (no source was read: what the model recited is not evidence); "
+    "give an index (--index), a search backend, or the Wikipedia knowledge base (pip install "
+    "'veracity[wiki]'; on unless --no-kb) to check it against sources"
+)
 
 
 LOW_CONFIDENCE = "its confidence {confidence:.2f} is below {threshold:.2f}"
@@ -79,7 +85,7 @@ def for_low_confidence(verdict: dict[str, Any] | Verdict | None) -> bool:
     return (reason or "").startswith("its confidence ")
 
 
-def settle_uncertainty(verdict: Verdict, config: "Config", conflict: dict | None = None) -> None:
+def settle_uncertainty(verdict: Verdict, config: Config, conflict: dict | None = None) -> None:
     """Mark a verdict uncertain, with the reason: the pipeline's own reason (e.g. the model against the evidence),
     a verdict that rests on the model's memory only (never lifted above the threshold, whatever the model's
     confidence), or a confidence below the threshold (verify.uncertain_threshold), and then why, when the verifier's
@@ -100,7 +106,7 @@ def settle_uncertainty(verdict: Verdict, config: "Config", conflict: dict | None
             verdict.uncertain_reason += f": the source reads both ways ({describe(conflict)})"
 
 
-def no_source_found(verdict: Verdict, tracer: Tracer, retriever: "Retriever | None") -> None:
+def no_source_found(verdict: Verdict, tracer: Tracer, retriever: Retriever | None) -> None:
     """A check over the knowledge base whose passages the trained verifier read as deciding nothing (every reading
     not decisive: an off-topic lead section, or one that lacks the fact) found no source: its verdict rests on the
     model's memory, said plainly, instead of being dressed up as resting on those passages."""
@@ -114,9 +120,11 @@ def no_source_found(verdict: Verdict, tracer: Tracer, retriever: "Retriever | No
     read = list(dict.fromkeys(title for s in readings for title in getattr(s, "sources", None) or []))
     shown = ", ".join(read[:4]) + (f" and {len(read) - 4} more" if len(read) > 4 else "")
     verdict.basis = "memory"
-    verdict.uncertain_reason = (f"no source found in {TITLE}"
-                                + (f" (its articles read, {shown}, do not settle the claim)" if read else "")
-                                + "; it rests on the model's memory")
+    verdict.uncertain_reason = (
+        f"no source found in {TITLE}"
+        + (f" (its articles read, {shown}, do not settle the claim)" if read else "")
+        + "; it rests on the model's memory"
+    )
 
 
 def _last_conflict(tracer: Tracer) -> dict | None:
@@ -131,16 +139,32 @@ def _verifier_rated(tracer: Tracer) -> bool:
     return any(step.stage == "evidence_verifier" for step in tracer.steps)
 
 
-def run_check(claim: Claim, pipeline: Pipeline, model: "Model", config: "Config", *,
-              retriever: "Retriever | None" = None, listeners: list[Listener] | None = None,
-              labels: tuple[str, ...] | None = None, label_rules: str = "") -> CheckResult:
+def run_check(
+    claim: Claim,
+    pipeline: Pipeline,
+    model: Model,
+    config: Config,
+    *,
+    retriever: Retriever | None = None,
+    listeners: list[Listener] | None = None,
+    labels: tuple[str, ...] | None = None,
+    label_rules: str = "",
+) -> CheckResult:
     if pipeline.needs_retriever(config) and retriever is None:
-        raise UserError(f"pipeline {pipeline.name!r} needs an index: pass --index DIR "
-                        "(build one with `veracity index build`)")
+        raise UserError(
+            f"pipeline {pipeline.name!r} needs an index: pass --index DIR (build one with `veracity index build`)"
+        )
     tracer = Tracer(listeners)
     meter = UsageMeter()
-    ctx = Context(model=model.bind(meter, tracer), tracer=tracer, meter=meter, config=config, retriever=retriever,
-                  labels=labels, label_rules=label_rules)
+    ctx = Context(
+        model=model.bind(meter, tracer),
+        tracer=tracer,
+        meter=meter,
+        config=config,
+        retriever=retriever,
+        labels=labels,
+        label_rules=label_rules,
+    )
     t0 = time.perf_counter()
     tracer.emit("claim", text=claim.text, pipeline=pipeline.name, model=model.model_id)
     verdict = pipeline.check(claim, ctx)
@@ -150,5 +174,12 @@ def run_check(claim: Claim, pipeline: Pipeline, model: "Model", config: "Config"
     if verdict.confidence is None and model.gives_confidences() is False and not _verifier_rated(tracer):
         verdict.confidence_note = NO_CONFIDENCES
     tracer.emit("verdict", label=verdict.label, rationale=verdict.rationale, confidence=verdict.confidence)
-    return CheckResult(claim=claim, pipeline=pipeline.name, model=model.model_id, verdict=verdict,
-                       trace=tracer.to_list(), usage=meter.to_dict(), seconds=seconds)
+    return CheckResult(
+        claim=claim,
+        pipeline=pipeline.name,
+        model=model.model_id,
+        verdict=verdict,
+        trace=tracer.to_list(),
+        usage=meter.to_dict(),
+        seconds=seconds,
+    )

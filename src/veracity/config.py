@@ -22,17 +22,14 @@ VERACITY_KB_DIR (where the knowledge base's index is built; read by retrieval/kn
 
 from __future__ import annotations
 
-import dataclasses
-import math
 import os
 import re
 import tomllib
-import types
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .config_values import apply_values
 from .errors import ConfigError
 
 QA_MODES = ("retriever-reader", "closed-book", "reciter-reader")
@@ -92,9 +89,15 @@ class LeafConfig:
     units: str = "sentences"
 
     def validate(self) -> None:
-        for name, lo, hi in (("top_k", 1, 20), ("max_sentences", 1, 1000), ("max_rounds", 0, 10),
-                             ("rag_top_k", 1, 50), ("max_knowledge", 1, 100), ("samples", 1, 50),
-                             ("answer_max_tokens", 16, 8192)):
+        for name, lo, hi in (
+            ("top_k", 1, 20),
+            ("max_sentences", 1, 1000),
+            ("max_rounds", 0, 10),
+            ("rag_top_k", 1, 50),
+            ("max_knowledge", 1, 100),
+            ("samples", 1, 50),
+            ("answer_max_tokens", 16, 8192),
+        ):
             if not lo <= getattr(self, name) <= hi:
                 raise ConfigError(f"leaf.{name} must be between {lo} and {hi}, not {getattr(self, name)}")
         if not 0.0 <= self.temperature <= 2.0:
@@ -107,6 +110,48 @@ class LeafConfig:
 
 DEFAME_LABELS = ("Supported", "Refuted", "Not Enough Information", "Conflicting Evidence/Cherrypicking")
 SEARCH_PROVIDERS = ("serper", "searxng", "local", "wikipedia", "none")
+# how an OpenAI-compatible server decides among options (llm/http_caps.py, llm/http_decisions.py)
+HTTP_CONSTRAINTS = ("grammar", "guided_choice", "json_schema")  # the constrained-decoding kinds, tried in this order
+DECISION_MODES = ("auto", "logprob", *HTTP_CONSTRAINTS, "parse")
+ENDPOINT_MODES = ("auto", "completions", "chat")  # where few-shot prompts go
+# DEFAME's default excluded sites (web/filters.py): Table 5 of the DEFAME paper, fact-checking sites ...
+EXCLUDED_FACT_CHECKERS: tuple[str, ...] = (
+    "snopes.com",
+    "politifact.com",
+    "factcheck.org",
+    "truthorfiction.com",
+    "fullfact.org",
+    "leadstories.com",
+    "hoax-slayer.net",
+    "checkyourfact.com",
+    "reuters.com/fact-check",
+    "reuters.com/article/fact-check",
+    "apnews.com/APFactCheck",
+    "factcheck.afp.com",
+    "poynter.org",
+    "factcheck.ge",
+    "vishvasnews.com",
+    "boomlive.in",
+    "altnews.in",
+    "thequint.com/news/webqoof",
+    "factcheck.kz",
+)
+# ... and Table 6: sites that refuse scrapers or need a login
+EXCLUDED_BOT_HOSTILE: tuple[str, ...] = (
+    "facebook.com",
+    "twitter.com",
+    "x.com",
+    "instagram.com",
+    "youtube.com",
+    "tiktok.com",
+    "reddit.com",
+    "ebay.com",
+    "microsoft.com",
+    "researchhub.com",
+    "pinterest.com",
+    "irs.gov",
+)
+DEFAULT_EXCLUDED: tuple[str, ...] = EXCLUDED_FACT_CHECKERS + EXCLUDED_BOT_HOSTILE
 _WIKIPEDIA_LANGUAGE = re.compile(r"[a-z]{2,3}(-[a-z]+)*|simple")  # en, de, zh-min-nan, be-tarask, simple, ...
 WIKIPEDIA_URL_KIND = "an http(s) URL of a MediaWiki api.php"  # what defame.wikipedia_url must be
 
@@ -115,8 +160,10 @@ def wikipedia_language_problem(code: object) -> str | None:
     """What is wrong with a Wikipedia language code (defame.wikipedia_language); None when it is fine."""
     if isinstance(code, str) and _WIKIPEDIA_LANGUAGE.fullmatch(code):
         return None
-    return (f"{code!r} is not a Wikipedia language code (2-3 lowercase letters with optional -parts, e.g. en, de, "
-            "zh-min-nan, or simple)")
+    return (
+        f"{code!r} is not a Wikipedia language code (2-3 lowercase letters with optional -parts, e.g. en, de, "
+        "zh-min-nan, or simple)"
+    )
 
 
 def http_url_problem(url: object, what: str = "an http(s) URL") -> str | None:
@@ -127,8 +174,6 @@ def http_url_problem(url: object, what: str = "an http(s) URL") -> str | None:
 
 
 def _default_excluded() -> list[str]:
-    from .web.filters import DEFAULT_EXCLUDED
-
     return list(DEFAULT_EXCLUDED)
 
 
@@ -162,8 +207,12 @@ class DefameConfig:
     def validate(self) -> None:
         if self.search is not None and self.search not in SEARCH_PROVIDERS:
             raise ConfigError(f"defame.search must be one of {', '.join(SEARCH_PROVIDERS)}, not {self.search!r}")
-        for name, lo, hi in (("top_k", 1, 10), ("max_iterations", 1, 10), ("max_actions", 1, 10),
-                             ("max_images", 0, 64)):
+        for name, lo, hi in (
+            ("top_k", 1, 10),
+            ("max_iterations", 1, 10),
+            ("max_actions", 1, 10),
+            ("max_images", 0, 64),
+        ):
             if not lo <= getattr(self, name) <= hi:
                 raise ConfigError(f"defame.{name} must be between {lo} and {hi}, not {getattr(self, name)}")
         if len(self.labels) < 2 or any(not x.strip() for x in self.labels):
@@ -171,13 +220,15 @@ class DefameConfig:
         if self.undecided not in ("nei", "prior"):
             raise ConfigError(f"defame.undecided must be nei or prior, not {self.undecided!r}")
         if self.nei_label not in self.labels:
-            raise ConfigError(f"defame.nei_label {self.nei_label!r} must be one of defame.labels "
-                              f"({', '.join(self.labels)})")
+            raise ConfigError(
+                f"defame.nei_label {self.nei_label!r} must be one of defame.labels ({', '.join(self.labels)})"
+            )
         if self.timeout <= 0:
             raise ConfigError(f"defame.timeout must be positive, not {self.timeout}")
         if self.search == "searxng" and not self.searxng_url:
-            raise ConfigError("defame.search = searxng needs defame.searxng_url "
-                              "(e.g. --searxng-url http://127.0.0.1:8888)")
+            raise ConfigError(
+                "defame.search = searxng needs defame.searxng_url (e.g. --searxng-url http://127.0.0.1:8888)"
+            )
         if problem := wikipedia_language_problem(self.wikipedia_language):
             raise ConfigError(f"defame.wikipedia_language: {problem}")
         if self.wikipedia_url is not None and (problem := http_url_problem(self.wikipedia_url, WIKIPEDIA_URL_KIND)):
@@ -209,7 +260,7 @@ class VerifierConfig:
         if self.use not in ("auto", "on", "off"):
             raise ConfigError(f"verifier.use must be auto, on or off, not {self.use!r}")
         if not self.model.strip():
-            raise ConfigError("verifier.model must not be empty (\"default\" is the shipped verifier)")
+            raise ConfigError('verifier.model must not be empty ("default" is the shipped verifier)')
 
 
 @dataclass
@@ -222,8 +273,6 @@ class HttpConfig:
     endpoint: str = "auto"  # few-shot prompts: auto | completions | chat
 
     def validate(self) -> None:
-        from .llm.http_caps import DECISION_MODES, ENDPOINT_MODES
-
         if self.decisions not in DECISION_MODES:
             raise ConfigError(f"http.decisions must be one of {', '.join(DECISION_MODES)}, not {self.decisions!r}")
         if self.endpoint not in ENDPOINT_MODES:
@@ -232,23 +281,28 @@ class HttpConfig:
 
 @dataclass
 class Config:
+    """The whole configuration: defaults < the TOML file (--config, ./veracity.toml, $VERACITY_CONFIG) <
+    VERACITY_* environment variables < command-line flags."""
+
+    #: embedded | gguf:PATH | hf:PATH | openai:NAME | scripted:FILE | NAME (a model of the server at base_url)
     model: str = "embedded"
-    base_url: str | None = None
+    base_url: str | None = None  # an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1
+    #: the key of that server or of the OpenAI API (else OPENAI_API_KEY); never printed
     api_key: str | None = field(default=None, repr=False)
-    timeout: float = 120.0
-    max_retries: int = 3
-    n_ctx: int = 8192
-    n_threads: int | None = None
-    seed: int = 0
+    timeout: float = 120.0  # seconds per HTTP request to a model server
+    max_retries: int = 3  # retries of a failed model-server request (0-10), with backoff
+    n_ctx: int = 8192  # context window of a model run in-process (embedded, gguf:)
+    n_threads: int | None = None  # CPU threads of a model run in-process; default: llama.cpp's choice
+    seed: int = 0  # sampling seed of the model calls
     keep_states: bool = True  # embedded backend: keep evaluated prompt prefixes between calls
     llama_extra_buffers: str = "auto"  # llama.cpp weight repacking / AMX kernels: auto | on | off (llm/llama_guard.py)
     #: independent model calls of one check in flight together (LEAF's sentences); used with backends that
     #: run calls in parallel (OpenAI-compatible servers), since the embedded model takes one call at a time
     concurrency: int = 4
-    cache: bool = True
-    cache_path: str = field(default_factory=default_cache_path)
-    max_claim_chars: int = 2000
-    prompts_dir: str | None = None
+    cache: bool = True  # keep model replies in the response cache (same prompt, same reply, no call)
+    cache_path: str = field(default_factory=default_cache_path)  # the response cache's SQLite file
+    max_claim_chars: int = 2000  # the longest claim accepted
+    prompts_dir: str | None = None  # a folder of prompt templates (NAME.txt) that replace the shipped ones
     #: an index folder, or a knowledge base by name (kb:wikipedia, kb:wikipedia-fr: retrieval/knowledge_base.py);
     #: unset, `load_config` makes it the Wikipedia knowledge base when `kb` is on and it is installed
     index: str | None = None
@@ -283,8 +337,10 @@ class Config:
         if self.kb_language not in KB_LANGUAGES:
             raise ConfigError(f"kb_language must be one of {', '.join(KB_LANGUAGES)}, not {self.kb_language!r}")
         if self.retrieval_mode is not None and self.retrieval_mode not in RETRIEVAL_MODES:
-            raise ConfigError(f"retrieval_mode must be {', '.join(RETRIEVAL_MODES[:-1])} or {RETRIEVAL_MODES[-1]}, "
-                              f"not {self.retrieval_mode!r}")
+            raise ConfigError(
+                f"retrieval_mode must be {', '.join(RETRIEVAL_MODES[:-1])} or {RETRIEVAL_MODES[-1]}, "
+                f"not {self.retrieval_mode!r}"
+            )
         self.qacheck.validate()
         self.leaf.validate()
         self.defame.validate()
@@ -292,82 +348,23 @@ class Config:
         self.http.validate()
 
 
-def _check_type(value: Any, annotation: Any, where: str) -> Any:
-    """Coerce/validate one value against a (simple) annotation."""
-    hint = annotation
-    args = typing.get_args(hint)
-    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
-        if value is None and type(None) in args:
-            return None
-        hint = next(a for a in args if a is not type(None))
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-            return value.lower() in ("1", "true", "yes", "on")
-    elif hint is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, str) and _INT.fullmatch(value.strip()):
-            try:
-                return int(value.strip())
-            except ValueError:  # more digits than Python converts
-                pass
-    elif hint is float:
-        number: float | None = None
-        try:
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                number = float(value)
-            elif isinstance(value, str):
-                number = float(value.strip())
-        except (ValueError, OverflowError):
-            number = None
-        if number is not None:
-            if not math.isfinite(number):  # nan and inf pass every "<= limit" check the wrong way
-                raise ConfigError(f"{where} must be a finite number, not {_short_repr(value)}")
-            return number
-    elif hint is str:
-        if isinstance(value, str):
-            return value
-    elif typing.get_origin(hint) is list:  # list[str]: a list, or "a, b, c" from the environment or a flag
-        if isinstance(value, str):
-            value = [v.strip() for v in value.split(",") if v.strip()]
-        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-            return list(value)
-        raise ConfigError(f"{where} must be a list of strings, not {_short_repr(value)}")
-    else:  # pragma: no cover
-        return value
-    raise ConfigError(f"{where} must be {getattr(hint, '__name__', hint)}, not {_short_repr(value)}")
-
-
-_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
-
-
-def _short_repr(value: Any, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _apply(obj: Any, values: dict[str, Any], prefix: str = "") -> None:
-    fields = {f.name: f for f in dataclasses.fields(obj)}
-    hints = typing.get_type_hints(type(obj))
-    for key, value in values.items():
-        name = key.replace("-", "_")
-        where = f"{prefix}{key}"
-        if name not in fields:
-            raise ConfigError(f"unknown configuration key {where!r} (known: {', '.join(sorted(fields))})")
-        current = getattr(obj, name)
-        if dataclasses.is_dataclass(current):
-            if not isinstance(value, dict):
-                raise ConfigError(f"{where} must be a table")
-            _apply(current, value, prefix=f"{where}.")
-        else:
-            setattr(obj, name, _check_type(value, hints[name], where))
-
-
-ENV_KEYS = ("model", "base_url", "api_key", "cache_path", "index", "n_threads", "max_claim_chars",
-            "timeout", "max_retries", "prompts_dir", "llama_extra_buffers", "concurrency", "kb", "kb_language",
-            "database_url")
+ENV_KEYS = (
+    "model",
+    "base_url",
+    "api_key",
+    "cache_path",
+    "index",
+    "n_threads",
+    "max_claim_chars",
+    "timeout",
+    "max_retries",
+    "prompts_dir",
+    "llama_extra_buffers",
+    "concurrency",
+    "kb",
+    "kb_language",
+    "database_url",
+)
 
 
 def config_file(path: str | os.PathLike | None = None, env: dict[str, str] | None = None) -> str | os.PathLike | None:
@@ -378,8 +375,9 @@ def config_file(path: str | os.PathLike | None = None, env: dict[str, str] | Non
     return file
 
 
-def load_config(path: str | os.PathLike | None = None, overrides: dict[str, Any] | None = None,
-                env: dict[str, str] | None = None) -> Config:
+def load_config(
+    path: str | os.PathLike | None = None, overrides: dict[str, Any] | None = None, env: dict[str, str] | None = None
+) -> Config:
     """Build the configuration: defaults < file < environment < overrides (flags; None = not given)."""
     env = dict(os.environ if env is None else env)
     cfg = Config()
@@ -396,11 +394,11 @@ def load_config(path: str | os.PathLike | None = None, overrides: dict[str, Any]
             data = tomllib.loads(raw.decode("utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
             raise ConfigError(" ".join(f"configuration file {p} is not valid TOML: {e}".split())) from None
-        _apply(cfg, data)
+        apply_values(cfg, data)
     for k in ENV_KEYS:
         if value := env.get(f"VERACITY_{k.upper()}"):
             try:
-                _apply(cfg, {k: value})
+                apply_values(cfg, {k: value})
             except ConfigError as e:
                 raise ConfigError(f"environment variable VERACITY_{k.upper()}: {e}") from None
     if cfg.api_key is None and env.get("OPENAI_API_KEY"):
@@ -414,7 +412,7 @@ def load_config(path: str | os.PathLike | None = None, overrides: dict[str, Any]
             flat.setdefault(section, {})[sub] = v
         else:
             flat[k] = v
-    _apply(cfg, flat, prefix="--")
+    apply_values(cfg, flat, prefix="--")
     cfg.cache_path = os.path.expanduser(cfg.cache_path)
     cfg.validate()
     if cfg.index is None:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import re
 
-INTERNAL_ERROR = ("internal error: the check stopped on an unexpected error on the server (the server's log has "
-                  "the details)")
+INTERNAL_ERROR = (
+    "internal error: the check stopped on an unexpected error on the server (the server's log has the details)"
+)
 MAX_ERROR_CHARS = 240
 BACKEND_ERROR = "model backend error: "  # how a stored run's failure says the model server failed
 PROMPT_REMOVED = "[text removed]"
@@ -26,7 +27,7 @@ def short_error(text: str | None) -> str | None:
         return INTERNAL_ERROR
     lines = text.strip().splitlines()
     first = lines[0].strip() if lines else ""
-    return first if len(first) <= MAX_ERROR_CHARS else first[:MAX_ERROR_CHARS - 1].rstrip() + "…"
+    return first if len(first) <= MAX_ERROR_CHARS else first[: MAX_ERROR_CHARS - 1].rstrip() + "…"
 
 
 def backend_error(message: str) -> str:
@@ -37,15 +38,27 @@ def backend_error(message: str) -> str:
 
 # (what in a model server's failure, what the page says failed, what to try)
 _BACKEND_FAILURES = (
-    ("timed out", "The model server took too long to answer.",
-     "Try again in a moment; a shorter claim or text needs less time."),
-    ("cannot reach", "The model server could not be reached.",
-     "Try again in a moment; if it keeps failing, the server’s operator needs to start the model server."),
+    (
+        "timed out",
+        "The model server took too long to answer.",
+        "Try again in a moment; a shorter claim or text needs less time.",
+    ),
+    (
+        "cannot reach",
+        "The model server could not be reached.",
+        "Try again in a moment; if it keeps failing, the server’s operator needs to start the model server.",
+    ),
     ("429", "The model server is busy or over its quota.", "Wait a minute, then try again."),
-    ("malformed reply", "The model server sent a reply that could not be read.",
-     "Try again; if it keeps failing, the server’s operator can find the details in the server’s log."),
-    ("returned no choices", "The model server sent an empty reply.",
-     "Try again; if it keeps failing, the server’s operator can find the details in the server’s log."),
+    (
+        "malformed reply",
+        "The model server sent a reply that could not be read.",
+        "Try again; if it keeps failing, the server’s operator can find the details in the server’s log.",
+    ),
+    (
+        "returned no choices",
+        "The model server sent an empty reply.",
+        "Try again; if it keeps failing, the server’s operator can find the details in the server’s log.",
+    ),
 )
 
 
@@ -56,11 +69,14 @@ def failure_view(error: str | None) -> dict[str, str | None]:
     text = short_error(error) or ""
     if not text.startswith(BACKEND_ERROR):
         return {"message": text, "advice": None, "details": None}
-    detail = _URL.sub("the model server", text[len(BACKEND_ERROR):])
+    detail = _URL.sub("the model server", text[len(BACKEND_ERROR) :])
     for mark, message, advice in _BACKEND_FAILURES:
         if mark in detail:
             return {"message": message, "advice": advice, "details": detail}
     status = re.search(r"HTTP (\d{3})", detail)
     message = f"The model server answered with an error{f' (HTTP {status[1]})' if status else ''}."
-    return {"message": message, "advice": "Try again; if it keeps failing, the server’s operator can find the "
-                                          "details in the server’s log.", "details": detail}
+    return {
+        "message": message,
+        "advice": "Try again; if it keeps failing, the server’s operator can find the details in the server’s log.",
+        "details": detail,
+    }

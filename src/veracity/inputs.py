@@ -6,14 +6,14 @@ its code (see server/limits.py). Reading the files a user names, with a size lim
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from .errors import UserError
 from .reading import human_size
 
 if TYPE_CHECKING:
-    from .images.files import ImageFile
+    from .image_files import ImageFile
 
 # -- user text: one set of rules for the CLI, the HTTP API and the page ------------------------------------------
 
@@ -58,8 +58,12 @@ def clean_claim_text(text: str | bytes, max_chars: int) -> str:
     if not text:
         raise ClaimError("claim_empty", "the claim is empty: give the statement to check")
     if len(text) > max_chars:
-        raise ClaimError("claim_too_long", f"the claim has {len(text)} characters; the limit is {max_chars} "
-                         "(raise max_claim_chars in the config to allow more)", length=len(text))
+        raise ClaimError(
+            "claim_too_long",
+            f"the claim has {len(text)} characters; the limit is {max_chars} "
+            "(raise max_claim_chars in the config to allow more)",
+            length=len(text),
+        )
     return text
 
 
@@ -72,15 +76,15 @@ def _answer_check_text(value: str | bytes | None, what: str, max_chars: int, *, 
     if not text:
         raise InputError(f"{what}_empty", f"the {what} is empty: give {hint}")
     if len(text) > max_chars:
-        raise InputError(f"{what}_too_long", f"the {what} has {len(text)} characters; the limit is {max_chars}",
-                         length=len(text))
+        raise InputError(
+            f"{what}_too_long", f"the {what} has {len(text)} characters; the limit is {max_chars}", length=len(text)
+        )
     return text
 
 
 def clean_question(value: str | bytes | None, max_chars: int) -> str:
     """An answer check's question, whitespace squeezed (question_empty, question_too_long)."""
-    return _answer_check_text(value, "question", max_chars, squeeze=True,
-                              hint="the question the answer replies to")
+    return _answer_check_text(value, "question", max_chars, squeeze=True, hint="the question the answer replies to")
 
 
 def clean_answer(value: str | bytes | None, max_chars: int = DEFAULT_MAX_ANSWER_CHARS) -> str:
@@ -100,12 +104,18 @@ def clean_text_input(value: str | bytes | None, max_bytes: int = MAX_TEXT_BYTES,
     raw = value or ""
     size = len(raw) if isinstance(raw, bytes) else len(raw.encode("utf-8", "surrogatepass"))
     if size > max_bytes:
-        raise InputError("text_too_long", f"the {what} has {human_size(size)}; the limit is {human_size(max_bytes)}"
-                         f" ({max_bytes:,} bytes): check a part of it", length=size)
+        raise InputError(
+            "text_too_long",
+            f"the {what} has {human_size(size)}; the limit is {human_size(max_bytes)}"
+            f" ({max_bytes:,} bytes): check a part of it",
+            length=size,
+        )
     head = raw[:8192]
     if (b"\x00" in head) if isinstance(head, bytes) else ("\x00" in head):
-        raise InputError("text_binary", f"the {what} is binary data, not text (it contains NUL bytes): give a "
-                         ".txt, .md, .html or .pdf file")
+        raise InputError(
+            "text_binary",
+            f"the {what} is binary data, not text (it contains NUL bytes): give a .txt, .md, .html or .pdf file",
+        )
     try:
         text = decode_user_text(raw, what)
     except UserError as e:
@@ -142,7 +152,7 @@ def check_claim_date(text: str | None) -> str | None:
     except ValueError:
         raise DateError(f"date {value!r} does not exist: check the month and the day") from None
     # a claim cannot be made after today (a day of slack for time zones ahead of UTC)
-    latest = (datetime.now(timezone.utc) + timedelta(days=1)).date()
+    latest = (datetime.now(UTC) + timedelta(days=1)).date()
     if day > latest:
         raise DateError(f"date {value} is in the future: give the day the claim was made")
     return day.isoformat()
@@ -174,10 +184,13 @@ def check_image_count(n: int, max_images: int) -> None:
     """too_many_images when a claim carries more images than allowed (0: none at all)."""
     if n > max_images:
         if max_images == 0:
-            raise InputError("too_many_images", "this server takes no images (it was started with --max-images 0): "
-                                                "send the claim without them")
-        raise InputError("too_many_images", f"{n} images; a check takes at most {max_images}: send the ones the "
-                                            "claim is about")
+            raise InputError(
+                "too_many_images",
+                "this server takes no images (it was started with --max-images 0): send the claim without them",
+            )
+        raise InputError(
+            "too_many_images", f"{n} images; a check takes at most {max_images}: send the ones the claim is about"
+        )
 
 
 def check_image_bytes(data: bytes, declared_type: str | None, max_bytes: int) -> str:
@@ -186,22 +199,27 @@ def check_image_bytes(data: bytes, declared_type: str | None, max_bytes: int) ->
     if not data:
         raise InputError("image_empty", "the uploaded image is empty")
     if len(data) > max_bytes:
-        raise InputError("image_too_large", f"the image has {human_size(len(data))}; the limit is "
-                                            f"{human_size(max_bytes)}: upload a smaller or more compressed image")
+        raise InputError(
+            "image_too_large",
+            f"the image has {human_size(len(data))}; the limit is "
+            f"{human_size(max_bytes)}: upload a smaller or more compressed image",
+        )
     kind = sniff_image(data)
     if kind is None:
         raise InputError("image_type", f"the upload is not a {IMAGE_TYPE_NAMES} image: convert it to one of these")
     declared = (declared_type or "").split(";")[0].strip().lower()
     declared = _TYPE_ALIASES.get(declared, declared)
     if declared and declared not in ("application/octet-stream", kind):
-        raise InputError("image_type", f"the upload says it is {declared} but its content is {IMAGE_TYPES[kind]}: "
-                                       "upload the file unchanged")
+        raise InputError(
+            "image_type",
+            f"the upload says it is {declared} but its content is {IMAGE_TYPES[kind]}: upload the file unchanged",
+        )
     return kind
 
 
-def decode_image(data: bytes, name: str, max_bytes: int) -> "ImageFile":
+def decode_image(data: bytes, name: str, max_bytes: int) -> ImageFile:
     """Decode checked image bytes fully (image_broken; image_too_large for too many pixels)."""
-    from .images.files import ImageError, image_from_bytes
+    from .image_files import ImageError, image_from_bytes
 
     try:
         return image_from_bytes(data, name, max_bytes=max_bytes)
@@ -219,7 +237,7 @@ def clean_image_refs(refs: list[str] | None, max_images: int = MAX_CLAIM_IMAGES)
     """A claim's images as a user names them (paths, data: URLs, http(s) URLs), checked before any model runs:
     local files and data: URLs are read and decoded now (image_broken names the image and what is wrong);
     http(s) URLs are fetched at check time by the guarded fetcher. Duplicates (same reference) are dropped."""
-    from .images.files import ImageError, load_image
+    from .image_files import ImageError, load_image
 
     refs = [r.strip() for r in (refs or [])]
     check_image_count(len(refs), max_images)

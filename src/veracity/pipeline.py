@@ -7,10 +7,10 @@ pipelines and ablations here with `register`; `veracity.registry` imports the sy
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
-from .errors import UserError
 from .types import BINARY_LABELS, Claim, Verdict
 
 if TYPE_CHECKING:
@@ -25,11 +25,11 @@ if TYPE_CHECKING:
 class Context:
     """Everything one check may use: the metered model, retrieval, the tracer and the config."""
 
-    model: "RunModel"
-    tracer: "Tracer"
-    meter: "UsageMeter"
-    config: "Config"
-    retriever: "Retriever | None" = None
+    model: RunModel
+    tracer: Tracer
+    meter: UsageMeter
+    config: Config
+    retriever: Retriever | None = None
     #: the label set the caller scores against (an evaluation's dataset), and its rules; None: the
     #: pipeline's own. Pipelines that can predict any label set (DEFAME) judge with these.
     labels: tuple[str, ...] | None = None
@@ -49,7 +49,7 @@ class Pipeline(ABC):
     @abstractmethod
     def check(self, claim: Claim, ctx: Context) -> Verdict: ...
 
-    def needs_retriever(self, config: "Config") -> bool:
+    def needs_retriever(self, config: Config) -> bool:
         return False
 
 
@@ -81,20 +81,20 @@ class PipelineSpec:
     def labels(self) -> tuple[str, ...]:
         return self.kind.labels
 
-    def qa_module(self, config: "Config", qa: str | None = None) -> str | None:
+    def qa_module(self, config: Config, qa: str | None = None) -> str | None:
         """The QA module a run uses: the request's or the configured one where it is a choice."""
         if self.qa == "choice":
             return qa or config.qacheck.qa
         return self.qa
 
-    def needs_index(self, config: "Config", qa: str | None = None) -> bool:
+    def needs_index(self, config: Config, qa: str | None = None) -> bool:
         if self.index == "retriever-reader":
             return self.qa_module(config, qa) == "retriever-reader"
         if self.index == "local-search":
             return config.defame.search == "local"
         return self.index == "always"
 
-    def always_needs_index(self, config: "Config") -> bool:
+    def always_needs_index(self, config: Config) -> bool:
         """Needs an index whatever QA module a request picks (so it cannot run where there is none)."""
         return self.needs_index(config, "closed-book") and self.needs_index(config, "reciter-reader")
 
@@ -112,8 +112,9 @@ def qa_for(qa: str | None, evidence_given: bool) -> str | None:
     return qa or (QA_WITH_EVIDENCE if evidence_given else None)
 
 
-def register(name: str, description: str, *, kind: type[Pipeline], qa: str | None = None,
-             index: str = "never") -> Callable[[Factory], Factory]:
+def register(
+    name: str, description: str, *, kind: type[Pipeline], qa: str | None = None, index: str = "never"
+) -> Callable[[Factory], Factory]:
     """Register a system's pipeline factory with what it needs and accepts; `veracity.registry` imports every
     system and looks them up."""
     if index not in INDEX_RULES:
@@ -122,4 +123,5 @@ def register(name: str, description: str, *, kind: type[Pipeline], qa: str | Non
     def deco(factory: Factory) -> Factory:
         REGISTRY[name] = PipelineSpec(name, description, factory, kind, qa, index)
         return factory
+
     return deco

@@ -57,8 +57,9 @@ def _too_large(what: str, name: str, limit: int, known: int | None, error: type[
     return error(f"{what} {name} is too large: {size}, the limit is {human_size(limit)}".strip())
 
 
-def read_stream_limited(stream: BinaryIO, limit: int, what: str, *, name: str | None = None,
-                        error: type[UserError] = UserError) -> bytes:
+def read_stream_limited(
+    stream: BinaryIO, limit: int, what: str, *, name: str | None = None, error: type[UserError] = UserError
+) -> bytes:
     """At most `limit` bytes of a binary stream; raises `error` (one line) when there are more.
 
     Never reads more than ``limit + 1`` bytes from the stream.
@@ -79,8 +80,9 @@ def read_stream_limited(stream: BinaryIO, limit: int, what: str, *, name: str | 
     return b"".join(parts)
 
 
-def read_limited(source: str | os.PathLike | BinaryIO, limit: int, what: str, *,
-                 error: type[UserError] = UserError) -> bytes:
+def read_limited(
+    source: str | os.PathLike | BinaryIO, limit: int, what: str, *, error: type[UserError] = UserError
+) -> bytes:
     """The bytes of a file path or binary stream, at most `limit` of them, else a one-line `error`.
 
     `what` names the kind of input in messages ("the claim file", "image", "configuration file").

@@ -19,25 +19,25 @@ if TYPE_CHECKING:
 
 def _register_all() -> None:
     # imported for their registration side effects
-    from .qacheck import pipeline as _qacheck  # noqa: F401  (qacheck, its QA modes and ablations)
-    from .baselines import pipeline as _baselines  # noqa: F401  (direct, cot)
     from .baselines import evidence as _evidence  # noqa: F401  (verifier, lexical)
+    from .baselines import pipeline as _baselines  # noqa: F401  (direct, cot)
     from .defame import pipeline as _defame  # noqa: F401  (defame and its ablations)
     from .leaf import pipelines as _leaf  # noqa: F401  (answer:plain, answer:rag, answer:fc-rag, ...)
+    from .qacheck import pipeline as _qacheck  # noqa: F401  (qacheck, its QA modes and ablations)
 
 
-def load_step_types() -> "dict[str, type[Step]]":
+def load_step_types() -> dict[str, type[Step]]:
     """Every system's step types by stage name, so that stored steps read back as their types (each system's
-    package registers its `steps` module when imported)."""
+    package registers its `steps` module when imported). The steps of what sits above the systems, a recheck
+    (evidence/steps.py) and a checked text (textcheck/steps.py), are registered by their own packages, which the
+    server imports at its start (server/views.py)."""
     from . import baselines, defame, leaf, qacheck  # noqa: F401  (imported for their registration)
     from .steps import STEP_TYPES
-    from .evidence import steps as _recheck_steps  # noqa: F401  (a recheck's steps: veracity recheck, server)
-    from .textcheck import steps as _text_steps  # noqa: F401  (a checked text's steps: veracity check-text, server)
 
     return STEP_TYPES
 
 
-def get_pipeline(name: str, config: "Config") -> Pipeline:
+def get_pipeline(name: str, config: Config) -> Pipeline:
     _register_all()
     if name not in REGISTRY:
         raise UserError(f"unknown pipeline {name!r}; choose one of: {', '.join(sorted(REGISTRY))}")

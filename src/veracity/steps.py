@@ -4,7 +4,8 @@ Steps. A step is a dataclass with a `kind` (its stage name) and typed fields. Th
 (`ClaimStep`, `VerdictStep`, `ModelCall`, `ParseFailure`, `Retrieval`, `Reasoning`); each system declares
 its own in its package (`qacheck/steps.py`, `baselines/steps.py`, `defame/steps.py`, `leaf/steps.py`) and
 registers them with `@step_type`, so that a stored step can be read back as its type (`step_from_dict`).
-`veracity.registry.load_step_types()` imports every system's step types.
+`veracity.registry.load_step_types()` imports every system's step types (a recheck's and a checked text's register
+with their packages, evidence/ and textcheck/).
 
 The trace stores typed steps; serialised, a step is `{"stage": kind, "t": seconds, **fields}` (`Step.to_dict`):
 the JSON shape of every run stored so far (TRACE_FORMAT 1, never versioned before: there was only one). A
@@ -20,8 +21,8 @@ in; a DEFAME tool call is a card its result summaries attach to; a LEAF sentence
 shows (the claim, the verdict, a model call) makes none; a step without a view of its own is a generic item
 ("stage" and "data"), so nothing is hidden. `Fold` does the same one step at a time and says which items each
 step changed, which is how the CLI prints a run as it happens and the server's live stream (SSE) sends items
-already folded. The CLI printer and the Markdown/HTML report (report.py), the page (server/views.py, its
-templates and static/app.js, which only draws) and the answer-check summary (server/answers.py) all render
+already folded. The CLI printer and the Markdown/HTML report (report/), the page (server/views.py, its
+templates and static/*.js, which only draw) and the answer-check summary (server/answers.py) all render
 these items; none of them folds steps on its own.
 
 Item kinds: qa, verifier, stop, reasoning, parse_failure (QACheck and the baselines); images, plan, action,
@@ -34,9 +35,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from datetime import datetime, timezone
-from typing import Any, Callable, ClassVar, Iterable, Mapping, TypeVar
+from datetime import UTC, datetime
+from typing import Any, ClassVar, TypeVar
 
 from .types import RECITED
 
@@ -46,7 +48,7 @@ ViewItem = dict[str, Any]
 S = TypeVar("S", bound="type[Step]")
 
 #: every declared step type, by its stage name
-STEP_TYPES: dict[str, type["Step"]] = {}
+STEP_TYPES: dict[str, type[Step]] = {}
 _OMIT_NONE = {"omit_none": True}
 _BASE_FIELDS = frozenset({"t", "extra", "absent"})
 
@@ -105,21 +107,28 @@ class Step:
         return {"stage": self.stage, "t": round(self.t, 4), **self.data}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Step":
+    def from_dict(cls, d: Mapping[str, Any]) -> Step:
         keys = {_key(f): f.name for f in fields(cls) if f.init and f.name not in _BASE_FIELDS}
         values = {name: d[key] for key, name in keys.items() if key in d}
         extra = {k: v for k, v in d.items() if k not in keys and k not in ("stage", "t")}
-        return cls(**values, t=_seconds(d.get("t")), extra=extra,
-                   absent=frozenset(name for key, name in keys.items() if key not in d))
+        return cls(
+            **values,
+            t=_seconds(d.get("t")),
+            extra=extra,
+            absent=frozenset(name for key, name in keys.items() if key not in d),
+        )
 
-    def fold(self, view: "Fold") -> None:
+    def fold(self, view: Fold) -> None:
         """Add this step to the view: by default a generic item with its stage and data."""
         view.generic(self)
 
 
 def _seconds(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+    return (
+        float(value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
         else 0.0
+    )
 
 
 @dataclass(kw_only=True)
@@ -137,7 +146,7 @@ class UnknownStep(Step):
     def data(self) -> dict[str, Any]:
         return dict(self.values)
 
-    def fold(self, view: "Fold") -> None:
+    def fold(self, view: Fold) -> None:
         view.append({"kind": "other", "stage": self.name, "data": self.data})
 
 
@@ -148,8 +157,11 @@ def step_from_dict(d: Any) -> Step:
     stage = d.get("stage")
     cls = STEP_TYPES.get(stage) if isinstance(stage, str) else None
     if cls is None:
-        return UnknownStep(name=str(stage or ""), values={k: v for k, v in d.items() if k not in ("stage", "t")},
-                           t=_seconds(d.get("t")))
+        return UnknownStep(
+            name=str(stage or ""),
+            values={k: v for k, v in d.items() if k not in ("stage", "t")},
+            t=_seconds(d.get("t")),
+        )
     return cls.from_dict(d)
 
 
@@ -163,11 +175,12 @@ def make_step(stage: str, data: Mapping[str, Any]) -> Step:
     return cls(**{names.get(k, k): v for k, v in data.items()})
 
 
-def as_step(step: "Step | Mapping[str, Any]") -> Step:
+def as_step(step: Step | Mapping[str, Any]) -> Step:
     return step if isinstance(step, Step) else step_from_dict(step)
 
 
 # -- the shared steps ------------------------------------------------------------------------------------------
+
 
 @step_type
 @dataclass(kw_only=True)
@@ -179,7 +192,7 @@ class ClaimStep(Step):
     pipeline: str = ""
     model: str = ""
 
-    def fold(self, view: "Fold") -> None:
+    def fold(self, view: Fold) -> None:
         pass  # the page and the reports show the claim themselves
 
 
@@ -193,7 +206,7 @@ class VerdictStep(Step):
     rationale: str = ""
     confidence: float | None = None
 
-    def fold(self, view: "Fold") -> None:
+    def fold(self, view: Fold) -> None:
         pass  # shown from the result
 
 
@@ -211,7 +224,7 @@ class ModelCall(Step):
     cached: bool = False
     method: str = ""  # a decision's: logprob (it carries probabilities), grammar, parse or parse-retry
 
-    def fold(self, view: "Fold") -> None:
+    def fold(self, view: Fold) -> None:
         view.model_calls.append(self.data)
 
 
@@ -225,9 +238,8 @@ class ParseFailure(Step):
     raw: str = ""
     fallback: str = ""
 
-    def fold(self, view: "Fold") -> None:
-        view.append({"kind": "parse_failure", "for_stage": self.for_stage, "raw": self.raw,
-                     "fallback": self.fallback})
+    def fold(self, view: Fold) -> None:
+        view.append({"kind": "parse_failure", "for_stage": self.for_stage, "raw": self.raw, "fallback": self.fallback})
 
 
 @step_type
@@ -239,12 +251,19 @@ class Retrieval(Step):
     query: str = ""
     results: list[dict[str, Any]] = field(default_factory=list)
 
-    def fold(self, view: "Fold") -> None:
+    def fold(self, view: Fold) -> None:
         card = view.question_card
         if card is not None and card.get("question") == self.query and card.get("answer") is None:
             return  # retrieved for the open question: its answer's evidence shows the passages
-        view.append({"kind": "retrieval", "stage": self.kind, "data": self.data, "query": self.query,
-                     "results": evidence_view(self.results)})
+        view.append(
+            {
+                "kind": "retrieval",
+                "stage": self.kind,
+                "data": self.data,
+                "query": self.query,
+                "results": evidence_view(self.results),
+            }
+        )
 
 
 @step_type
@@ -267,9 +286,16 @@ class EvidenceCheck(Step):
     #: the sources of the passages read (their titles), in order
     sources: list[str] = field(default_factory=list)
 
-    def fold(self, view: "Fold") -> None:
-        view.append({"kind": "reasoning", "stage": self.kind, "label": self.label, "rationale": self.rationale,
-                     "confidence": self.confidence})
+    def fold(self, view: Fold) -> None:
+        view.append(
+            {
+                "kind": "reasoning",
+                "stage": self.kind,
+                "label": self.label,
+                "rationale": self.rationale,
+                "confidence": self.confidence,
+            }
+        )
 
 
 @dataclass(kw_only=True)
@@ -281,12 +307,20 @@ class Reasoning(Step):
     rationale: str = ""
     confidence: float | None = None
 
-    def fold(self, view: "Fold") -> None:
-        view.append({"kind": "reasoning", "stage": self.kind, "label": self.label, "rationale": self.rationale,
-                     "confidence": self.confidence})
+    def fold(self, view: Fold) -> None:
+        view.append(
+            {
+                "kind": "reasoning",
+                "stage": self.kind,
+                "label": self.label,
+                "rationale": self.rationale,
+                "confidence": self.confidence,
+            }
+        )
 
 
 # -- the fold --------------------------------------------------------------------------------------------------
+
 
 class Fold:
     """A check's steps folded into view items, one step at a time.
@@ -307,12 +341,12 @@ class Fold:
         self._where: dict[int, int] = {}  # id(item) -> its index
         self._changed: list[int] = []
 
-    def add(self, step: "Step | Mapping[str, Any]") -> list[int]:
+    def add(self, step: Step | Mapping[str, Any]) -> list[int]:
         self._changed = []
         as_step(step).fold(self)
         return sorted(set(self._changed))
 
-    def add_all(self, steps: Iterable["Step | Mapping[str, Any]"]) -> "Fold":
+    def add_all(self, steps: Iterable[Step | Mapping[str, Any]]) -> Fold:
         for s in steps:
             self.add(s)
         return self
@@ -336,12 +370,13 @@ class Fold:
         return len(self.model_calls)
 
 
-def view_items(steps: Iterable["Step | Mapping[str, Any]"]) -> list[ViewItem]:
+def view_items(steps: Iterable[Step | Mapping[str, Any]]) -> list[ViewItem]:
     """The view items of a check's steps (typed steps, or steps as stored): what every front end renders."""
     return Fold().add_all(steps).items
 
 
 # -- helpers for view items -----------------------------------------------------------------------------------
+
 
 def http_url(url: Any) -> str | None:
     """A URL a page may link to: http(s) only."""
@@ -357,7 +392,7 @@ def link_parts(text: str) -> list[dict[str, Any]]:
     parts, pos = [], 0
     for m in _MD_LINK.finditer(text):
         if m.start() > pos:
-            parts.append({"text": text[pos:m.start()], "href": None})
+            parts.append({"text": text[pos : m.start()], "href": None})
         parts.append({"text": m.group(1), "href": m.group(2)})
         pos = m.end()
     if pos < len(text):
@@ -388,7 +423,7 @@ def evidence_view(evidence: Iterable[Any]) -> list[Any]:
 
 
 def evidence_when(e: Mapping[str, Any]) -> str:
-    """"published 2019-01-02 · fetched 2024-05-01 10:00 UTC" (or "indexed ..." for an index document), the parts
+    """ "published 2019-01-02 · fetched 2024-05-01 10:00 UTC" (or "indexed ..." for an index document), the parts
     known; "" when neither is."""
     parts = [f"published {e['date']}"] if e.get("date") else []
     if e.get("retrieved_at"):
@@ -416,7 +451,7 @@ def utc_time(iso: Any) -> str:
     except ValueError:
         return str(iso)
     if t.tzinfo is not None:
-        t = t.astimezone(timezone.utc)
+        t = t.astimezone(UTC)
     return t.strftime("%Y-%m-%d %H:%M UTC")
 
 

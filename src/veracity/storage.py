@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from .errors import IndexError_, UserError
-
 
 T = TypeVar("T")
 
@@ -41,8 +41,7 @@ class FolderFormat:
             raise UserError(f"refusing to overwrite {out_dir}: it is not empty and not a veracity {self.what}")
 
     def corrupt(self, path: Path, problem: str) -> IndexError_:
-        return IndexError_(" ".join(f"corrupt {self.what} {path}: {problem}; rebuild it with "
-                                    f"`{self.rebuild}`".split()))
+        return IndexError_(" ".join(f"corrupt {self.what} {path}: {problem}; rebuild it with `{self.rebuild}`".split()))
 
     def read_manifest(self, path: Path) -> dict[str, Any]:
         """The manifest, checked for format and version (callers check their own fields)."""
@@ -54,8 +53,10 @@ class FolderFormat:
             raise IndexError_(f"{path} is not a veracity {self.what} ({self.manifest} is not its manifest)")
         version = manifest.get("format_version")
         if not isinstance(version, int) or version > self.version:
-            raise IndexError_(f"{self.what} {path} has format version {version!r}; this veracity reads up to "
-                              f"{self.version}: rebuild it or upgrade veracity")
+            raise IndexError_(
+                f"{self.what} {path} has format version {version!r}; this veracity reads up to "
+                f"{self.version}: rebuild it or upgrade veracity"
+            )
         return manifest
 
     def read_rows(self, path: Path, name: str, parse: Callable[[Any], T], expected: int, noun: str) -> list[T]:

@@ -15,15 +15,17 @@ is kept unchanged beside the wording (JSON's `label`), for the clients that read
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = ["UNCERTAIN", "VerdictWords", "verdict_words", "words_of"]
 
 UNCERTAIN = "Uncertain"
 #: labels that decide nothing themselves (lower case): an uncertain verdict with one does not "lean" to it
-UNDECIDED_LABELS = frozenset({"unverified", "not enough information", "not enough info", "not enough evidence", "nei",
-                              "uncertain"})
+UNDECIDED_LABELS = frozenset(
+    {"unverified", "not enough information", "not enough info", "not enough evidence", "nei", "uncertain"}
+)
 _TONES = {"supported": "supported", "refuted": "refuted"}
 
 
@@ -41,8 +43,11 @@ class VerdictWords:
 def verdict_words(label: str | None, *, uncertain: bool = False, confidence: float | None = None) -> VerdictWords:
     """The verdict `label` worded for a reader (see the module doc); `confidence` goes into `line` only."""
     name = " ".join(str(label or "").split())
-    conf = f" (confidence {confidence:.2f})" if isinstance(confidence, (int, float)) and \
-        not isinstance(confidence, bool) else ""
+    conf = (
+        f" (confidence {confidence:.2f})"
+        if isinstance(confidence, (int, float)) and not isinstance(confidence, bool)
+        else ""
+    )
     if not name:
         text = f"{UNCERTAIN} (no verdict)" if uncertain else "No verdict"
         return VerdictWords(text, text + conf, False, "uncertain" if uncertain else "other")
@@ -61,5 +66,8 @@ def words_of(verdict: Any) -> VerdictWords:
         return verdict_words(None)
     get = verdict.get if isinstance(verdict, Mapping) else (lambda k, d=None: getattr(verdict, k, d))
     confidence = get("confidence")
-    return verdict_words(get("label"), uncertain=bool(get("uncertain", False)),
-                         confidence=confidence if isinstance(confidence, (int, float)) else None)
+    return verdict_words(
+        get("label"),
+        uncertain=bool(get("uncertain", False)),
+        confidence=confidence if isinstance(confidence, (int, float)) else None,
+    )

@@ -16,8 +16,19 @@ from .prompts.parsers import FINAL_ANSWER_CUE, TRUE_FALSE, TRUTH_TO_LABEL, state
 from .prompts.spec import Prompt, PromptSpec, Reply, strict_choose
 from .types import REFUTED, SUPPORTED, Claim, Verdict
 
-__all__ = ["UNVERIFIED", "LABEL_MEANINGS", "NO_TRUE_FALSE", "choose_label", "claim_line", "final_answer",
-           "label_block", "no_label", "reason_then_label", "strict_choose", "truth_label"]
+__all__ = [
+    "UNVERIFIED",
+    "LABEL_MEANINGS",
+    "NO_TRUE_FALSE",
+    "choose_label",
+    "claim_line",
+    "final_answer",
+    "label_block",
+    "no_label",
+    "reason_then_label",
+    "strict_choose",
+    "truth_label",
+]
 
 UNVERIFIED = "Unverified"  # the label when the model's final answer matched no allowed label
 
@@ -28,7 +39,7 @@ LABEL_MEANINGS = {
     "not enough information": "the evidence neither confirms nor contradicts the claim",
     "not enough evidence": "the evidence neither confirms nor contradicts the claim",
     "conflicting evidence/cherrypicking": "some evidence confirms and some contradicts the claim, or the claim "
-                                          "is technically true but misleading by leaving out context",
+    "is technically true but misleading by leaving out context",
 }
 
 
@@ -46,8 +57,9 @@ def label_block(labels: list[str] | tuple[str, ...], rules: str) -> str:
     if rules.strip():
         names = ", ".join(labels)
         return f"{names}\n{rules.strip()}"
-    return "\n".join(f"- {x}" + (f": {LABEL_MEANINGS[x.lower()]}" if x.lower() in LABEL_MEANINGS else "")
-                     for x in labels)
+    return "\n".join(
+        f"- {x}" + (f": {LABEL_MEANINGS[x.lower()]}" if x.lower() in LABEL_MEANINGS else "") for x in labels
+    )
 
 
 NO_TRUE_FALSE = f"label {UNVERIFIED!r}: the model asserted neither True nor False unambiguously"
@@ -65,9 +77,16 @@ def _rationale_line(rationale: str) -> str:
 def final_answer(spec: PromptSpec, name: str) -> PromptSpec:
     """The True/False decision after a reasoning prompt (QACheck's reasoner, the chain-of-thought baseline):
     the prompt, the rationale on its own line when there is one, then `Therefore, the final answer is:`."""
-    return spec.follow(name, "\n[[RATIONALE]]" + FINAL_ANSWER_CUE, formats={"RATIONALE": _rationale_line},
-                       max_tokens=8, options=TRUE_FALSE, strict=True, problem="no True/False",
-                       fallback=NO_TRUE_FALSE)
+    return spec.follow(
+        name,
+        "\n[[RATIONALE]]" + FINAL_ANSWER_CUE,
+        formats={"RATIONALE": _rationale_line},
+        max_tokens=8,
+        options=TRUE_FALSE,
+        strict=True,
+        problem="no True/False",
+        fallback=NO_TRUE_FALSE,
+    )
 
 
 def truth_label(reply: Reply) -> str:
@@ -75,16 +94,24 @@ def truth_label(reply: Reply) -> str:
     return TRUTH_TO_LABEL.get(reply.value, UNVERIFIED) if reply.ok else UNVERIFIED
 
 
-def choose_label(ctx: Context, prompt: Prompt, labels: list[str] | tuple[str, ...], *, fallback: str,
-                 failures: list[str], images: tuple[str, ...] = (),
-                 **slots: Any) -> tuple[str, float | None, dict[str, float] | None]:
+def choose_label(
+    ctx: Context,
+    prompt: Prompt,
+    labels: list[str] | tuple[str, ...],
+    *,
+    fallback: str,
+    failures: list[str],
+    images: tuple[str, ...] = (),
+    **slots: Any,
+) -> tuple[str, float | None, dict[str, float] | None]:
     """Pick one of `labels` with `prompt` (a decision spec, e.g. one ending in "Verdict:").
 
     Returns (label, confidence, probabilities); when the model asserts none of them unambiguously (see
     `strict_choose`), `fallback`, with the parse failure recorded, never a guess.
     """
-    reply = prompt.ask(ctx.model, options=list(labels), failures=failures, fallback=no_label(fallback),
-                       images=images, **slots)
+    reply = prompt.ask(
+        ctx.model, options=list(labels), failures=failures, fallback=no_label(fallback), images=images, **slots
+    )
     if not reply.ok:
         return fallback, None, None
     return reply.value, reply.confidence, reply.probabilities
@@ -96,12 +123,12 @@ def note_disagreement(rationale: str, label: str, decided_by: str = "the scored 
     stated = stated_conclusion(rationale)
     if stated is None or stated == label or label not in (SUPPORTED, REFUTED):
         return rationale
-    return (f"{rationale}\n[Note: this reasoning concludes {stated}, but the label is {label}, decided by "
-            f"{decided_by}.]")
+    return f"{rationale}\n[Note: this reasoning concludes {stated}, but the label is {label}, decided by {decided_by}.]"
 
 
-def reason_then_label(ctx: Context, reasoning: Prompt, decision: Prompt, *, failures: list[str],
-                      **slots: Any) -> Verdict:
+def reason_then_label(
+    ctx: Context, reasoning: Prompt, decision: Prompt, *, failures: list[str], **slots: Any
+) -> Verdict:
     """Generate a rationale with `reasoning`, then decide True/False with `decision` (its `final_answer`),
     the rationale in view."""
     rationale = reasoning.ask(ctx.model, failures=failures, **slots).value

@@ -6,9 +6,11 @@ from veracity.claims import AMBIGUOUS, CHECKABLE, NOT_CHECKABLE, extract_claims,
 from veracity.llm import Model, UsageMeter
 from veracity.llm.scripted import ScriptedBackend
 
-BIO = ("Lanny Flaherty is an American actor born on December 18, 1949, in Pensacola, Florida. He has appeared "
-       "in numerous films, television shows, and theater productions throughout his career, which began in the "
-       "late 1970s.\r\nSome of his notable film credits include \"King of New York,\" \"The Abyss,\" and \"The Game.\"")
+BIO = (
+    "Lanny Flaherty is an American actor born on December 18, 1949, in Pensacola, Florida. He has appeared "
+    "in numerous films, television shows, and theater productions throughout his career, which began in the "
+    'late 1970s.\r\nSome of his notable film credits include "King of New York," "The Abyss," and "The Game."'
+)
 
 
 def by_text(extraction):
@@ -18,25 +20,31 @@ def by_text(extraction):
 def test_sentence_spans_slice_back_to_the_source_text():
     text = "Dr. Smith was\r\nborn in 1950.   He died in 2001.\n\n- first item\n- second item"
     spans = sentence_spans(text)
-    assert [s.text for s in spans] == ["Dr. Smith was born in 1950.", "He died in 2001.", "- first item",
-                                       "- second item"]
+    assert [s.text for s in spans] == [
+        "Dr. Smith was born in 1950.",
+        "He died in 2001.",
+        "- first item",
+        "- second item",
+    ]
     for s in spans:
-        assert " ".join(text[s.start:s.end].split()) == s.text
+        assert " ".join(text[s.start : s.end].split()) == s.text
 
 
 def test_rules_split_clauses_lists_and_relative_clauses_and_resolve_the_pronoun():
     ex = extract_claims(BIO)
     assert ex.method == "rules"
     claims = by_text(ex)
-    for expected in ("Lanny Flaherty has appeared in numerous films.",
-                     "Lanny Flaherty has appeared in television shows.",
-                     "Lanny Flaherty's career began in the late 1970s.",
-                     "Some of Lanny Flaherty's notable film credits include \"The Abyss\""):
+    for expected in (
+        "Lanny Flaherty has appeared in numerous films.",
+        "Lanny Flaherty has appeared in television shows.",
+        "Lanny Flaherty's career began in the late 1970s.",
+        'Some of Lanny Flaherty\'s notable film credits include "The Abyss"',
+    ):
         assert expected in claims, sorted(claims)
     for c in ex.claims:
         assert c.status == CHECKABLE and c.method == "rules"
         assert all(0 <= s < e <= len(BIO) for s, e in c.spans + c.context)
-    abyss = claims["Some of Lanny Flaherty's notable film credits include \"The Abyss\""]
+    abyss = claims['Some of Lanny Flaherty\'s notable film credits include "The Abyss"']
     assert [BIO[s:e] for s, e in abyss.spans] == ["Some of his notable film credits include", "The Abyss"]
     assert [BIO[s:e] for s, e in abyss.context] == ["Lanny Flaherty"]  # where the name came from
 
@@ -44,15 +52,20 @@ def test_rules_split_clauses_lists_and_relative_clauses_and_resolve_the_pronoun(
 def test_an_elliptical_clause_gets_the_subject_it_shares():
     text = "Marie Curie was born in Warsaw and moved to Paris in 1891; she died in 1934."
     claims = by_text(extract_claims(text))
-    assert set(claims) == {"Marie Curie was born in Warsaw.", "Marie Curie moved to Paris in 1891.",
-                           "Marie Curie died in 1934."}
+    assert set(claims) == {
+        "Marie Curie was born in Warsaw.",
+        "Marie Curie moved to Paris in 1891.",
+        "Marie Curie died in 1934.",
+    }
     moved = claims["Marie Curie moved to Paris in 1891."]
     assert [text[s:e] for s, e in moved.spans] == ["Marie Curie", "moved to Paris in 1891"]
 
 
 def test_unresolvable_references_are_flagged_not_guessed():
-    text = ("He was born in 1950. John Smith met Bill Jones in 1990. He said hello. They married in 2001. "
-            "I was born in Ohio. This was a record.")
+    text = (
+        "He was born in 1950. John Smith met Bill Jones in 1990. He said hello. They married in 2001. "
+        "I was born in Ohio. This was a record."
+    )
     claims = extract_claims(text).claims
     assert [c.status for c in claims] == [AMBIGUOUS, CHECKABLE, AMBIGUOUS, AMBIGUOUS, AMBIGUOUS, AMBIGUOUS]
     assert "no one is named" in claims[0].reason
@@ -68,8 +81,10 @@ def test_a_pronoun_of_an_earlier_person_is_not_resolved_to_a_newer_topic():
 
 
 def test_a_pronoun_after_the_sentences_own_named_subject_means_that_subject():
-    text = ("The Eiffel Tower is a tower in Paris. It was completed in 1889. "
-            "The Colosseum is in Rome, and it was built in AD 80.")
+    text = (
+        "The Eiffel Tower is a tower in Paris. It was completed in 1889. "
+        "The Colosseum is in Rome, and it was built in AD 80."
+    )
     claims = by_text(extract_claims(text))
     assert claims["Eiffel Tower was completed in 1889."].status == CHECKABLE
     built = next(c for t, c in claims.items() if "built in AD 80" in t)
@@ -83,15 +98,21 @@ def test_questions_advice_opinions_and_greetings_are_not_checkable():
     text = "Hello! Is Paris in France? You should visit Paris. I think Paris is lovely. Paris is in France."
     ex = extract_claims(text)
     assert [(c.status, c.reason) for c in ex.claims] == [
-        (NOT_CHECKABLE, "greeting"), (NOT_CHECKABLE, "question"), (NOT_CHECKABLE, "advice"),
-        (NOT_CHECKABLE, "opinion"), (CHECKABLE, "")]
+        (NOT_CHECKABLE, "greeting"),
+        (NOT_CHECKABLE, "question"),
+        (NOT_CHECKABLE, "advice"),
+        (NOT_CHECKABLE, "opinion"),
+        (CHECKABLE, ""),
+    ]
     assert ex.note is None
     assert "no checkable claim" in extract_claims("Hello! How are you? Thanks.").note
 
 
 def test_near_identical_claims_are_merged_with_both_spans_and_different_numbers_are_not():
-    text = "Paris is the capital of France. The city hosted the 1900 Olympics. Paris is the capital of France! " \
-           "The city hosted the 1924 Olympics."
+    text = (
+        "Paris is the capital of France. The city hosted the 1900 Olympics. Paris is the capital of France! "
+        "The city hosted the 1924 Olympics."
+    )
     ex = extract_claims(text)
     capital = [c for c in ex.claims if "capital" in c.text]
     assert len(capital) == 1 and len(capital[0].spans) == 2
@@ -105,10 +126,15 @@ def _model(rules):
 
 def test_the_models_facts_are_read_and_an_unusable_reply_falls_back_to_the_rules():
     text = "Marie Curie was a chemist. She won the Nobel Prize in 1903 and in 1911."
-    model, backend = _model([
-        (r"SENTENCE: Marie Curie was a chemist\.\nFACTS:\n?$", "- Marie Curie was a chemist.\n- The moon is cheese."),
-        (r"SENTENCE: She won the Nobel Prize.*\nFACTS:\n?$", "I cannot help with that."),
-    ])
+    model, backend = _model(
+        [
+            (
+                r"SENTENCE: Marie Curie was a chemist\.\nFACTS:\n?$",
+                "- Marie Curie was a chemist.\n- The moon is cheese.",
+            ),
+            (r"SENTENCE: She won the Nobel Prize.*\nFACTS:\n?$", "I cannot help with that."),
+        ]
+    )
     ex = extract_claims(text, method="model", model=model)
     assert ex.method == "model+rules" and ex.model_sentences == 1 and ex.fallback_sentences == 1
     assert [(c.text, c.method) for c in ex.claims][:1] == [("Marie Curie was a chemist.", "model")]

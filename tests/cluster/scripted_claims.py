@@ -7,9 +7,12 @@ from pathlib import Path
 
 from veracity.config import load_config
 
-EVEN_IS_TRUE = {"rules": [
-    {"match": "Claim = [^\\n]*number \\d*[02468]\\.\\nIs this claim true or false\\?\\nAnswer:$", "reply": " True"},
-    {"match": "Is this claim true or false\\?\\nAnswer:$", "reply": " False"}]}
+EVEN_IS_TRUE = {
+    "rules": [
+        {"match": "Claim = [^\\n]*number \\d*[02468]\\.\\nIs this claim true or false\\?\\nAnswer:$", "reply": " True"},
+        {"match": "Is this claim true or false\\?\\nAnswer:$", "reply": " False"},
+    ]
+}
 
 
 def write_claims(path: Path, n: int, *, labels: bool = True, start: int = 0) -> Path:
@@ -31,8 +34,9 @@ def write_rules(folder: Path) -> str:
 
 
 def scripted_config(folder: Path, **over):
-    return load_config(overrides={"model": write_rules(folder), "cache_path": str(folder / "cache.sqlite"), **over},
-                       env={})
+    return load_config(
+        overrides={"model": write_rules(folder), "cache_path": str(folder / "cache.sqlite"), **over}, env={}
+    )
 
 
 def rows(out: Path) -> list[dict]:

@@ -21,6 +21,7 @@ if importlib.util.find_spec("ray") is None:
 from conftest import veracity_cmd  # noqa: E402
 from scripted_claims import rows, scripted_config, write_claims, write_rules  # noqa: E402
 from stub_server import StubServer, chat_response, message_text  # noqa: E402
+
 from veracity.cluster.dispatch import RayDispatch  # noqa: E402
 from veracity.cluster.local import LocalCluster  # noqa: E402
 from veracity.eval.datasets import load_dataset  # noqa: E402
@@ -111,6 +112,7 @@ def by_number(n: int) -> dict[str, str]:
 def run_on_stub_server(tmp_path, n: int, dispatch: RayDispatch):
     """`n` claims checked by actors that call a stub server answering each claim by its number after 0.3 s:
     (the run's summary, the most calls the server had at once)."""
+
     def respond(body):
         number = int(re.findall(r"number (\d+)\.", message_text(body))[-1])
         return 200, chat_response(" True" if number % 2 == 0 else " False"), 0.3
@@ -118,8 +120,13 @@ def run_on_stub_server(tmp_path, n: int, dispatch: RayDispatch):
     srv = StubServer(respond)
     try:
         ds = load_dataset("jsonl", write_claims(tmp_path / "claims.jsonl", n))
-        config = scripted_config(tmp_path, model="stub", base_url=srv.url, cache=False,
-                                 **{"http.decisions": "parse", "http.endpoint": "chat"})
+        config = scripted_config(
+            tmp_path,
+            model="stub",
+            base_url=srv.url,
+            cache=False,
+            **{"http.decisions": "parse", "http.endpoint": "chat"},
+        )
         summary = run_eval(ds, ["direct"], None, config, tmp_path / "ray", progress=False, dispatch=dispatch)
     finally:
         srv.close()
@@ -141,8 +148,7 @@ def test_a_worker_killed_mid_run_loses_no_item_and_changes_no_prediction(cluster
     assert summary.done == 300 and summary.errors == 0 and not (tmp_path / "ray" / "errors.jsonl").exists()
     assert summary.retried >= 1  # the items the dead worker held were checked again elsewhere
     assert predictions(tmp_path / "ray") == predictions(tmp_path / "local")
-    assert local.done == 300 and Counter(predictions(tmp_path / "local").values()) == {"Supported": 150,
-                                                                                      "Refuted": 150}
+    assert local.done == 300 and Counter(predictions(tmp_path / "local").values()) == {"Supported": 150, "Refuted": 150}
     if restarts == 0:
         assert dispatch.victim.dead  # out of restarts: the other three actors checked the rest
 
@@ -156,8 +162,9 @@ def test_the_budget_is_enforced_across_the_cluster(cluster, tmp_path):
     per_item = usage["prompt_tokens"] + usage["completion_tokens"]
     cap = 10 * per_item  # reached by the 10th result
     dispatch = RayDispatch(actors=4)
-    summary = run_eval(ds, ["direct"], None, config, tmp_path / "ray", budget=Budget(max_tokens=cap),
-                       progress=False, dispatch=dispatch)
+    summary = run_eval(
+        ds, ["direct"], None, config, tmp_path / "ray", budget=Budget(max_tokens=cap), progress=False, dispatch=dispatch
+    )
 
     assert summary.stopped and summary.stopped.startswith("token budget reached")
     in_flight = 4 * 1 * 2  # actors x concurrency x queue depth (the overshoot bound the README states)
@@ -174,37 +181,55 @@ def test_workers_on_every_node_share_the_response_cache_of_runs_without_ray(clus
     def cached(out):
         return {(r["usage"]["total"]["calls"], r["usage"]["total"]["cached_calls"]) for r in rows(out)}
 
-    first = run_eval(ds, ["direct"], None, config, tmp_path / "ray1", progress=False,
-                     dispatch=RayDispatch(actors=4))
+    first = run_eval(ds, ["direct"], None, config, tmp_path / "ray1", progress=False, dispatch=RayDispatch(actors=4))
     assert first.where == "4 Ray actors on 2 nodes" and cached(tmp_path / "ray1") == {(1, 0)}
     # the workers wrote to the driver's cache file: a run without Ray finds every answer there
     run_eval(ds, ["direct"], make_model(config), config, tmp_path / "local", progress=False)
     assert cached(tmp_path / "local") == {(1, 1)}
-    again = run_eval(ds, ["direct"], None, config, tmp_path / "ray2", progress=False,
-                     dispatch=RayDispatch(actors=4))
+    again = run_eval(ds, ["direct"], None, config, tmp_path / "ray2", progress=False, dispatch=RayDispatch(actors=4))
     assert again.done == 40 and cached(tmp_path / "ray2") == {(1, 1)}
     assert predictions(tmp_path / "ray2") == predictions(tmp_path / "local") == predictions(tmp_path / "ray1")
 
 
 def test_an_index_built_on_the_driver_reaches_the_workers(cluster, tmp_path):
-    docs = [Document(id=f"d{i}", title=f"Item {i}", text=f"Item {i} has the number {i}. It is a "
-                     f"{'large' if i > 4 else 'small'} item numbered {i}.") for i in range(8)]
+    docs = [
+        Document(
+            id=f"d{i}",
+            title=f"Item {i}",
+            text=f"Item {i} has the number {i}. It is a {'large' if i > 4 else 'small'} item numbered {i}.",
+        )
+        for i in range(8)
+    ]
     claims = tmp_path / "claims.jsonl"
-    claims.write_text("".join(json.dumps({"id": f"q{i}", "claim": text, "label": label}) + "\n"
-                              for i, (text, label) in enumerate([("Item 3 has the number 3.", "supported"),
-                                                                 ("Item 6 is a large item.", "supported"),
-                                                                 ("Item 1 is numbered 1.", "supported"),
-                                                                 ("Item 7 is a small item.", "refuted")])))
+    claims.write_text(
+        "".join(
+            json.dumps({"id": f"q{i}", "claim": text, "label": label}) + "\n"
+            for i, (text, label) in enumerate(
+                [
+                    ("Item 3 has the number 3.", "supported"),
+                    ("Item 6 is a large item.", "supported"),
+                    ("Item 1 is numbered 1.", "supported"),
+                    ("Item 7 is a small item.", "refuted"),
+                ]
+            )
+        )
+    )
     ds = load_dataset("jsonl", claims)
     config = scripted_config(tmp_path, cache=False)
     index = Index.from_documents(docs).retriever("bm25")  # in memory only: no folder a worker could read
     run_eval(ds, ["lexical"], make_model(config), config, tmp_path / "local", index=index, progress=False)
-    summary = run_eval(ds, ["lexical"], None, config, tmp_path / "ray", index=index, progress=False,
-                       dispatch=RayDispatch(actors=2))
+    summary = run_eval(
+        ds, ["lexical"], None, config, tmp_path / "ray", index=index, progress=False, dispatch=RayDispatch(actors=2)
+    )
 
     def found(out):
-        return {r["id"]: (r["pred"], [e["doc_id"] for s in r["trace"] if s.get("stage") == "retrieval"
-                                      for e in s["results"]]) for r in rows(out)}
+        return {
+            r["id"]: (
+                r["pred"],
+                [e["doc_id"] for s in r["trace"] if s.get("stage") == "retrieval" for e in s["results"]],
+            )
+            for r in rows(out)
+        }
 
     assert summary.done == 4 and found(tmp_path / "ray") == found(tmp_path / "local")
     assert all(docs for _, docs in found(tmp_path / "ray").values())
@@ -222,14 +247,24 @@ def test_a_server_backed_actor_checks_several_items_at_once(cluster, tmp_path):
 def test_cli_check_batch_with_ray_resumes_a_run_made_without_it(cluster, tmp_path, cli_env):
     env = {**cli_env, **cluster.env}
     claims = write_claims(tmp_path / "claims.jsonl", 6, labels=False)
-    args = veracity_cmd() + ["check-batch", str(claims), "--out", str(tmp_path / "out"), "--pipeline", "direct",
-                             "--model", write_rules(tmp_path), "--no-progress"]
+    args = veracity_cmd() + [
+        "check-batch",
+        str(claims),
+        "--out",
+        str(tmp_path / "out"),
+        "--pipeline",
+        "direct",
+        "--model",
+        write_rules(tmp_path),
+        "--no-progress",
+    ]
     first = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
     assert first.returncode == 0, first.stderr
     assert "6 items done, 0 already there" in first.stdout
     write_claims(claims, 4, labels=False, start=6)
-    second = subprocess.run(args + ["--ray", cluster.address, "--ray-actors", "2"], capture_output=True,
-                            text=True, env=env, timeout=300)
+    second = subprocess.run(
+        args + ["--ray", cluster.address, "--ray-actors", "2"], capture_output=True, text=True, env=env, timeout=300
+    )
     assert second.returncode == 0, second.stderr
     assert "4 items done, 6 already there" in second.stdout
     assert "2 Ray actors on 2 nodes" in second.stdout
@@ -240,10 +275,31 @@ def test_cli_check_batch_with_ray_resumes_a_run_made_without_it(cluster, tmp_pat
 def test_cli_eval_with_ray_shows_one_progress_bar_for_all_nodes(cluster, tmp_path, cli_env):
     env = {**cli_env, **cluster.env}
     claims = write_claims(tmp_path / "claims.jsonl", 12)
-    r = subprocess.run(veracity_cmd() + ["eval", "--dataset", "jsonl", "--path", str(claims), "--pipeline", "direct",
-                                         "--model", write_rules(tmp_path), "--out", str(tmp_path / "out"),
-                                         "--no-plots", "--ray", cluster.address, "--ray-actors", "2"],
-                       capture_output=True, text=True, env=env, timeout=300)
+    r = subprocess.run(
+        veracity_cmd()
+        + [
+            "eval",
+            "--dataset",
+            "jsonl",
+            "--path",
+            str(claims),
+            "--pipeline",
+            "direct",
+            "--model",
+            write_rules(tmp_path),
+            "--out",
+            str(tmp_path / "out"),
+            "--no-plots",
+            "--ray",
+            cluster.address,
+            "--ray-actors",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     assert "12 items done, 0 already there, 0 failed" in r.stdout and "| direct | 12 |" in r.stdout
     bar = r.stderr.replace("\r", "\n")

@@ -9,9 +9,9 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import veracity_cmd
 from scripted_claims import rows, write_claims, write_rules
+
 from veracity.cluster.sizing import place, shape_actors
 from veracity.config import load_config
 from veracity.errors import UserError
@@ -24,12 +24,26 @@ def run_python(code: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 def test_runs_without_ray_never_import_it(tmp_path, cli_env):
     claims = write_claims(tmp_path / "claims.jsonl", 5)
     common = ["--pipeline", "direct", "--model", write_rules(tmp_path), "--no-progress"]
-    evaluate = ["eval", "--dataset", "jsonl", "--path", str(claims), "--out", str(tmp_path / "eval"), "--no-plots",
-                "--workers", "2", *common]
+    evaluate = [
+        "eval",
+        "--dataset",
+        "jsonl",
+        "--path",
+        str(claims),
+        "--out",
+        str(tmp_path / "eval"),
+        "--no-plots",
+        "--workers",
+        "2",
+        *common,
+    ]
     batch = ["check-batch", str(claims), "--out", str(tmp_path / "batch"), *common]
-    r = run_python("import sys\nfrom veracity.cli import main\n"
-                   f"codes = [main({evaluate!r}), main({batch!r})]\n"
-                   "print('exit codes', codes, 'ray imported:', 'ray' in sys.modules)", cli_env)
+    r = run_python(
+        "import sys\nfrom veracity.cli import main\n"
+        f"codes = [main({evaluate!r}), main({batch!r})]\n"
+        "print('exit codes', codes, 'ray imported:', 'ray' in sys.modules)",
+        cli_env,
+    )
     assert r.returncode == 0, r.stderr
     assert "exit codes [0, 0] ray imported: False" in r.stdout
     assert len(rows(tmp_path / "eval")) == 5 and len(rows(tmp_path / "batch")) == 5
@@ -38,10 +52,22 @@ def test_runs_without_ray_never_import_it(tmp_path, cli_env):
 
 def test_asking_for_ray_without_it_installed_says_how_to_install_it(tmp_path, cli_env):
     claims = write_claims(tmp_path / "claims.jsonl", 2)
-    args = ["check-batch", str(claims), "--out", str(tmp_path / "out"), "--pipeline", "direct", "--model",
-            write_rules(tmp_path), "--ray"]
-    r = run_python(f"import sys\nsys.modules['ray'] = None  # as if not installed\nfrom veracity.cli import main\n"
-                   f"sys.exit(main({args!r}))", cli_env)
+    args = [
+        "check-batch",
+        str(claims),
+        "--out",
+        str(tmp_path / "out"),
+        "--pipeline",
+        "direct",
+        "--model",
+        write_rules(tmp_path),
+        "--ray",
+    ]
+    r = run_python(
+        f"import sys\nsys.modules['ray'] = None  # as if not installed\nfrom veracity.cli import main\n"
+        f"sys.exit(main({args!r}))",
+        cli_env,
+    )
     assert r.returncode == 2
     assert "--ray needs Ray, which is not installed: pip install 'veracity[ray]'" in r.stderr
     assert "Traceback" not in r.stderr
@@ -49,8 +75,13 @@ def test_asking_for_ray_without_it_installed_says_how_to_install_it(tmp_path, cl
 
 def test_ray_before_the_claims_file_says_the_file_is_no_address(tmp_path, cli_env):
     claims = write_claims(tmp_path / "claims.jsonl", 2)
-    r = subprocess.run(veracity_cmd() + ["check-batch", "--ray", str(claims), "--out", str(tmp_path / "out")],
-                       capture_output=True, text=True, env=cli_env, timeout=60)
+    r = subprocess.run(
+        veracity_cmd() + ["check-batch", "--ray", str(claims), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        env=cli_env,
+        timeout=60,
+    )
     assert r.returncode == 2
     assert f"argument --ray: {str(claims)!r} is not a Ray address" in r.stderr
     assert "put --ray after the claims file" in r.stderr and not (tmp_path / "out").exists()
@@ -62,9 +93,22 @@ def test_a_ray_address_where_nothing_listens_is_one_line_at_once(tmp_path, cli_e
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     claims = write_claims(tmp_path / "claims.jsonl", 2)
-    r = subprocess.run(veracity_cmd() + ["check-batch", str(claims), "--out", str(tmp_path / "out"), "--model",
-                                         write_rules(tmp_path), f"--ray=127.0.0.1:{port}"],
-                       capture_output=True, text=True, env=cli_env, timeout=60)
+    r = subprocess.run(
+        veracity_cmd()
+        + [
+            "check-batch",
+            str(claims),
+            "--out",
+            str(tmp_path / "out"),
+            "--model",
+            write_rules(tmp_path),
+            f"--ray=127.0.0.1:{port}",
+        ],
+        capture_output=True,
+        text=True,
+        env=cli_env,
+        timeout=60,
+    )
     assert r.returncode == 2
     assert f"nothing answers at the Ray address 127.0.0.1:{port}" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "out" / "items.jsonl").exists()
@@ -88,8 +132,9 @@ def test_a_model_run_in_the_actors_gets_cpus_and_as_many_threads():
 
 def test_actors_calling_a_server_reserve_no_cpu_and_check_several_items_at_once():
     nodes = {"head": 0.0, "a": 2.0, "b": 1.0}
-    shape = shape_actors(load_config(overrides={"model": "m", "base_url": "http://127.0.0.1:1/v1"}, env={}), nodes,
-                         concurrency=4)
+    shape = shape_actors(
+        load_config(overrides={"model": "m", "base_url": "http://127.0.0.1:1/v1"}, env={}), nodes, concurrency=4
+    )
     assert (shape.count, shape.cpus, shape.threads, shape.concurrency, shape.capacity) == (3, 0.0, None, 4, 24)
     assert place(shape, nodes) == ["a", "b", "a"]  # round robin over the nodes with CPUs
     assert place(shape_actors(config("scripted:x.json"), nodes, actors=4), nodes) == ["a", "b", "a", "b"]

@@ -6,25 +6,31 @@ from __future__ import annotations
 import pytest
 
 from veracity.defame.judgement import JudgeCalibration, Reading, combine, load_calibration
-from veracity.eval.datasets import AVERITEC_LABELS as LABELS
+from veracity.eval.datasets.averitec import AVERITEC_LABELS as LABELS
 from veracity.verify.model import WEIGHTS_DIR
 
 SUP, REF, NEI, CON = LABELS
-CAL = JudgeCalibration(combination="verifier", decisive_at=0.5, intercepts={"supported": 0.0, "refuted": 0.0,
-                                                                            "nei": 0.0, "conflicting": 0.0})
+CAL = JudgeCalibration(
+    combination="verifier",
+    decisive_at=0.5,
+    intercepts={"supported": 0.0, "refuted": 0.0, "nei": 0.0, "conflicting": 0.0},
+)
 
 
 def r(s: float, f: float) -> Reading:
     return Reading(s, f, 1 - s - f)
 
 
-@pytest.mark.parametrize("readings, label", [
-    ([r(0.9, 0.05), r(0.1, 0.1)], SUP),
-    ([r(0.05, 0.8), r(0.1, 0.1)], REF),
-    ([r(0.9, 0.05), r(0.05, 0.8)], CON),  # decisive sources disagree
-    ([r(0.3, 0.2), r(0.1, 0.45)], NEI),  # nothing decides
-    ([], NEI),  # nothing found
-])
+@pytest.mark.parametrize(
+    "readings, label",
+    [
+        ([r(0.9, 0.05), r(0.1, 0.1)], SUP),
+        ([r(0.05, 0.8), r(0.1, 0.1)], REF),
+        ([r(0.9, 0.05), r(0.05, 0.8)], CON),  # decisive sources disagree
+        ([r(0.3, 0.2), r(0.1, 0.45)], NEI),  # nothing decides
+        ([], NEI),  # nothing found
+    ],
+)
 def test_rules(readings, label):
     out = combine(readings, LABELS, "Supported", CAL)
     assert out.label == label and out.decided_by == "verifier"
@@ -67,9 +73,14 @@ def test_rules_on_the_verifiers_readings_of_small_evidence_sets():
 
 
 def test_an_undecided_claim_takes_the_priors_label_only_after_the_last_round_and_with_its_own_confidence():
-    cal = JudgeCalibration("verifier", 0.5, {**CAL.intercepts, "refuted": 3.0, "undecided": -1.0}, slope=0.0,
-                           prior={"refuted": 0.61, "supported": 0.244, "nei": 0.07, "conflicting": 0.076},
-                           undecided="refuted")
+    cal = JudgeCalibration(
+        "verifier",
+        0.5,
+        {**CAL.intercepts, "refuted": 3.0, "undecided": -1.0},
+        slope=0.0,
+        prior={"refuted": 0.61, "supported": 0.244, "nei": 0.07, "conflicting": 0.076},
+        undecided="refuted",
+    )
     weak = [r(0.3, 0.2)]
     assert combine(weak, LABELS, None, cal).label == NEI  # an earlier round: back to planning
     out = combine(weak, LABELS, None, cal, final=True)

@@ -13,89 +13,136 @@ from veracity.defame.parsing import clean_text, excerpt, grounded, parse_summary
 from veracity.defame.prompts import DEVELOP, JUDGE, JUSTIFY, SUMMARIZE, read_summary, written_query
 from veracity.tools.base import Action
 
-TOOLS = {"web_search": SimpleNamespace(takes_image=False), "image_search": SimpleNamespace(takes_image=False),
-         "reverse_search": SimpleNamespace(takes_image=True)}
+TOOLS = {
+    "web_search": SimpleNamespace(takes_image=False),
+    "image_search": SimpleNamespace(takes_image=False),
+    "reverse_search": SimpleNamespace(takes_image=True),
+}
 SOURCE = "The Eiffel Tower opened its summer season in Paris on 30 May 2023. Visitors climbed to the top floor."
 CLAIM = "The Eiffel Tower was dismantled and moved to Rome in 2023."
 
 
 # -------------------------------------------------------------------------------------------- the plan
 
-@pytest.mark.parametrize("text,actions,rejected", [
-    # 135M: a list that names no tool call at all
-    ("\n- 1. Search: search the web\n- 2. Image search: search images\n- 3. Clap: Clap your hands together.", [], 0),
-    ("\n- 1. 1. 2. 3. 4. 5. 6. 7. 8. 9. 10. 11. 12. 13. 14. 15. 16. 17. 18. 19. 20.", [], 0),
-    ("\n- 1. The Great Wall of China is visible from the Moon with the naked eye.\n- 2. The Great Wall", [], 0),
-    ("", [], 0),
-    # the tool list's placeholder copied
-    ('web_search("query")', [], 1),
-    ('web_search("Query")\nimage_search("Eiffel Tower")', ['image_search("Eiffel Tower")'], 1),
-    # well-formed, and in the shapes small models write them
-    ('web_search("Eiffel Tower location")', ['web_search("Eiffel Tower location")'], 0),
-    ('Actions:\nweb_search("Eiffel Tower Berlin")\nimage_search("Eiffel Tower")',
-     ['web_search("Eiffel Tower Berlin")', 'image_search("Eiffel Tower")'], 0),
-    ('WEB_SEARCH("Eiffel Tower")', ['web_search("Eiffel Tower")'], 0),
-    ('- web_search("Eiffel Tower")', ['web_search("Eiffel Tower")'], 0),
-    ('`web_search("Eiffel Tower")`', ['web_search("Eiffel Tower")'], 0),
-    ("web_search(\u201cEiffel Tower\u201d)", ['web_search("Eiffel Tower")'], 0),
-    ("web_search('Eiffel Tower')", ['web_search("Eiffel Tower")'], 0),
-    ("web_search(Eiffel Tower)", ['web_search("Eiffel Tower")'], 0),
-    ("reverse_search(<image:1>)", ["reverse_search(<image:1>)"], 0),
-    ('I will run web_search("Eiffel Tower Rome") and then stop.', ['web_search("Eiffel Tower Rome")'], 0),
-    # unusable calls are rejected with a reason
-    ('search("Eiffel Tower")', [], 1), ('reverse_search("Eiffel Tower")', [], 1), ("web_search(<image:1>)", [], 1),
-    ('web_search("")', [], 0),  # an empty argument is no call at all
-    ('web_search("old query")', [], 1),  # already executed
-    ('web_search("a")\nweb_search("b")\nweb_search("c")\nweb_search("d")',
-     ['web_search("a")', 'web_search("b")', 'web_search("c")'], 1),
-    ('web_search("Eiffel Tower")\nweb_search("Eiffel Tower")', ['web_search("Eiffel Tower")'], 1),
-    # truncated mid-call
-    ('web_search("Eiffel Tow', [], 0),
-])
+
+@pytest.mark.parametrize(
+    "text,actions,rejected",
+    [
+        # 135M: a list that names no tool call at all
+        (
+            "\n- 1. Search: search the web\n- 2. Image search: search images\n- 3. Clap: Clap your hands together.",
+            [],
+            0,
+        ),
+        ("\n- 1. 1. 2. 3. 4. 5. 6. 7. 8. 9. 10. 11. 12. 13. 14. 15. 16. 17. 18. 19. 20.", [], 0),
+        ("\n- 1. The Great Wall of China is visible from the Moon with the naked eye.\n- 2. The Great Wall", [], 0),
+        ("", [], 0),
+        # the tool list's placeholder copied
+        ('web_search("query")', [], 1),
+        ('web_search("Query")\nimage_search("Eiffel Tower")', ['image_search("Eiffel Tower")'], 1),
+        # well-formed, and in the shapes small models write them
+        ('web_search("Eiffel Tower location")', ['web_search("Eiffel Tower location")'], 0),
+        (
+            'Actions:\nweb_search("Eiffel Tower Berlin")\nimage_search("Eiffel Tower")',
+            ['web_search("Eiffel Tower Berlin")', 'image_search("Eiffel Tower")'],
+            0,
+        ),
+        ('WEB_SEARCH("Eiffel Tower")', ['web_search("Eiffel Tower")'], 0),
+        ('- web_search("Eiffel Tower")', ['web_search("Eiffel Tower")'], 0),
+        ('`web_search("Eiffel Tower")`', ['web_search("Eiffel Tower")'], 0),
+        ("web_search(\u201cEiffel Tower\u201d)", ['web_search("Eiffel Tower")'], 0),
+        ("web_search('Eiffel Tower')", ['web_search("Eiffel Tower")'], 0),
+        ("web_search(Eiffel Tower)", ['web_search("Eiffel Tower")'], 0),
+        ("reverse_search(<image:1>)", ["reverse_search(<image:1>)"], 0),
+        ('I will run web_search("Eiffel Tower Rome") and then stop.', ['web_search("Eiffel Tower Rome")'], 0),
+        # unusable calls are rejected with a reason
+        ('search("Eiffel Tower")', [], 1),
+        ('reverse_search("Eiffel Tower")', [], 1),
+        ("web_search(<image:1>)", [], 1),
+        ('web_search("")', [], 0),  # an empty argument is no call at all
+        ('web_search("old query")', [], 1),  # already executed
+        (
+            'web_search("a")\nweb_search("b")\nweb_search("c")\nweb_search("d")',
+            ['web_search("a")', 'web_search("b")', 'web_search("c")'],
+            1,
+        ),
+        ('web_search("Eiffel Tower")\nweb_search("Eiffel Tower")', ['web_search("Eiffel Tower")'], 1),
+        # truncated mid-call
+        ('web_search("Eiffel Tow', [], 0),
+    ],
+)
 def test_parse_plan(text, actions, rejected):
     plan = parse_plan(text, TOOLS, {Action("web_search", "old query").key()}, max_actions=3)
     assert [a.render() for a in plan.actions] == actions
     assert len(plan.rejected) == rejected
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("Eiffel Tower", "Eiffel Tower"),  # 135M
-    ("query", ""), ("Query", ""),  # 135M: the placeholder of the tool list, copied
-    ("\u201cEiffel Tower\u201d", "Eiffel Tower"), ("'Eiffel Tower Berlin'", "Eiffel Tower Berlin"),
-    ("  Eiffel\n Tower ", "Eiffel Tower"), ("", ""), ("  ", ""),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("Eiffel Tower", "Eiffel Tower"),  # 135M
+        ("query", ""),
+        ("Query", ""),  # 135M: the placeholder of the tool list, copied
+        ("\u201cEiffel Tower\u201d", "Eiffel Tower"),
+        ("'Eiffel Tower Berlin'", "Eiffel Tower Berlin"),
+        ("  Eiffel\n Tower ", "Eiffel Tower"),
+        ("", ""),
+        ("  ", ""),
+    ],
+)
 def test_written_query(text, expected):
     assert written_query(text) == expected
 
 
 # -------------------------------------------------------------------------------------------- free text stages
 
-@pytest.mark.parametrize("text,limit,expected", [
-    # 135M, develop and justify
-    (" The Eiffel Tower is located in Paris.", 800, "The Eiffel Tower is located in Paris."),
-    (" The claim is incomplete. The evidence is incomplete.", 800, "The claim is incomplete. The evidence is incomplete."),
-    (" The evidence provided by the court in the case is that Barack Obama was born in Hawaii.", 1200,
-     "The evidence provided by the court in the case is that Barack Obama was born in Hawaii."),
-    # 135M, the judge's key findings: the same sentence over and over is cut at the first repeat
-    ("\n- The Great Wall of China is visible from the Moon with the naked eye.\n- The Great Wall of China is visible "
-     "from the Moon with the naked eye.\n- The Great Wall of China is visible from the Moon wi", 600,
-     "The Great Wall of China is visible from the Moon with the naked eye."),
-    # 135M, the judge repeating the prompt's label list: kept as the findings (the label is decided apart)
-    ("\n- Supported: the evidence confirms the claim\n- Refuted: the evidence contradicts the claim", 600,
-     "Supported: the evidence confirms the claim Refuted: the evidence contradicts the claim"),
-    # the model repeats the cue, in bold too, or starts the next block
-    (" Summary: The tower opened in 1889.", 80, "The tower opened in 1889."),
-    ("**Key findings:** The tower is in Paris.", 80, "The tower is in Paris."),
-    (" Justification: The tower stayed in Paris ([Wiki](https://x.org)).", 80,
-     "The tower stayed in Paris ([Wiki](https://x.org))."),
-    (" The page says the tower is 330 m tall. Evidence: - something", 80, "The page says the tower is 330 m tall."),
-    ("Record:\nClaim: x", 80, ""),
-    (" It is in Paris.\n\nRecord:\nClaim: The tower is in Rome.", 80, "It is in Paris."),
-    (" It opened in 1889; it is 330 m tall; it opened in 1889.", 80, "It opened in 1889; it is 330 m tall;"),
-    ("- The tower is 330 m tall.", 80, "The tower is 330 m tall."),
-    ("", 80, ""), ("\n\n", 80, ""),
-    ("word " * 50, 40, "word word word word word word word word\u2026"),
-])
+
+@pytest.mark.parametrize(
+    "text,limit,expected",
+    [
+        # 135M, develop and justify
+        (" The Eiffel Tower is located in Paris.", 800, "The Eiffel Tower is located in Paris."),
+        (
+            " The claim is incomplete. The evidence is incomplete.",
+            800,
+            "The claim is incomplete. The evidence is incomplete.",
+        ),
+        (
+            " The evidence provided by the court in the case is that Barack Obama was born in Hawaii.",
+            1200,
+            "The evidence provided by the court in the case is that Barack Obama was born in Hawaii.",
+        ),
+        # 135M, the judge's key findings: the same sentence over and over is cut at the first repeat
+        (
+            "\n- The Great Wall of China is visible from the Moon with the naked eye.\n- The Great Wall of China is visible "
+            "from the Moon with the naked eye.\n- The Great Wall of China is visible from the Moon wi",
+            600,
+            "The Great Wall of China is visible from the Moon with the naked eye.",
+        ),
+        # 135M, the judge repeating the prompt's label list: kept as the findings (the label is decided apart)
+        (
+            "\n- Supported: the evidence confirms the claim\n- Refuted: the evidence contradicts the claim",
+            600,
+            "Supported: the evidence confirms the claim Refuted: the evidence contradicts the claim",
+        ),
+        # the model repeats the cue, in bold too, or starts the next block
+        (" Summary: The tower opened in 1889.", 80, "The tower opened in 1889."),
+        ("**Key findings:** The tower is in Paris.", 80, "The tower is in Paris."),
+        (
+            " Justification: The tower stayed in Paris ([Wiki](https://x.org)).",
+            80,
+            "The tower stayed in Paris ([Wiki](https://x.org)).",
+        ),
+        (" The page says the tower is 330 m tall. Evidence: - something", 80, "The page says the tower is 330 m tall."),
+        ("Record:\nClaim: x", 80, ""),
+        (" It is in Paris.\n\nRecord:\nClaim: The tower is in Rome.", 80, "It is in Paris."),
+        (" It opened in 1889; it is 330 m tall; it opened in 1889.", 80, "It opened in 1889; it is 330 m tall;"),
+        ("- The tower is 330 m tall.", 80, "The tower is 330 m tall."),
+        ("", 80, ""),
+        ("\n\n", 80, ""),
+        ("word " * 50, 40, "word word word word word word word word\u2026"),
+    ],
+)
 def test_clean_text(text, limit, expected):
     assert clean_text(text, limit) == expected
 
@@ -105,38 +152,61 @@ def test_the_free_text_stages_read_with_their_limits():
     assert len(DEVELOP.parser(long)) == 800 and len(JUDGE.parser(long)) == 600 and len(JUSTIFY.parser(long)) == 1200
 
 
-@pytest.mark.parametrize("text,expected", [
-    (" NONE", None),  # 135M
-    ("NONE.", None), ("none", None), (" N/A", None), (" Irrelevant.", None), (" Not relevant to the claim.", None),
-    (" None of the results mention it.", None), ("", None), ("\n\nRecord:", None),
-    (" Summary: The tower opened in 1889.", "The tower opened in 1889."),
-    (" Nonetheless the tower stayed in Paris.", "Nonetheless the tower stayed in Paris."),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        (" NONE", None),  # 135M
+        ("NONE.", None),
+        ("none", None),
+        (" N/A", None),
+        (" Irrelevant.", None),
+        (" Not relevant to the claim.", None),
+        (" None of the results mention it.", None),
+        ("", None),
+        ("\n\nRecord:", None),
+        (" Summary: The tower opened in 1889.", "The tower opened in 1889."),
+        (" Nonetheless the tower stayed in Paris.", "Nonetheless the tower stayed in Paris."),
+    ],
+)
 def test_parse_summary(text, expected):
     assert parse_summary(text, 400) == expected
 
 
-@pytest.mark.parametrize("text,summary,is_grounded", [
-    (" NONE", None, True),  # 135M: nothing to summarize is a usable answer
-    (" The tower opened its summer season in Paris on 30 May 2023.",
-     "The tower opened its summer season in Paris on 30 May 2023.", True),
-    # the claim written again, or something the source does not say
-    (" " + CLAIM, CLAIM, False),
-    (" The tower was painted green by Napoleon.", "The tower was painted green by Napoleon.", False),
-    # grounding is lexical: the claim's own words ("Rome") are not counted against a summary
-    (" Visitors climbed to the top floor of the Eiffel Tower in Rome.",
-     "Visitors climbed to the top floor of the Eiffel Tower in Rome.", True),
-])
+@pytest.mark.parametrize(
+    "text,summary,is_grounded",
+    [
+        (" NONE", None, True),  # 135M: nothing to summarize is a usable answer
+        (
+            " The tower opened its summer season in Paris on 30 May 2023.",
+            "The tower opened its summer season in Paris on 30 May 2023.",
+            True,
+        ),
+        # the claim written again, or something the source does not say
+        (" " + CLAIM, CLAIM, False),
+        (" The tower was painted green by Napoleon.", "The tower was painted green by Napoleon.", False),
+        # grounding is lexical: the claim's own words ("Rome") are not counted against a summary
+        (
+            " Visitors climbed to the top floor of the Eiffel Tower in Rome.",
+            "Visitors climbed to the top floor of the Eiffel Tower in Rome.",
+            True,
+        ),
+    ],
+)
 def test_read_summary_marks_a_summary_not_drawn_from_the_source(text, summary, is_grounded):
     read = read_summary(text, SOURCE, CLAIM)
     assert (read.text, read.grounded) == (summary, is_grounded)
     assert SUMMARIZE.usable(read) is is_grounded
 
 
-@pytest.mark.parametrize("summary,is_grounded", [
-    ("The Eiffel Tower was moved to Rome.", False),  # nothing beyond the claim's words
-    ("It opened its summer season on 30 May.", True), ("Napoleon painted it green.", False), ("", False),
-])
+@pytest.mark.parametrize(
+    "summary,is_grounded",
+    [
+        ("The Eiffel Tower was moved to Rome.", False),  # nothing beyond the claim's words
+        ("It opened its summer season on 30 May.", True),
+        ("Napoleon painted it green.", False),
+        ("", False),
+    ],
+)
 def test_grounded(summary, is_grounded):
     assert grounded(summary, SOURCE, CLAIM) is is_grounded
 

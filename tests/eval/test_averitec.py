@@ -37,6 +37,7 @@ def by_formula(m: int, hyp: int, ref: int, chunks: int) -> float:
 
 # --------------------------------------------------------------------------- METEOR
 
+
 def test_identical_strings_score_one_less_the_fragmentation_penalty_of_one_chunk():
     # 6 words, all matched, 1 chunk: 1 - 0.5 / 6^3
     assert meteor("the cat sat on a mat", "the cat sat on a mat") == pytest.approx(1 - 0.5 / 216)
@@ -78,6 +79,7 @@ def test_tokenizer_splits_sentence_final_periods_like_word_tokenize():
 
 # --------------------------------------------------------------------------- matching and the claim's scores
 
+
 def table(values: dict[tuple[str, str], float]):
     return lambda p, g: values[(p, g)]
 
@@ -104,25 +106,35 @@ def test_only_the_first_ten_pairs_are_read():
 
 
 def test_gold_strings_follow_the_scorer():
-    gold = [{"question": "Q1?", "answers": [{"answer": "Yes", "answer_type": "Boolean", "boolean_explanation": "B."},
-                                            {"answer": "It was.", "answer_type": "Extractive"}]},
-            {"question": "Q2?", "answers": []}]
+    gold = [
+        {
+            "question": "Q1?",
+            "answers": [
+                {"answer": "Yes", "answer_type": "Boolean", "boolean_explanation": "B."},
+                {"answer": "It was.", "answer_type": "Extractive"},
+            ],
+        },
+        {"question": "Q2?", "answers": []},
+    ]
     assert gold_qa_strings(gold) == ["Q1? Yes. B.", "Q1? It was.", "Q2? No answer could be found."]
 
 
 def test_the_averitec_score_needs_the_right_label_and_qa_above_the_threshold():
     gold = [{"question": "g", "answers": [{"answer": "a", "answer_type": "Abstractive"}]}]
     pred = [{"question": "p", "answer": "a"}]
-    for qa, label, expected in [(0.26, "Refuted", 1.0), (0.24, "Refuted", 0.0), (0.25, "Refuted", 0.0),
-                                (0.9, "Supported", 0.0)]:
+    for qa, label, expected in [
+        (0.26, "Refuted", 1.0),
+        (0.24, "Refuted", 0.0),
+        (0.25, "Refuted", 0.0),
+        (0.9, "Supported", 0.0),
+    ]:
         s = claim_scores(pred, label, "Refuted", gold, lambda p, g, v=qa: v)
         assert s["qa"] == pytest.approx(qa) and s["averitec"] == expected, (qa, label)
 
 
 def test_a_claim_without_predicted_evidence_scores_zero():
     gold = [{"question": "Was it?", "answers": [{"answer": "Yes", "answer_type": "Abstractive"}]}]
-    assert claim_scores([], "Refuted", "Refuted", gold) == {"q_only": 0.0, "qa": 0.0, "correct": 1.0,
-                                                            "averitec": 0.0}
+    assert claim_scores([], "Refuted", "Refuted", gold) == {"q_only": 0.0, "qa": 0.0, "correct": 1.0, "averitec": 0.0}
 
 
 def test_real_meteor_through_the_claim_scores():
@@ -137,19 +149,33 @@ def test_real_meteor_through_the_claim_scores():
 # --------------------------------------------------------------------------- the submission from DEFAME
 
 CLAIM = "The Eiffel Tower was dismantled and moved to Rome in 2023."
-DOCS = [Document("eiffel-2023", "Eiffel Tower summer season 2023",
-                 "In May 2023 the Eiffel Tower in Paris opened its summer season and welcomed visitors.",
-                 url="https://example.org/eiffel-2023", date="2023-05-30"),
-        Document("colosseum", "Colosseum visitor numbers",
-                 "The Colosseum in Rome had 12 million visitors in 2023.", url="https://example.org/colosseum")]
+DOCS = [
+    Document(
+        "eiffel-2023",
+        "Eiffel Tower summer season 2023",
+        "In May 2023 the Eiffel Tower in Paris opened its summer season and welcomed visitors.",
+        url="https://example.org/eiffel-2023",
+        date="2023-05-30",
+    ),
+    Document(
+        "colosseum",
+        "Colosseum visitor numbers",
+        "The Colosseum in Rome had 12 million visitors in 2023.",
+        url="https://example.org/colosseum",
+    ),
+]
 
 
 def defame_rules():
     return [
         (r"Next action:\s*$", "stop web_search"),
         (r'Next action:\s*[a-z_]+\("$', "Eiffel Tower Rome 2023"),
-        (r"Summary:$", lambda req: "The page says: " + re.findall(r"<result>\n(.*?)\n</result>",
-                                                                  req.messages[-1][1], re.S)[-1][:60]),
+        (
+            r"Summary:$",
+            lambda req: (
+                "The page says: " + re.findall(r"<result>\n(.*?)\n</result>", req.messages[-1][1], re.S)[-1][:60]
+            ),
+        ),
         (r"Elaboration:$", "The tower was in Paris in May 2023."),
         (r"Key findings:$", "The Eiffel Tower stayed in Paris in 2023."),
         (r"Verdict:$", "Refuted"),
@@ -159,8 +185,14 @@ def defame_rules():
 
 def test_submission_of_a_scripted_defame_run():
     config = load_config()
-    res = run_check(Claim(CLAIM), get_pipeline("defame", config), Model(ScriptedBackend(defame_rules())), config,
-                    retriever=Index.from_documents(DOCS).retriever("bm25"), labels=averitec.AVERITEC_LABELS)
+    res = run_check(
+        Claim(CLAIM),
+        get_pipeline("defame", config),
+        Model(ScriptedBackend(defame_rules())),
+        config,
+        retriever=Index.from_documents(DOCS).retriever("bm25"),
+        labels=averitec.AVERITEC_LABELS,
+    )
     row = {"pred": res.verdict.label, "verdict": res.verdict.to_dict(), "trace": res.trace}
     entry = json.loads(json.dumps(submission_entry(row, "7", CLAIM)))
     assert entry["claim_id"] == 7 and entry["claim"] == CLAIM and entry["pred_label"] == "Refuted"
@@ -177,13 +209,27 @@ def test_submission_of_a_scripted_defame_run():
 
 
 def test_qacheck_steps_and_closed_book_rows():
-    row = {"pred": "Supported", "verdict": {"rationale": "r", "steps": [
-        {"depth": 1, "question": "Where is it?", "answer": "Paris",
-         "evidence": [{"text": "t", "url": None}, {"text": "u", "url": "https://e.org/p"}]},
-        {"depth": 2, "question": "When?", "answer": "2023", "evidence": []}]}, "trace": []}
+    row = {
+        "pred": "Supported",
+        "verdict": {
+            "rationale": "r",
+            "steps": [
+                {
+                    "depth": 1,
+                    "question": "Where is it?",
+                    "answer": "Paris",
+                    "evidence": [{"text": "t", "url": None}, {"text": "u", "url": "https://e.org/p"}],
+                },
+                {"depth": 2, "question": "When?", "answer": "2023", "evidence": []},
+            ],
+        },
+        "trace": [],
+    }
     pairs = evidence_pairs(row, "c")
     assert [(p["question"], p["answer"], p["url"]) for p in pairs] == [
-        ("Where is it?", "Paris", "https://e.org/p"), ("When?", "2023", "")]
+        ("Where is it?", "Paris", "https://e.org/p"),
+        ("When?", "2023", ""),
+    ]
     assert "QACheck step 2" in pairs[1]["from"] and "no source URL" in pairs[1]["from"]
     assert evidence_pairs({"pred": "Refuted", "verdict": {"steps": []}, "trace": []}, "c") == []
     odd = submission_entry({"pred": "Unverified", "verdict": {}, "trace": []}, "c3", "c")
@@ -197,11 +243,24 @@ def test_dev_gold_pairs_score_themselves_near_one(tmp_path):
     ds = load_dataset("averitec", DEV, setting="closed-book")
     item = ds.items[0]
     gold = item.metadata["questions"]
-    pred = [{"question": q["question"], "answer": a["answer"] + (". " + a["boolean_explanation"]
-                                                                   if a.get("answer_type") == "Boolean" else "")}
-            for q in gold for a in q["answers"]]
-    rows = [{"dataset": "averitec", "pipeline": "oracle", "id": item.id, "pred": item.gold,
-             "verdict": {"steps": [{"depth": n, **p, "evidence": []} for n, p in enumerate(pred)]}, "trace": []}]
+    pred = [
+        {
+            "question": q["question"],
+            "answer": a["answer"] + (". " + a["boolean_explanation"] if a.get("answer_type") == "Boolean" else ""),
+        }
+        for q in gold
+        for a in q["answers"]
+    ]
+    rows = [
+        {
+            "dataset": "averitec",
+            "pipeline": "oracle",
+            "id": item.id,
+            "pred": item.gold,
+            "verdict": {"steps": [{"depth": n, **p, "evidence": []} for n, p in enumerate(pred)]},
+            "trace": [],
+        }
+    ]
     s = averitec.scores(rows, ds)["oracle"]
     assert s["n"] == 1 and s["accuracy"] == 1.0 and s["averitec"] == 1.0 and s["qa"] > 0.95
     out = averitec.write_outputs(tmp_path, rows, ds, str(tmp_path / "sub.json"))
@@ -216,29 +275,68 @@ def test_cli_writes_the_submission_and_the_report_shows_the_scores(tmp_path, cli
 
     from conftest import veracity_cmd
 
-    records = [{"claim": c, "label": l, "claim_date": "1-1-2020", "justification": "j",
-                "questions": [{"question": "Was it so?", "answers": [{"answer": "No", "answer_type": "Abstractive",
-                                                                      "source_url": "https://e.org"}]}]}
-               for c, l in [("The moon is made of cheese.", "Refuted"), ("Water is wet.", "Supported")]]
+    records = [
+        {
+            "claim": c,
+            "label": l,
+            "claim_date": "1-1-2020",
+            "justification": "j",
+            "questions": [
+                {
+                    "question": "Was it so?",
+                    "answers": [{"answer": "No", "answer_type": "Abstractive", "source_url": "https://e.org"}],
+                }
+            ],
+        }
+        for c, l in [("The moon is made of cheese.", "Refuted"), ("Water is wet.", "Supported")]
+    ]
     data = tmp_path / "dev.json"
     data.write_text(json.dumps(records))
     rules = tmp_path / "rules.json"
     rules.write_text(json.dumps({"rules": [{"match": ".*", "reply": "Refuted"}]}))
     out, sub = tmp_path / "out", tmp_path / "submission.json"
-    r = subprocess.run(veracity_cmd() + ["eval", "--dataset", "averitec", "--path", str(data), "--setting",
-                                         "closed-book", "--pipeline", "direct", "--model", f"scripted:{rules}",
-                                         "--out", str(out), "--no-plots", "--no-progress",
-                                         "--averitec-out", str(sub)],
-                       capture_output=True, text=True, env=cli_env, timeout=300)
+    r = subprocess.run(
+        veracity_cmd()
+        + [
+            "eval",
+            "--dataset",
+            "averitec",
+            "--path",
+            str(data),
+            "--setting",
+            "closed-book",
+            "--pipeline",
+            "direct",
+            "--model",
+            f"scripted:{rules}",
+            "--out",
+            str(out),
+            "--no-plots",
+            "--no-progress",
+            "--averitec-out",
+            str(sub),
+        ],
+        capture_output=True,
+        text=True,
+        env=cli_env,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     entries = json.loads(sub.read_text())
-    assert [(e["claim_id"], e["pred_label"], e["evidence"]) for e in entries] == [(0, "Refuted", []),
-                                                                                 (1, "Refuted", [])]
+    assert [(e["claim_id"], e["pred_label"], e["evidence"]) for e in entries] == [
+        (0, "Refuted", []),
+        (1, "Refuted", []),
+    ]
     scores = json.loads((out / averitec.SCORES).read_text())["pipelines"]["direct"]
     assert scores == {"n": 2, "accuracy": 0.5, "q_only": 0.0, "qa": 0.0, "averitec": 0.0}
     assert "| direct | 2 | 50.00 | 0.0000 | 0.0000 | 0.00 |" in r.stdout
     assert "| direct | 2 | 50.00 |" in (out / "report.md").read_text()
-    bad = subprocess.run(veracity_cmd() + ["eval", "--dataset", "jsonl", "--path", str(data), "--out", str(out),
-                                           "--averitec-out", str(sub)],
-                         capture_output=True, text=True, env=cli_env, timeout=120)
+    bad = subprocess.run(
+        veracity_cmd()
+        + ["eval", "--dataset", "jsonl", "--path", str(data), "--out", str(out), "--averitec-out", str(sub)],
+        capture_output=True,
+        text=True,
+        env=cli_env,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "--averitec-out needs --dataset averitec" in bad.stderr

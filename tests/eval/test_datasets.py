@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from veracity.errors import UserError
-from veracity.eval.datasets import DATASETS, clean_wiki_links, load_dataset
+from veracity.eval.datasets import DATASETS, load_dataset
+from veracity.eval.datasets.feverous import clean_wiki_links
 
 BENCHMARKS = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks"
 
@@ -89,8 +90,11 @@ def test_hover_wrong_hop_count_is_an_error():
 def test_averitec_pooled():
     ds = load_dataset("averitec", shared("averitec/dev_200.json"))
     assert (ds.setting, ds.metric, len(ds.items)) == ("pooled", "accuracy", 200)
-    assert set(ds.labels) == {i.gold for i in ds.items} == {
-        "Supported", "Refuted", "Not Enough Evidence", "Conflicting Evidence/Cherrypicking"}
+    assert (
+        set(ds.labels)
+        == {i.gold for i in ds.items}
+        == {"Supported", "Refuted", "Not Enough Evidence", "Conflicting Evidence/Cherrypicking"}
+    )
     assert ds.reference == {"defame": 74.0, "cot": 60.6}
     assert ds.label_map["Supported"] in ds.labels and ds.label_map["Refuted"] in ds.labels
     assert all(not i.evidence and i.metadata["questions"] for i in ds.items)
@@ -136,7 +140,8 @@ def test_mirage_all_tasks():
     assert (ds.name, ds.setting, ds.metric) == ("mirage", "multiple-choice", "accuracy")
     assert len(ds.items) == 750 and len({i.id for i in ds.items}) == 750
     assert Counter(i.metadata["task"] for i in ds.items) == {
-        t: 150 for t in ("medqa", "medmcqa", "pubmedqa", "bioasq", "mmlu")}
+        t: 150 for t in ("medqa", "medmcqa", "pubmedqa", "bioasq", "mmlu")
+    }
     assert all(i.gold in i.metadata["options"] for i in ds.items)
     assert all(i.claim.metadata["options"] == i.metadata["options"] for i in ds.items)
     assert ds.reference["answer:fc-rag"] == 79.71
@@ -174,15 +179,24 @@ def write_jsonl(path: Path, records: list) -> Path:
 
 
 def test_jsonl_labels_evidence_and_fields(tmp_path):
-    path = write_jsonl(tmp_path / "claims.jsonl", [
-        {"id": "a", "claim": "The sky is green.", "label": "REFUTES", "evidence": "The sky is blue."},
-        {"claim": "Water is wet.", "label": "true", "evidence": ["Water wets things.", "It is a liquid."],
-         "date": "2024-01-02", "image": "http://x/y.png", "topic": "science"},
-        "",
-        {"claim": "It depends.", "label": "Not Enough Evidence"},
-        {"claim": "Paris is in France.", "label": "SUPPORTED", "images": ["a.jpg", "b.jpg"]},
-        {"claim": "Two plus two is five.", "label": "NOT_SUPPORTED"},
-    ])
+    path = write_jsonl(
+        tmp_path / "claims.jsonl",
+        [
+            {"id": "a", "claim": "The sky is green.", "label": "REFUTES", "evidence": "The sky is blue."},
+            {
+                "claim": "Water is wet.",
+                "label": "true",
+                "evidence": ["Water wets things.", "It is a liquid."],
+                "date": "2024-01-02",
+                "image": "http://x/y.png",
+                "topic": "science",
+            },
+            "",
+            {"claim": "It depends.", "label": "Not Enough Evidence"},
+            {"claim": "Paris is in France.", "label": "SUPPORTED", "images": ["a.jpg", "b.jpg"]},
+            {"claim": "Two plus two is five.", "label": "NOT_SUPPORTED"},
+        ],
+    )
     ds = load_dataset("jsonl", path)
     assert (ds.name, ds.setting, ds.metric) == ("jsonl", "user", "macro_f1")
     assert [i.gold for i in ds.items] == ["Refuted", "Supported", "Not Enough Evidence", "Supported", "Refuted"]
@@ -279,23 +293,44 @@ def test_claims_all_with_one_label_are_still_a_two_label_task(tmp_path, label):
     from veracity.llm import Model
     from veracity.llm.scripted import ScriptedBackend
     from veracity.registry import get_pipeline
-    from veracity.retrieval import Document, Index
+    from veracity.retrieval import Index
 
-    ds = load_dataset("jsonl", write_jsonl(tmp_path / "one.jsonl", [
-        {"claim": "The Danube flows through Vienna.", "label": label,
-         "evidence": ["The Danube flows through Vienna and Budapest."]}]))
+    ds = load_dataset(
+        "jsonl",
+        write_jsonl(
+            tmp_path / "one.jsonl",
+            [
+                {
+                    "claim": "The Danube flows through Vienna.",
+                    "label": label,
+                    "evidence": ["The Danube flows through Vienna and Budapest."],
+                }
+            ],
+        ),
+    )
     assert ds.labels == ("Supported", "Refuted")
     item = ds.items[0]
     retriever = Index.from_documents(item.evidence).retriever("bm25")
     config = load_config(overrides={"cache": False}, env={})
     for name in ("lexical", "verifier"):
-        res = run_check(item.claim, get_pipeline(name, config), Model(ScriptedBackend([])), config,
-                        retriever=retriever, labels=ds.labels)
+        res = run_check(
+            item.claim,
+            get_pipeline(name, config),
+            Model(ScriptedBackend([])),
+            config,
+            retriever=retriever,
+            labels=ds.labels,
+        )
         assert res.verdict.label in ds.labels
 
 
 def test_claims_all_with_one_other_label_are_refused_with_the_reason(tmp_path):
-    path = write_jsonl(tmp_path / "acc.jsonl", [{"claim": "The Danube flows through Vienna.", "label": "Accurate"},
-                                                {"claim": "The Rhine flows through Basel.", "label": "Accurate"}])
+    path = write_jsonl(
+        tmp_path / "acc.jsonl",
+        [
+            {"claim": "The Danube flows through Vienna.", "label": "Accurate"},
+            {"claim": "The Rhine flows through Basel.", "label": "Accurate"},
+        ],
+    )
     with pytest.raises(UserError, match="every labelled claim is 'Accurate': a pipeline needs two labels or more"):
         load_dataset("jsonl", path)

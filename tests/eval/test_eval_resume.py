@@ -9,29 +9,55 @@ import os
 import subprocess
 
 import pytest
-
 from conftest import veracity_cmd
+
 from veracity.eval.report import build_report, load_rows
 from veracity.eval.runner import ITEMS, MANIFEST, read_done, read_manifest
 
-CLAIMS = [("The Orrin Bridge stands in Tallinn.", "supported"),
-          ("Kestrel Bay was written by Mara Lind.", "supported"),
-          ("The Orrin Bridge is made of glass.", "refuted"),
-          ("Tallinn is the capital of Estonia.", "supported")]
+CLAIMS = [
+    ("The Orrin Bridge stands in Tallinn.", "supported"),
+    ("Kestrel Bay was written by Mara Lind.", "supported"),
+    ("The Orrin Bridge is made of glass.", "refuted"),
+    ("Tallinn is the capital of Estonia.", "supported"),
+]
 
 
 @pytest.fixture
 def run_args(tmp_path):
     claims = tmp_path / "claims.jsonl"
-    claims.write_text("".join(json.dumps({"id": f"c{i}", "claim": c, "label": l}) + "\n"
-                              for i, (c, l) in enumerate(CLAIMS)))
+    claims.write_text(
+        "".join(json.dumps({"id": f"c{i}", "claim": c, "label": l}) + "\n" for i, (c, l) in enumerate(CLAIMS))
+    )
     rules = tmp_path / "rules.json"
-    rules.write_text(json.dumps({"rules": [
-        {"match": "Claim = [^\\n]*Tallinn[^\\n]*\\nIs this claim true or false\\?\\nAnswer:$", "reply": " True"},
-        {"match": "Is this claim true or false\\?\\nAnswer:$", "reply": " False"}]}))
+    rules.write_text(
+        json.dumps(
+            {
+                "rules": [
+                    {
+                        "match": "Claim = [^\\n]*Tallinn[^\\n]*\\nIs this claim true or false\\?\\nAnswer:$",
+                        "reply": " True",
+                    },
+                    {"match": "Is this claim true or false\\?\\nAnswer:$", "reply": " False"},
+                ]
+            }
+        )
+    )
     out = tmp_path / "run"
-    return out, ["eval", "--dataset", "jsonl", "--path", str(claims), "--pipeline", "direct",
-                 "--model", f"scripted:{rules}", "--out", str(out), "--no-progress", "--no-plots"]
+    return out, [
+        "eval",
+        "--dataset",
+        "jsonl",
+        "--path",
+        str(claims),
+        "--pipeline",
+        "direct",
+        "--model",
+        f"scripted:{rules}",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--no-plots",
+    ]
 
 
 def veracity(args, env):
@@ -43,14 +69,38 @@ def ids(out):
 
 
 def row(i: int, note: str = "") -> bytes:
-    return (json.dumps({"dataset": "jsonl", "pipeline": "direct", "id": f"c{i}", "gold": "Supported",
-                        "pred": "Supported", "correct": True, "seconds": 0.1, "usage": {"total": {}},
-                        "verdict": {}, "note": note}, ensure_ascii=False) + "\n").encode()
+    return (
+        json.dumps(
+            {
+                "dataset": "jsonl",
+                "pipeline": "direct",
+                "id": f"c{i}",
+                "gold": "Supported",
+                "pred": "Supported",
+                "correct": True,
+                "seconds": 0.1,
+                "usage": {"total": {}},
+                "verdict": {},
+                "note": note,
+            },
+            ensure_ascii=False,
+        )
+        + "\n"
+    ).encode()
 
 
-@pytest.mark.parametrize("damage, warned", [
-    ("", True), ("{", True), ('{"model": "scripted:rules.json", "datasets": {"jsonl": {"setti', True),
-    ("\xff\xfe", True), ("[1, 2]", True), ('{"datasets": 3}', False), ('{"datasets": {"jsonl": 3}}', False)])
+@pytest.mark.parametrize(
+    "damage, warned",
+    [
+        ("", True),
+        ("{", True),
+        ('{"model": "scripted:rules.json", "datasets": {"jsonl": {"setti', True),
+        ("\xff\xfe", True),
+        ("[1, 2]", True),
+        ('{"datasets": 3}', False),
+        ('{"datasets": {"jsonl": 3}}', False),
+    ],
+)
 def test_a_damaged_run_json_does_not_stop_the_run(run_args, cli_env, damage, warned):
     out, args = run_args
     r = veracity(args + ["--limit", "2"], cli_env)

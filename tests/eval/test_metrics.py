@@ -1,6 +1,6 @@
 import pytest
 
-from veracity.eval.metrics import accuracy, macro_f1, per_class
+from veracity.metrics import accuracy, macro_f1, per_class
 
 L = ["Supported", "Refuted"]
 

@@ -10,9 +10,9 @@ import shutil
 import subprocess
 
 import pytest
+from conftest import veracity_cmd
 from web_stub import Reply, WebStub
 
-from conftest import veracity_cmd
 from veracity.check import run_check
 from veracity.cli import main
 from veracity.config import load_config
@@ -28,17 +28,20 @@ from veracity.web.base import SearchHit
 from veracity.web.scrape import Scraper
 
 CLAIM = "Mount Everest is 8,849 metres high."
-EVEREST = ("Mount Everest is Earth's highest mountain above sea level, in the Himalayas. Its summit is 8,849 metres "
-           "high.\n\nIt was first climbed in 1953 by Tenzing Norgay and Edmund Hillary, who reached the top on "
-           "the 29th of May after a long expedition from the south.")
+EVEREST = (
+    "Mount Everest is Earth's highest mountain above sea level, in the Himalayas. Its summit is 8,849 metres "
+    "high.\n\nIt was first climbed in 1953 by Tenzing Norgay and Edmund Hillary, who reached the top on "
+    "the 29th of May after a long expedition from the south."
+)
 NILE = "The Nile is a major river in northeastern Africa. It flows into the Mediterranean Sea near Alexandria."
 
 
 def docs(everest: str | None = EVEREST, nile: str = NILE) -> list[Document]:
     found = [Document("nile", "Nile", nile)]
     if everest is not None:
-        found.insert(0, Document("everest", "Mount Everest", everest, url="https://example.org/everest",
-                                 date="2020-05-01"))
+        found.insert(
+            0, Document("everest", "Mount Everest", everest, url="https://example.org/everest", date="2020-05-01")
+        )
     return found
 
 
@@ -49,8 +52,9 @@ def build(path, documents) -> Index:
 def check_report(tmp_path, index: Index, claim: str = CLAIM) -> str:
     """What `veracity check --pipeline verifier --index DIR --json` writes."""
     config = load_config(overrides={"cache": False}, env={})
-    result = run_check(Claim(claim), get_pipeline("verifier", config), Model(ScriptedBackend([])), config,
-                       retriever=index.retriever())
+    result = run_check(
+        Claim(claim), get_pipeline("verifier", config), Model(ScriptedBackend([])), config, retriever=index.retriever()
+    )
     path = tmp_path / "report.json"
     path.write_text(json.dumps(result.to_dict()))
     return str(path)
@@ -121,11 +125,15 @@ PAGE = "<html><head><title>{title}</title></head><body><article><p>{body}</p></a
 @pytest.fixture
 def web():
     stub = WebStub()
-    stub.routes.update({
-        "/height": Reply(body=PAGE.format(title="Height", body="Its summit is 8,849 metres high, the survey says.")),
-        "/history": Reply(body=PAGE.format(title="History", body="It was first climbed in 1953 by Norgay.")),
-        "/moved": Reply(body=PAGE.format(title="Moved", body="The Himalayas hold Everest and many peaks.")),
-    })
+    stub.routes.update(
+        {
+            "/height": Reply(
+                body=PAGE.format(title="Height", body="Its summit is 8,849 metres high, the survey says.")
+            ),
+            "/history": Reply(body=PAGE.format(title="History", body="It was first climbed in 1953 by Norgay.")),
+            "/moved": Reply(body=PAGE.format(title="Moved", body="The Himalayas hold Everest and many peaks.")),
+        }
+    )
     yield stub
     stub.close()
 
@@ -145,12 +153,23 @@ def defame_report(tmp_path, web) -> str:
     urls = [web.url(p) for p in ("/height", "/history", "/moved")]
     out = WebSearch(Provider(urls), Scraper(allow_private=True, timeout=5), k=3).run("everest", ToolCall())
     assert len(out.results) == 3
-    trace = [{"stage": "claim", "t": 0, "text": CLAIM, "pipeline": "defame", "model": "m"},
-             {"stage": "action", "t": 0.1, "round": 1, **out.to_dict()},
-             {"stage": "verdict", "t": 0.2, "label": "Supported", "rationale": "", "confidence": 0.9}]
+    trace = [
+        {"stage": "claim", "t": 0, "text": CLAIM, "pipeline": "defame", "model": "m"},
+        {"stage": "action", "t": 0.1, "round": 1, **out.to_dict()},
+        {"stage": "verdict", "t": 0.2, "label": "Supported", "rationale": "", "confidence": 0.9},
+    ]
     path = tmp_path / "defame.json"
-    path.write_text(json.dumps({"claim": {"text": CLAIM}, "pipeline": "defame", "model": "m",
-                                "verdict": {"label": "Supported", "confidence": 0.9}, "trace": trace}))
+    path.write_text(
+        json.dumps(
+            {
+                "claim": {"text": CLAIM},
+                "pipeline": "defame",
+                "model": "m",
+                "verdict": {"label": "Supported", "confidence": 0.9},
+                "trace": trace,
+            }
+        )
+    )
     return str(path)
 
 
@@ -160,8 +179,9 @@ def test_pages_changed_gone_and_unchanged_through_the_guarded_scraper(tmp_path, 
     page = Scraper(allow_private=True).fetch(web.url("/height"))
     assert stored[0]["source_sha256"] == hashlib.sha256(page.text.encode()).hexdigest()
 
-    web.routes["/height"] = Reply(body=PAGE.format(title="Height", body="Its summit is 8,848 metres high, "
-                                                                        "the survey says."))
+    web.routes["/height"] = Reply(
+        body=PAGE.format(title="Height", body="Its summit is 8,848 metres high, the survey says.")
+    )
     web.routes["/history"] = Reply(status=404, body="gone")
     code, doc = recheck_json(capsys, report, "--allow-private-addresses")
     status = {i["evidence"]["url"].rsplit("/", 1)[-1]: i for i in doc["items"]}
@@ -186,8 +206,17 @@ def test_an_old_run_is_reported_item_by_item_and_loses_nothing(tmp_path, capsys)
     from test_steps import OLD_TRACE
 
     path = tmp_path / "old.json"
-    path.write_text(json.dumps({"claim": {"text": "The Orrin Bridge stands in Tallinn."}, "pipeline": "qacheck",
-                                "model": "m", "verdict": {"label": "Supported"}, "trace": OLD_TRACE}))
+    path.write_text(
+        json.dumps(
+            {
+                "claim": {"text": "The Orrin Bridge stands in Tallinn."},
+                "pipeline": "qacheck",
+                "model": "m",
+                "verdict": {"label": "Supported"},
+                "trace": OLD_TRACE,
+            }
+        )
+    )
     code, doc = recheck_json(capsys, str(path))
     assert code == 4 and [i["status"] for i in doc["items"]] == ["not re-checkable", "not re-checkable"]
     memory, page = doc["items"]
@@ -203,10 +232,14 @@ def test_a_stored_run_is_rechecked_into_a_new_run_linked_to_it(tmp_path, capsys)
     db = tmp_path / "runs.sqlite"
     store = RunStore(db)
     store.create("r1", claim=CLAIM, pipeline="verifier", qa=None, model="m")
-    result = run_check(Claim(CLAIM), get_pipeline("verifier", config), Model(ScriptedBackend([])), config,
-                       retriever=index.retriever(),
-                       listeners=[lambda step, seq=iter(range(1000)): store.add_step("r1", next(seq),
-                                                                                     step.to_dict())])
+    result = run_check(
+        Claim(CLAIM),
+        get_pipeline("verifier", config),
+        Model(ScriptedBackend([])),
+        config,
+        retriever=index.retriever(),
+        listeners=[lambda step, seq=iter(range(1000)): store.add_step("r1", next(seq), step.to_dict())],
+    )
     store.finish("r1", result.to_dict())
     build(tmp_path / "idx", docs(EVEREST.replace("8,849", "8,848")))
 
@@ -226,34 +259,37 @@ def test_a_stored_run_is_rechecked_into_a_new_run_linked_to_it(tmp_path, capsys)
 def test_the_command_documents_its_exit_statuses_and_exits_with_them(tmp_path, cli_env):
     build(tmp_path / "idx", docs())
     report = check_report(tmp_path, Index.load(tmp_path / "idx"))
-    help_text = subprocess.run(veracity_cmd() + ["recheck", "--help"], capture_output=True, text=True,
-                               env=cli_env, timeout=60).stdout
+    help_text = subprocess.run(
+        veracity_cmd() + ["recheck", "--help"], capture_output=True, text=True, env=cli_env, timeout=60
+    ).stdout
     for line in ("0  nothing changed", "1  something changed", "2  a usage error", "4  nothing found changed"):
         assert line in help_text
     build(tmp_path / "idx", docs(EVEREST.replace("8,849", "8,848")))
-    r = subprocess.run(veracity_cmd() + ["recheck", report], capture_output=True, text=True, env=cli_env,
-                       timeout=120)
+    r = subprocess.run(veracity_cmd() + ["recheck", report], capture_output=True, text=True, env=cli_env, timeout=120)
     assert r.returncode == 1, r.stderr
     assert "changed: Mount Everest (everest)" in r.stdout
 
 
 def test_the_report_quotes_each_passage_with_its_link_date_and_index_time(tmp_path):
-    from veracity.report import write_report
+    from veracity.report.check import write_report
 
     index = build(tmp_path / "idx", docs())
     config = load_config(overrides={"cache": False}, env={})
-    result = run_check(Claim(CLAIM), get_pipeline("verifier", config), Model(ScriptedBackend([])), config,
-                       retriever=index.retriever())
+    result = run_check(
+        Claim(CLAIM), get_pipeline("verifier", config), Model(ScriptedBackend([])), config, retriever=index.retriever()
+    )
     write_report(result, str(tmp_path / "r.md"))
     md = (tmp_path / "r.md").read_text()
     indexed = index.manifest["created"][:16].replace("T", " ")
     assert "## Evidence retrieved" in md
-    assert (f"Its summit is 8,849 metres high. — *[Mount Everest](https://example.org/everest), published "
-            f"2020-05-01 · indexed {indexed} UTC*") in md
+    assert (
+        f"Its summit is 8,849 metres high. — *[Mount Everest](https://example.org/everest), published "
+        f"2020-05-01 · indexed {indexed} UTC*"
+    ) in md
 
 
 def test_an_answer_sentence_is_decided_again_as_it_was_read_its_pronoun_resolved(tmp_path, capsys):
-    from veracity.evidence.recheck import LEAF_LABELS
+    from veracity.evidence.decision import LEAF_LABELS
     from veracity.leaf import AnswerChecker
     from veracity.llm import UsageMeter
     from veracity.trace import Tracer
@@ -265,41 +301,63 @@ def test_an_answer_sentence_is_decided_again_as_it_was_read_its_pronoun_resolved
     tracer = Tracer()
     answer = "The Nile is a river in Africa. It flows into the Red Sea."
     AnswerChecker.from_config(config, write_queries=False).check(
-        "Tell me about the Nile.", answer, model=Model(ScriptedBackend([])).bind(UsageMeter(), tracer),
-        retriever=index.retriever(), tracer=tracer)
+        "Tell me about the Nile.",
+        answer,
+        model=Model(ScriptedBackend([])).bind(UsageMeter(), tracer),
+        retriever=index.retriever(),
+        tracer=tracer,
+    )
     trace = tracer.to_list()
     [read] = [s for s in trace if s["stage"] == "leaf_sentence" and "read_as" in s]
     assert read["sentence"] == "It flows into the Red Sea." and read["read_as"] == "Nile flows into the Red Sea."
     path = tmp_path / "answer.json"
-    path.write_text(json.dumps({"claim": {"text": "Tell me about the Nile."}, "pipeline": "answer-check",
-                                "model": "m", "verdict": {"label": "LEAF 0.50"}, "trace": trace}))
+    path.write_text(
+        json.dumps(
+            {
+                "claim": {"text": "Tell me about the Nile."},
+                "pipeline": "answer-check",
+                "model": "m",
+                "verdict": {"label": "LEAF 0.50"},
+                "trace": trace,
+            }
+        )
+    )
     code, doc = recheck_json(capsys, str(path))
     assert code == 0
     [d] = [d for d in doc["decisions"] if d["group"] == "It flows into the Red Sea."]
     assert d["holds"] and d["stored"] == d["now"] == read["rating"]
     # taken again on the text the verifier read then, not on the sentence as written
     evidence = [Evidence.from_dict(e) for e in read["evidence"]]
-    as_read, as_written = (check_evidence(config.verifier, Tracer(), text, evidence, LEAF_LABELS)
-                           for text in (read["read_as"], read["sentence"]))
+    as_read, as_written = (
+        check_evidence(config.verifier, Tracer(), text, evidence, LEAF_LABELS)
+        for text in (read["read_as"], read["sentence"])
+    )
     assert d["confidence"] == round(as_read.confidence, 4) != round(as_written.confidence, 4)
 
 
-@pytest.mark.parametrize("case", ["long run id", "store not a database", "store a folder",
-                                  "control character in run id"])
+@pytest.mark.parametrize(
+    "case", ["long run id", "store not a database", "store a folder", "control character in run id"]
+)
 def test_input_no_run_store_holds_is_one_line_and_exit_2(tmp_path, cli_env, case):
     """A run id no file or run can have (1 kB long, a control character) and a run store that is not one get the
     one-line error and exit status 2 of every bad input, never a traceback."""
     db = tmp_path / "runs.sqlite"
     RunStore(db)  # a real, empty run store
-    args = {"long run id": ["a" * 1024, "--db", str(db)],
-            "control character in run id": ["ab\x01cd", "--db", str(db)],
-            "store not a database": ["0123456789abcdef", "--db", str(tmp_path / "notes.txt")],
-            "store a folder": ["0123456789abcdef", "--db", str(tmp_path)]}[case]
+    args = {
+        "long run id": ["a" * 1024, "--db", str(db)],
+        "control character in run id": ["ab\x01cd", "--db", str(db)],
+        "store not a database": ["0123456789abcdef", "--db", str(tmp_path / "notes.txt")],
+        "store a folder": ["0123456789abcdef", "--db", str(tmp_path)],
+    }[case]
     (tmp_path / "notes.txt").write_text("these are my notes, not a database\n" * 50)
     r = subprocess.run(veracity_cmd() + ["recheck", *args], capture_output=True, text=True, env=cli_env, timeout=120)
     assert r.returncode == 2, (r.returncode, r.stderr)
     assert r.stderr.startswith("veracity: error:") and r.stderr.count("\n") == 1, r.stderr
     assert "Traceback" not in r.stderr and len(r.stderr) < 600
-    said = {"long run id": "no run 'aaaa", "control character in run id": "no run",
-            "store not a database": "is not a run store", "store a folder": "no run store at"}[case]
+    said = {
+        "long run id": "no run 'aaaa",
+        "control character in run id": "no run",
+        "store not a database": "is not a run store",
+        "store a folder": "no run store at",
+    }[case]
     assert said in r.stderr, r.stderr

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageEnhance
 
+from veracity.cli.images import register
 from veracity.errors import IndexError_, UserError
+from veracity.image_files import image_from_bytes
 from veracity.images.collection import ImageCollection, LocalImageProvider
-from veracity.images.commands import register
-from veracity.images.files import image_from_bytes
 from veracity.web.base import NotSupported
 
 
@@ -47,21 +47,45 @@ def photo_folder(tmp_path):
     picture(1).save(root / "flood.png")
     (root / "flood.txt").write_text("Flooded streets in Venice after the record high tide of November 2019\n")
     picture(2).save(root / "protest.jpg", quality=90)
-    (root / "protest.json").write_text(json.dumps({
-        "caption": "Crowds march against the pension reform in Paris", "page_url": "https://news.example/paris",
-        "page_title": "Pension protests fill Paris streets", "date": "2023-03-07"}))
+    (root / "protest.json").write_text(
+        json.dumps(
+            {
+                "caption": "Crowds march against the pension reform in Paris",
+                "page_url": "https://news.example/paris",
+                "page_title": "Pension protests fill Paris streets",
+                "date": "2023-03-07",
+            }
+        )
+    )
     picture(3).save(root / "2019" / "fire.webp")
     picture(4).save(root / "2019" / "bridge.gif")
     picture(5).save(root / "volcano.jpg")
     picture(6).save(root / "uncaptioned.png")
-    (root / "captions.jsonl").write_text("\n".join(json.dumps(r) for r in [
-        {"image": "2019/fire.webp", "caption": "Wildfire smoke over the Amazon rainforest in August 2019",
-         "page_url": "https://example.org/amazon", "date": "2019-08-20"},
-        {"image": "2019/bridge.gif", "caption": "The Morandi bridge in Genoa after its collapse", "date": "2018-08-14"},
-        {"image": "volcano.jpg", "caption": "an old caption that the sidecar replaces"},
-    ]) + "\n")
-    (root / "volcano.jpg.json").write_text(json.dumps({"caption": "Lava fountains at the Fagradalsfjall volcano in "
-                                                      "Iceland", "page_title": "Iceland eruption"}))
+    (root / "captions.jsonl").write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {
+                    "image": "2019/fire.webp",
+                    "caption": "Wildfire smoke over the Amazon rainforest in August 2019",
+                    "page_url": "https://example.org/amazon",
+                    "date": "2019-08-20",
+                },
+                {
+                    "image": "2019/bridge.gif",
+                    "caption": "The Morandi bridge in Genoa after its collapse",
+                    "date": "2018-08-14",
+                },
+                {"image": "volcano.jpg", "caption": "an old caption that the sidecar replaces"},
+            ]
+        )
+        + "\n"
+    )
+    (root / "volcano.jpg.json").write_text(
+        json.dumps(
+            {"caption": "Lava fountains at the Fagradalsfjall volcano in Iceland", "page_title": "Iceland eruption"}
+        )
+    )
     (root / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 this is not really a JPEG")
     (root / "notes.md").write_text("not an image, not looked at")
     return root
@@ -75,8 +99,14 @@ def collection(photo_folder, tmp_path):
 def test_build_reads_images_and_captions(collection, photo_folder, tmp_path):
     assert len(collection) == 6
     by_path = {img.path: img for img in collection.images}
-    assert sorted(by_path) == ["2019/bridge.gif", "2019/fire.webp", "flood.png", "protest.jpg", "uncaptioned.png",
-                               "volcano.jpg"]
+    assert sorted(by_path) == [
+        "2019/bridge.gif",
+        "2019/fire.webp",
+        "flood.png",
+        "protest.jpg",
+        "uncaptioned.png",
+        "volcano.jpg",
+    ]
     assert by_path["flood.png"].caption.startswith("Flooded streets in Venice")
     assert by_path["protest.jpg"].page_url == "https://news.example/paris"
     assert by_path["protest.jpg"].date == "2023-03-07"

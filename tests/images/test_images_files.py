@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from veracity.errors import UserError
-from veracity.images.files import FORMATS, ImageError, image_from_bytes, load_image
+from veracity.image_files import FORMATS, ImageError, image_from_bytes, load_image
 
 
 def encode(fmt: str, size=(64, 48), color=(200, 30, 30), **kw) -> bytes:
@@ -151,14 +151,17 @@ def test_file_urls(tmp_path):
     assert load_image((tmp_path / "a b.png").as_uri()).format == "PNG"
 
 
-@pytest.mark.parametrize("data", [
-    b"\x89PNG\r\n\x1a\n" + b"\x00" * 40,
-    b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xff\xff\xff\xff\xff\xff\xff\x08\x02\x00\x00\x00garbage",
-    b"GIF89a\xff\xff\xff\xff" + b"\x00" * 20,
-    b"BM" + b"\xff" * 60,
-    b"RIFF\x10\x00\x00\x00WEBPVP8 " + b"\x00" * 20,
-    b"\xff\xd8\xff\xe0" + b"\x00" * 30,
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\x89PNG\r\n\x1a\n" + b"\x00" * 40,
+        b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xff\xff\xff\xff\xff\xff\xff\x08\x02\x00\x00\x00garbage",
+        b"GIF89a\xff\xff\xff\xff" + b"\x00" * 20,
+        b"BM" + b"\xff" * 60,
+        b"RIFF\x10\x00\x00\x00WEBPVP8 " + b"\x00" * 20,
+        b"\xff\xd8\xff\xe0" + b"\x00" * 30,
+    ],
+)
 def test_no_pillow_exception_escapes(data):
     with pytest.raises(ImageError):
         image_from_bytes(data, "damaged")
@@ -176,8 +179,12 @@ def png_header(width: int, height: int) -> bytes:
     def chunk(kind: bytes, body: bytes) -> bytes:
         return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(b"\x00" * 16)) + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(b"\x00" * 16))
+        + chunk(b"IEND", b"")
+    )
 
 
 @pytest.mark.parametrize("side", [7000, 50000])  # under and over twice Pillow's own limit

@@ -6,17 +6,28 @@ import random
 import pytest
 from PIL import ExifTags, Image, PngImagePlugin
 
-from veracity.images.files import ImageError, image_from_bytes
+from veracity.image_files import ImageError, image_from_bytes
 from veracity.images.metadata import read_metadata
 
 NO_EXIF = "no exif metadata (often stripped by social media; absence proves nothing)"
 
 
-def jpeg_with_exif(*, make="Canon", model="Canon EOS 5D Mark IV", software=None, taken="2020:01:02 03:04:05",
-                   modified=None, gps=((33.0, 51.0, 54.0), "S", (151.0, 12.0, 36.0), "E")) -> bytes:
+def jpeg_with_exif(
+    *,
+    make="Canon",
+    model="Canon EOS 5D Mark IV",
+    software=None,
+    taken="2020:01:02 03:04:05",
+    modified=None,
+    gps=((33.0, 51.0, 54.0), "S", (151.0, 12.0, 36.0), "E"),
+) -> bytes:
     exif = Image.Exif()
-    for tag, value in ((ExifTags.Base.Make, make), (ExifTags.Base.Model, model),
-                       (ExifTags.Base.Software, software), (ExifTags.Base.DateTime, modified)):
+    for tag, value in (
+        (ExifTags.Base.Make, make),
+        (ExifTags.Base.Model, model),
+        (ExifTags.Base.Software, software),
+        (ExifTags.Base.DateTime, modified),
+    ):
         if value is not None:
             exif[tag] = value
     if taken is not None:
@@ -49,8 +60,9 @@ def test_camera_photo_with_gps():
 
 
 def test_north_west_coordinates_and_make_plus_model():
-    m = metadata_of(jpeg_with_exif(make="NIKON CORPORATION", model="D750",
-                                   gps=((40.0, 42.0, 46.08), "N", (74.0, 0.0, 21.6), "W")))
+    m = metadata_of(
+        jpeg_with_exif(make="NIKON CORPORATION", model="D750", gps=((40.0, 42.0, 46.08), "N", (74.0, 0.0, 21.6), "W"))
+    )
     assert m.gps == pytest.approx((40.7128, -74.006))
     assert m.camera == "NIKON CORPORATION D750"
 
@@ -66,9 +78,18 @@ def test_editor_software_and_a_later_file_date_mean_edited():
     assert "Signs of editing:" in text and "image editor" in text and "2023-06-07T08:09:10" in text
 
 
-@pytest.mark.parametrize("software,edited", [("GIMP 2.10.34", True), ("Snapseed 2.0", True), ("Canva", True),
-                                             ("PicsArt Photo Studio", True), ("Adobe Lightroom 7", True),
-                                             ("HDR+ 1.0.540104767zd", False), ("iOS 17.1", False)])
+@pytest.mark.parametrize(
+    "software,edited",
+    [
+        ("GIMP 2.10.34", True),
+        ("Snapseed 2.0", True),
+        ("Canva", True),
+        ("PicsArt Photo Studio", True),
+        ("Adobe Lightroom 7", True),
+        ("HDR+ 1.0.540104767zd", False),
+        ("iOS 17.1", False),
+    ],
+)
 def test_which_software_counts_as_an_editor(software, edited):
     assert metadata_of(jpeg_with_exif(software=software, gps=None)).edited is edited
 

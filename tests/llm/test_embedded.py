@@ -4,12 +4,11 @@ import json
 import subprocess
 
 import pytest
+from conftest import veracity_cmd
 
 from veracity.llm import CompletionRequest, fewshot
 from veracity.llm.embedded import EmbeddedBackend
 from veracity.prompts import load_prompt
-
-from conftest import veracity_cmd
 
 pytestmark = [pytest.mark.embedded, pytest.mark.native]
 
@@ -24,9 +23,14 @@ def verifier_prompt(claim, qa):
 
 
 def test_choose_scores_every_option(backend):
-    ch = backend.choose(fewshot(verifier_prompt("Paris is the capital of France.",
-                                                "Question 1 = What is the capital of France?\nAnswer 1 = Paris")),
-                        ["Yes", "No"])
+    ch = backend.choose(
+        fewshot(
+            verifier_prompt(
+                "Paris is the capital of France.", "Question 1 = What is the capital of France?\nAnswer 1 = Paris"
+            )
+        ),
+        ["Yes", "No"],
+    )
     assert ch.option in ("Yes", "No") and ch.method == "logprob"
     assert set(ch.probabilities) == {"Yes", "No"}
     assert abs(sum(ch.probabilities.values()) - 1) < 1e-9
@@ -63,9 +67,13 @@ def test_too_long_prompt_is_a_clear_error(backend):
 
 
 def test_cli_check_on_the_embedded_default(cli_env, tmp_path):
-    r = subprocess.run(veracity_cmd() + ["check", "--threads", "2", "--json",
-                                         "Lars Onsager won the Nobel prize when he was 30 years old."],
-                       capture_output=True, env=cli_env, timeout=900)
+    r = subprocess.run(
+        veracity_cmd()
+        + ["check", "--threads", "2", "--json", "Lars Onsager won the Nobel prize when he was 30 years old."],
+        capture_output=True,
+        env=cli_env,
+        timeout=900,
+    )
     assert r.returncode == 0, r.stderr.decode()[-2000:]
     doc = json.loads(r.stdout)
     assert doc["model"] == "gguf:SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -81,25 +89,63 @@ def test_defame_on_the_embedded_model_with_an_image_and_a_local_index(tmp_path, 
     judgement among the four labels, and an HTML report that embeds the claim's image."""
     from PIL import Image
 
-    (tmp_path / "docs.jsonl").write_text("\n".join(json.dumps(d) for d in [
-        {"id": "e", "title": "Eiffel Tower", "text": "The Eiffel Tower is a wrought-iron tower in Paris, France. "
-         "It was completed in 1889 and stands on the Champ de Mars.", "url": "https://example.org/eiffel"},
-        {"id": "c", "title": "Colosseum", "text": "The Colosseum is an amphitheatre in the centre of Rome."},
-    ]) + "\n")
+    (tmp_path / "docs.jsonl").write_text(
+        "\n".join(
+            json.dumps(d)
+            for d in [
+                {
+                    "id": "e",
+                    "title": "Eiffel Tower",
+                    "text": "The Eiffel Tower is a wrought-iron tower in Paris, France. "
+                    "It was completed in 1889 and stands on the Champ de Mars.",
+                    "url": "https://example.org/eiffel",
+                },
+                {"id": "c", "title": "Colosseum", "text": "The Colosseum is an amphitheatre in the centre of Rome."},
+            ]
+        )
+        + "\n"
+    )
     idx = tmp_path / "idx"
-    r = subprocess.run(veracity_cmd() + ["index", "build", str(tmp_path / "docs.jsonl"), "--out", str(idx)],
-                       capture_output=True, text=True, env=cli_env, timeout=120)
+    r = subprocess.run(
+        veracity_cmd() + ["index", "build", str(tmp_path / "docs.jsonl"), "--out", str(idx)],
+        capture_output=True,
+        text=True,
+        env=cli_env,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     Image.new("RGB", (32, 32), (90, 120, 200)).save(tmp_path / "photo.png")
     report = tmp_path / "r.html"
-    r = subprocess.run(veracity_cmd() + ["check", "--pipeline", "defame-single-turn", "--index", str(idx),
-                                         "--image", str(tmp_path / "photo.png"), "--date", "2020-01-01",
-                                         "--report", str(report), "--json", "The Eiffel Tower stands in Rome."],
-                       capture_output=True, text=True, env=cli_env, timeout=600)
+    r = subprocess.run(
+        veracity_cmd()
+        + [
+            "check",
+            "--pipeline",
+            "defame-single-turn",
+            "--index",
+            str(idx),
+            "--image",
+            str(tmp_path / "photo.png"),
+            "--date",
+            "2020-01-01",
+            "--report",
+            str(report),
+            "--json",
+            "The Eiffel Tower stands in Rome.",
+        ],
+        capture_output=True,
+        text=True,
+        env=cli_env,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert out["verdict"]["label"] in ("Supported", "Refuted", "Not Enough Information",
-                                       "Conflicting Evidence/Cherrypicking")
+    assert out["verdict"]["label"] in (
+        "Supported",
+        "Refuted",
+        "Not Enough Information",
+        "Conflicting Evidence/Cherrypicking",
+    )
     stages = [s["stage"] for s in out["trace"]]
     assert stages.count("plan") == 1 and "action" in stages and "judge" in stages and "justify" in stages
     plan = next(s for s in out["trace"] if s["stage"] == "plan")

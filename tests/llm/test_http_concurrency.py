@@ -2,6 +2,9 @@
 
 import math
 
+from stub_server import FakeModel, StubServer
+from worlds import DOCS
+
 from veracity.config import load_config
 from veracity.leaf import AnswerChecker
 from veracity.llm import Model, UsageMeter
@@ -9,11 +12,10 @@ from veracity.llm.openai_http import OpenAIBackend
 from veracity.retrieval import Index
 from veracity.trace import Tracer
 
-from stub_server import FakeModel, StubServer
-from worlds import DOCS
-
-ANSWER = ("Carpal tunnel syndrome causes numbness. It affects the thumb. It is worse at night. "
-          "The median nerve is compressed.")
+ANSWER = (
+    "Carpal tunnel syndrome causes numbness. It affects the thumb. It is worse at night. "
+    "The median nerve is compressed."
+)
 
 
 def check(concurrency, tmp_path):
@@ -24,14 +26,24 @@ def check(concurrency, tmp_path):
 
     stub = StubServer(FakeModel(next_tokens, delay=0.1))
     try:
-        cfg = load_config(overrides={"leaf.top_k": 1, "leaf.rater_reasoning": False, "concurrency": concurrency,
-                                     "verifier.use": "off"}, env={})
+        cfg = load_config(
+            overrides={
+                "leaf.top_k": 1,
+                "leaf.rater_reasoning": False,
+                "concurrency": concurrency,
+                "verifier.use": "off",
+            },
+            env={},
+        )
         backend = OpenAIBackend("fake", base_url=stub.url, max_retries=0, caps_path=tmp_path / "caps.json")
         tracer = Tracer()
-        result = AnswerChecker.from_config(cfg).check("What causes carpal tunnel syndrome?", ANSWER,
-                                                      model=Model(backend).bind(UsageMeter(), tracer),
-                                                      retriever=Index.from_documents(DOCS).retriever(),
-                                                      tracer=tracer)
+        result = AnswerChecker.from_config(cfg).check(
+            "What causes carpal tunnel syndrome?",
+            ANSWER,
+            model=Model(backend).bind(UsageMeter(), tracer),
+            retriever=Index.from_documents(DOCS).retriever(),
+            tracer=tracer,
+        )
         return result, tracer, stub.max_active
     finally:
         stub.close()

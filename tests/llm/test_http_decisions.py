@@ -6,13 +6,12 @@ import math
 import threading
 
 import pytest
+from stub_server import FakeModel, StubServer
 
 from veracity.errors import BackendUnavailable
 from veracity.llm import CompletionRequest, fewshot
-from veracity.llm.http_caps import PROBE_PROMPT, PROBE_MESSAGES
+from veracity.llm.http_caps import PROBE_MESSAGES, PROBE_PROMPT
 from veracity.llm.openai_http import OpenAIBackend
-
-from stub_server import FakeModel, StubServer, message_text
 
 YES_NO = ["Yes", "No"]
 LP = {" Yes": math.log(0.6), " No": math.log(0.3), "\n": math.log(0.1)}
@@ -78,10 +77,38 @@ def test_every_log_probability_format_is_read():
     from veracity.llm.http_caps import first_top
 
     legacy = {"choices": [{"logprobs": {"tokens": [" Yes"], "top_logprobs": [{" Yes": -0.5, " No": -1.2}]}}]}
-    content = {"choices": [{"logprobs": {"content": [{"token": " Yes", "logprob": -0.5, "top_logprobs": [
-        {"token": " Yes", "logprob": -0.5, "bytes": [32, 89]}, {"token": " No", "logprob": -1.2}]}]}}]}
-    old_llama = {"choices": [{"logprobs": {"content": [{"tok_str": " Yes", "probs": [
-        {"tok_str": " Yes", "prob": 0.6}, {"tok_str": " No", "prob": 0.3}]}]}}]}
+    content = {
+        "choices": [
+            {
+                "logprobs": {
+                    "content": [
+                        {
+                            "token": " Yes",
+                            "logprob": -0.5,
+                            "top_logprobs": [
+                                {"token": " Yes", "logprob": -0.5, "bytes": [32, 89]},
+                                {"token": " No", "logprob": -1.2},
+                            ],
+                        }
+                    ]
+                }
+            }
+        ]
+    }
+    old_llama = {
+        "choices": [
+            {
+                "logprobs": {
+                    "content": [
+                        {
+                            "tok_str": " Yes",
+                            "probs": [{"tok_str": " Yes", "prob": 0.6}, {"tok_str": " No", "prob": 0.3}],
+                        }
+                    ]
+                }
+            }
+        ]
+    }
     assert first_top(legacy) == {" Yes": -0.5, " No": -1.2} == first_top(content)
     assert first_top(old_llama) == pytest.approx({" Yes": math.log(0.6), " No": math.log(0.3)})
     assert first_top({"choices": [{"logprobs": None}]}) == {} == first_top({"choices": [{"text": "x"}]})
@@ -136,7 +163,7 @@ def test_a_plain_chat_server_gets_parse_and_the_chat_template(serve, tmp_path):
     assert (b.choose(fewshot("Claim.\nAnswer:"), YES_NO).method) == "parse"
     ch = b.choose(fewshot("Claim 2.\nAnswer:"), YES_NO)
     assert (ch.option, ch.method) == ("No", "parse-retry")
-    out = b.complete(fewshot("Question =", max_tokens=8))
+    b.complete(fewshot("Question =", max_tokens=8))
     assert all(p.endswith("/chat/completions") for p, r in zip(stub.paths, stub.requests) if not is_probe(r))
     assert stub.requests[-1]["messages"] == [{"role": "user", "content": "Question ="}]
 

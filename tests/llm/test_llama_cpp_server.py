@@ -8,13 +8,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from veracity.llm.http_caps import first_top, probe, Refused
-from veracity.llm.llama_cpp_server import find_binary
-from veracity.llm.openai_http import OpenAIBackend
-
 from conftest import served, veracity_cmd
 from stub_server import StubServer
+
+from veracity.llm.http_caps import Refused, first_top, probe
+from veracity.llm.llama_cpp_server import find_binary
+from veracity.llm.openai_http import OpenAIBackend
 
 RECORDED = json.loads((Path(__file__).parent / "recorded" / "llama_server.json").read_text())
 CASES = RECORDED["cases"]
@@ -29,8 +28,9 @@ def reply_of(case: str) -> dict:
     return reply
 
 
-@pytest.mark.parametrize("case", ["completions_logprobs", "completions_logprobs_stream", "chat_logprobs",
-                                  "chat_logprobs_stream"])
+@pytest.mark.parametrize(
+    "case", ["completions_logprobs", "completions_logprobs_stream", "chat_logprobs", "chat_logprobs_stream"]
+)
 def test_every_recorded_log_probability_format_is_read(case):
     endpoint = CASES[case]["endpoint"]
     top = first_top(reply_of(case), endpoint)
@@ -46,8 +46,12 @@ def replay(endpoint: str, body: dict):
     """The server as recorded: the recorded reply to a request of this shape (a stream: its chunks)."""
     for case in CASES.values():
         req = case["request"]
-        if (case["endpoint"] == endpoint and bool(req.get("logprobs")) == bool(body.get("logprobs"))
-                and ("grammar" in req) == ("grammar" in body) and bool(req.get("stream")) == bool(body.get("stream"))):
+        if (
+            case["endpoint"] == endpoint
+            and bool(req.get("logprobs")) == bool(body.get("logprobs"))
+            and ("grammar" in req) == ("grammar" in body)
+            and bool(req.get("stream")) == bool(body.get("stream"))
+        ):
             return case["reply"]
     raise Refused("not recorded")
 
@@ -116,9 +120,24 @@ def test_real_llama_server_probe_and_decision(llama_server, tmp_path):
 
 @live
 def test_real_llama_server_qacheck_claim_has_confidences(llama_server, cli_env, tmp_path):
-    r = subprocess.run(veracity_cmd() + ["check", "Lars Onsager won the Nobel prize when he was 30 years old.",
-                                         "--model", "smollm2", "--base-url", llama_server, "--json", "--no-cache"],
-                       capture_output=True, text=True, env=cli_env, timeout=600, cwd=tmp_path)
+    r = subprocess.run(
+        veracity_cmd()
+        + [
+            "check",
+            "Lars Onsager won the Nobel prize when he was 30 years old.",
+            "--model",
+            "smollm2",
+            "--base-url",
+            llama_server,
+            "--json",
+            "--no-cache",
+        ],
+        capture_output=True,
+        text=True,
+        env=cli_env,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     v = doc["verdict"]

@@ -11,14 +11,17 @@ from veracity.llm.scripted import ScriptedBackend
 from veracity.trace import Tracer
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("No, we cannot know.", "No"),
-    (" Yes, we can know.", "Yes"),
-    ("yes", "Yes"),
-    ("Nothing suggests it", None),       # 'No' inside a word is not an answer
-    ("I am not sure.", None),
-    ("The answer: No. (Yes would be wrong)", "No"),  # the first named option wins
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("No, we cannot know.", "No"),
+        (" Yes, we can know.", "Yes"),
+        ("yes", "Yes"),
+        ("Nothing suggests it", None),  # 'No' inside a word is not an answer
+        ("I am not sure.", None),
+        ("The answer: No. (Yes would be wrong)", "No"),  # the first named option wins
+    ],
+)
 def test_match_option_reads_free_text_answers(text, expected):
     assert match_option(text, ["Yes", "No"]) == expected
 
@@ -57,10 +60,14 @@ def test_cache_returns_stored_completion_and_counts_it_as_cached(tmp_path):
 
 def test_cache_key_is_stable_across_processes():
     payload = {"model": "m", "request": CompletionRequest.of("héllo", stop=["\n"]).key_dict()}
-    code = ("import json,sys; from veracity.llm.cache import stable_key; "
-            "print(stable_key(json.loads(sys.argv[1])))")
-    out = subprocess.run([sys.executable, "-c", code, json.dumps(payload)], capture_output=True, text=True,
-                         check=True, env={"PYTHONHASHSEED": "123", "PATH": ""})
+    code = "import json,sys; from veracity.llm.cache import stable_key; print(stable_key(json.loads(sys.argv[1])))"
+    out = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(payload)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONHASHSEED": "123", "PATH": ""},
+    )
     assert out.stdout.strip() == stable_key(payload)
 
 

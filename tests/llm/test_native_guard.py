@@ -7,10 +7,9 @@ import subprocess
 import sys
 
 import pytest
+from conftest import veracity_cmd
 
 from veracity.llm import llama_guard
-
-from conftest import veracity_cmd
 
 
 def model_path():
@@ -24,20 +23,26 @@ def model_path():
 
 # -- the decision, with the probe replaced (deterministic on any CPU) ----------------------------------------
 
+
 @pytest.fixture
 def fake_amx(monkeypatch, tmp_path):
     """Pretend the CPU reports AMX and the build has AMX kernels; record the probes instead of running them."""
     calls = []
-    outcome = {True: llama_guard.ProbeResult(True, False, -4, "killed by SIGILL (illegal instruction)", 0.1),
-               False: llama_guard.ProbeResult(False, True, 0, "answered", 0.2)}
+    outcome = {
+        True: llama_guard.ProbeResult(True, False, -4, "killed by SIGILL (illegal instruction)", 0.1),
+        False: llama_guard.ProbeResult(False, True, 0, "answered", 0.2),
+    }
 
     def fake_probe(path, *, extra_buffers, n_threads=None, timeout=0):
         calls.append(extra_buffers)
         return outcome[extra_buffers]
 
     monkeypatch.setattr(llama_guard, "cpu_has_amx", lambda flags=None: True)
-    monkeypatch.setattr(llama_guard, "llama_build_info", lambda: {"installed": True, "version": "x",
-                                                                  "amx_kernels": True, "libraries": []})
+    monkeypatch.setattr(
+        llama_guard,
+        "llama_build_info",
+        lambda: {"installed": True, "version": "x", "amx_kernels": True, "libraries": []},
+    )
     monkeypatch.setattr(llama_guard, "probe", fake_probe)
     monkeypatch.setattr(llama_guard, "_decided", {})
     model = tmp_path / "m.gguf"
@@ -113,6 +118,7 @@ def test_cpu_flags_are_read():
 
 # -- the real thing ---------------------------------------------------------------------------------------
 
+
 def test_the_probe_reports_a_child_that_dies_by_a_signal(tmp_path, monkeypatch):
     """probe() runs a real child process; one killed by SIGILL is reported as such, not suffered."""
     fake = tmp_path / "python"
@@ -152,9 +158,11 @@ def test_the_probe_loads_the_real_model_with_safe_settings():
 
 # -- veracity doctor --------------------------------------------------------------------------------------
 
+
 def test_doctor_without_the_model_reports_packages_cpu_and_paths(cli_env):
-    r = subprocess.run(veracity_cmd() + ["doctor", "--no-model", "--json"], capture_output=True, text=True,
-                       env=cli_env, timeout=120)
+    r = subprocess.run(
+        veracity_cmd() + ["doctor", "--no-model", "--json"], capture_output=True, text=True, env=cli_env, timeout=120
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["python"]["version"].count(".") == 2
@@ -171,14 +179,24 @@ def test_doctor_checks_a_model_in_a_child_process_and_says_what_failed(cli_env, 
 
     rules = tmp_path / "rules.json"
     rules.write_text(json.dumps({"rules": QACHECK_RULES["rules"] + [{"match": ".", "reply": "Paris"}]}))
-    r = subprocess.run(veracity_cmd() + ["doctor", "--model", f"scripted:{rules}"], capture_output=True,
-                       text=True, env=cli_env, timeout=120)
+    r = subprocess.run(
+        veracity_cmd() + ["doctor", "--model", f"scripted:{rules}"],
+        capture_output=True,
+        text=True,
+        env=cli_env,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "Model check (in a child process)" in r.stdout and "OK: loaded" in r.stdout and "'Paris'" in r.stdout
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(b"not a gguf file at all")
-    r = subprocess.run(veracity_cmd() + ["doctor", "--model", f"gguf:{bad}", "--json"], capture_output=True,
-                       text=True, env={**cli_env, "VERACITY_LLAMA_EXTRA_BUFFERS": "off"}, timeout=120)
+    r = subprocess.run(
+        veracity_cmd() + ["doctor", "--model", f"gguf:{bad}", "--json"],
+        capture_output=True,
+        text=True,
+        env={**cli_env, "VERACITY_LLAMA_EXTRA_BUFFERS": "off"},
+        timeout=120,
+    )
     assert r.returncode == 1
     check = json.loads(r.stdout)["model_check"]
     assert check["ok"] is False and "broken.gguf" in check["error"]
@@ -186,8 +204,13 @@ def test_doctor_checks_a_model_in_a_child_process_and_says_what_failed(cli_env, 
 
 @pytest.mark.embedded
 def test_doctor_runs_the_embedded_model(cli_env):
-    r = subprocess.run(veracity_cmd() + ["doctor", "--threads", "2", "--json"], capture_output=True, text=True,
-                       env=cli_env, timeout=600)
+    r = subprocess.run(
+        veracity_cmd() + ["doctor", "--threads", "2", "--json"],
+        capture_output=True,
+        text=True,
+        env=cli_env,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     check = json.loads(r.stdout)["model_check"]
     assert check["ok"] and check["answer"] and check["decision"]["method"] == "logprob"

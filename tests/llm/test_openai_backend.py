@@ -8,14 +8,12 @@ import json
 import subprocess
 
 import pytest
+from conftest import served, veracity_cmd
+from stub_server import StubServer, chat_response, message_text
 
 from veracity.errors import BackendError
 from veracity.llm import CompletionRequest
 from veracity.llm.openai_http import OpenAIBackend
-
-from conftest import served, veracity_cmd
-from stub_server import StubServer, chat_response, message_text
-
 
 ERR = {"error": {"message": "slow down", "type": "rate_limit"}}
 
@@ -55,6 +53,7 @@ def test_timeouts_are_reported():
 
 def test_choose_parses_free_text_and_retries_with_reminder():
     """A chat-only server without log-probabilities or constraints: generate, match, retry with a reminder."""
+
     def respond(body):
         text = message_text(body)
         if "Answer with exactly one of" in text:
@@ -87,15 +86,18 @@ def test_unknown_model_is_a_user_error():
 
 # -- llama-cpp-python's real OpenAI-compatible server --------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def llama_server():
     from veracity.llm.embedded import default_model_path
-
     from veracity.llm.llama_server import start_server
 
-    yield from served(start_server, str(default_model_path()),
-                      ["--model_alias", "smollm2", "--n_ctx", "8192", "--n_threads", "2", "--cache", "true"],
-                      timeout=120)
+    yield from served(
+        start_server,
+        str(default_model_path()),
+        ["--model_alias", "smollm2", "--n_ctx", "8192", "--n_threads", "2", "--cache", "true"],
+        timeout=120,
+    )
 
 
 @pytest.mark.embedded
@@ -108,16 +110,31 @@ def test_real_server_completion_and_decision(llama_server):
     assert ch.method == "logprob" and sum(ch.probabilities.values()) == pytest.approx(1.0)
     caps = b.capabilities()
     assert caps.completions and caps.completions_logprobs and caps.constraint == "grammar"
-    doc = b.complete(CompletionRequest.of("Q: What is the capital of France?\nA:", continuation=True,
-                                          max_tokens=4, stop=["\n"]))
+    doc = b.complete(
+        CompletionRequest.of("Q: What is the capital of France?\nA:", continuation=True, max_tokens=4, stop=["\n"])
+    )
     assert doc.prompt_tokens < out.prompt_tokens + 5  # raw text to /v1/completions, no chat template around it
 
 
 @pytest.mark.embedded
 def test_cli_check_against_real_server(llama_server, cli_env):
-    r = subprocess.run(veracity_cmd() + ["check", "--model", "smollm2", "--base-url", llama_server, "--json",
-                                         "--max-iterations", "1", "The Eiffel Tower is in Paris."],
-                       capture_output=True, env=cli_env, timeout=600)
+    r = subprocess.run(
+        veracity_cmd()
+        + [
+            "check",
+            "--model",
+            "smollm2",
+            "--base-url",
+            llama_server,
+            "--json",
+            "--max-iterations",
+            "1",
+            "The Eiffel Tower is in Paris.",
+        ],
+        capture_output=True,
+        env=cli_env,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr.decode()[-2000:]
     doc = json.loads(r.stdout)
     assert doc["model"] == f"openai:smollm2@{llama_server}"

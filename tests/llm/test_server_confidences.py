@@ -7,13 +7,20 @@ import math
 import subprocess
 
 import pytest
-
 from conftest import veracity_cmd
 from stub_server import FakeModel, StubServer
+
 from veracity.verify.model import WEIGHTS_DIR
 
-LABEL_TOKENS = {" Supported": math.log(0.5), " Refuted": math.log(0.2), " True": math.log(0.1),
-                " False": math.log(0.05), " Yes": math.log(0.05), " No": math.log(0.05), " Not": math.log(0.05)}
+LABEL_TOKENS = {
+    " Supported": math.log(0.5),
+    " Refuted": math.log(0.2),
+    " True": math.log(0.1),
+    " False": math.log(0.05),
+    " Yes": math.log(0.05),
+    " No": math.log(0.05),
+    " Not": math.log(0.05),
+}
 SAID = "this server gives no confidences"
 
 
@@ -32,9 +39,26 @@ def llama_cpp_server():
 
 
 def check(url, env, tmp_path, *extra):
-    return subprocess.run(veracity_cmd() + ["check", "Lars Onsager won the Nobel prize at 30.", "--model", "fake",
-                                            "--base-url", url, "--pipeline", "direct", "--no-cache", *extra],
-                          capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    return subprocess.run(
+        veracity_cmd()
+        + [
+            "check",
+            "Lars Onsager won the Nobel prize at 30.",
+            "--model",
+            "fake",
+            "--base-url",
+            url,
+            "--pipeline",
+            "direct",
+            "--no-cache",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=tmp_path,
+    )
 
 
 def test_no_log_probabilities_is_said_once_in_output_json_and_report(grammar_server, cli_env, tmp_path):
@@ -57,8 +81,14 @@ def test_llama_cpp_log_probabilities_give_a_confidence_and_no_note(llama_cpp_ser
 
 def test_doctor_says_what_the_server_offers(grammar_server, llama_cpp_server, cli_env, tmp_path):
     def doctor(url):
-        return subprocess.run(veracity_cmd() + ["doctor", "--model", "fake", "--base-url", url], capture_output=True,
-                              text=True, env=cli_env, timeout=180, cwd=tmp_path)
+        return subprocess.run(
+            veracity_cmd() + ["doctor", "--model", "fake", "--base-url", url],
+            capture_output=True,
+            text=True,
+            env=cli_env,
+            timeout=180,
+            cwd=tmp_path,
+        )
 
     r = doctor(grammar_server.url)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -70,21 +100,65 @@ def test_doctor_says_what_the_server_offers(grammar_server, llama_cpp_server, cl
 
 def test_eval_report_and_check_text_say_it_once(grammar_server, cli_env, tmp_path):
     claims = tmp_path / "claims.jsonl"
-    claims.write_text("".join(json.dumps({"id": f"c{i}", "claim": c, "label": "supported"}) + "\n"
-                              for i, c in enumerate(["Tallinn is the capital of Estonia.", "Sardines are fish."])))
+    claims.write_text(
+        "".join(
+            json.dumps({"id": f"c{i}", "claim": c, "label": "supported"}) + "\n"
+            for i, c in enumerate(["Tallinn is the capital of Estonia.", "Sardines are fish."])
+        )
+    )
     out = tmp_path / "run"
-    r = subprocess.run(veracity_cmd() + ["eval", "--dataset", "jsonl", "--path", str(claims), "--pipeline", "direct",
-                                         "--model", "fake", "--base-url", grammar_server.url, "--out", str(out),
-                                         "--no-progress", "--no-cache"],
-                       capture_output=True, text=True, env=cli_env, timeout=180, cwd=tmp_path)
+    r = subprocess.run(
+        veracity_cmd()
+        + [
+            "eval",
+            "--dataset",
+            "jsonl",
+            "--path",
+            str(claims),
+            "--pipeline",
+            "direct",
+            "--model",
+            "fake",
+            "--base-url",
+            grammar_server.url,
+            "--out",
+            str(out),
+            "--no-progress",
+            "--no-cache",
+        ],
+        capture_output=True,
+        text=True,
+        env=cli_env,
+        timeout=180,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     report = (out / "report.md").read_text()
     assert report.count(SAID) == 1 and f"No confidences for direct: {SAID}" in report
     text = tmp_path / "a.md"
     text.write_text("Tallinn is the capital of Estonia. Sardines are a kind of fish that lives in the sea.")
-    r = subprocess.run(veracity_cmd() + ["check-text", str(text), "--model", "fake", "--base-url", grammar_server.url,
-                                         "--pipeline", "direct", "--extract", "rules", "--no-cache", "--json"],
-                       capture_output=True, text=True, env=cli_env, timeout=180, cwd=tmp_path)
+    r = subprocess.run(
+        veracity_cmd()
+        + [
+            "check-text",
+            str(text),
+            "--model",
+            "fake",
+            "--base-url",
+            grammar_server.url,
+            "--pipeline",
+            "direct",
+            "--extract",
+            "rules",
+            "--no-cache",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=cli_env,
+        timeout=180,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["summary"]["confidence_note"].startswith(SAID)
 
@@ -110,10 +184,18 @@ def test_the_run_page_says_it(grammar_server, server_factory):
 
 def test_a_verdict_uncertain_for_its_confidence_says_what_the_threshold_means(llama_cpp_server, cli_env, tmp_path):
     docs = tmp_path / "docs.jsonl"
-    docs.write_text(json.dumps({"id": "n", "title": "Onsager", "text": "Lars Onsager won the Nobel prize in 1968."})
-                    + "\n")
-    assert subprocess.run(veracity_cmd() + ["index", "build", str(docs), "--out", str(tmp_path / "idx")],
-                          capture_output=True, env=cli_env, timeout=300).returncode == 0
+    docs.write_text(
+        json.dumps({"id": "n", "title": "Onsager", "text": "Lars Onsager won the Nobel prize in 1968."}) + "\n"
+    )
+    assert (
+        subprocess.run(
+            veracity_cmd() + ["index", "build", str(docs), "--out", str(tmp_path / "idx")],
+            capture_output=True,
+            env=cli_env,
+            timeout=300,
+        ).returncode
+        == 0
+    )
     r = check(llama_cpp_server.url, cli_env, tmp_path, "--index", str(tmp_path / "idx"))
     assert r.returncode == 0, r.stderr
     # the direct baseline's True is 0.1 / (0.1 + 0.05) of its two answers' probability: below the threshold

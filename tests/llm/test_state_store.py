@@ -6,10 +6,9 @@ import subprocess
 
 import numpy as np
 import pytest
+from conftest import veracity_cmd
 
 from veracity.llm.state_store import HEAD, MAGIC, StateStore
-
-from conftest import veracity_cmd
 
 
 def toks(first: int, n: int = 100) -> np.ndarray:
@@ -58,8 +57,13 @@ def test_the_folder_is_capped_oldest_first_over_every_models_states(tmp_path):
 
 
 def check(claim, cache_home, env):
-    r = subprocess.run(veracity_cmd() + ["check", claim, "--json"], capture_output=True, text=True,
-                       env=dict(env, XDG_CACHE_HOME=str(cache_home)), timeout=600)
+    r = subprocess.run(
+        veracity_cmd() + ["check", claim, "--json"],
+        capture_output=True,
+        text=True,
+        env=dict(env, XDG_CACHE_HOME=str(cache_home)),
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     calls = [s for s in doc["trace"] if s.get("stage") == "model_call"]
@@ -79,8 +83,9 @@ def test_a_new_process_starts_with_the_templates_evaluated_and_decides_the_same(
     assert cold_calls[0]["reused"] == 0
     assert warm["verdict"]["label"] == cold["verdict"]["label"]
     assert warm["verdict"]["confidence"] == pytest.approx(cold["verdict"]["confidence"], abs=1e-6)
-    assert [(s["question"], s["answer"]) for s in warm["verdict"]["steps"]] == \
-        [(s["question"], s["answer"]) for s in cold["verdict"]["steps"]]
+    assert [(s["question"], s["answer"]) for s in warm["verdict"]["steps"]] == [
+        (s["question"], s["answer"]) for s in cold["verdict"]["steps"]
+    ]
     # a damaged state is not loaded: the check runs as from cold and writes it again
     for p in states:
         p.write_bytes(p.read_bytes()[:-100])

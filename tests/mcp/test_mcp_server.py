@@ -3,7 +3,6 @@ streamable HTTP (a real server on 127.0.0.1): the tools and their schemas, each 
 step, cancellation, bad input as tool errors, the token guard, and the runs stored where the web page reads them."""
 
 import json
-import os
 import socket
 import sqlite3
 import subprocess
@@ -13,17 +12,21 @@ import time
 import anyio
 import httpx
 import pytest
+from conftest import SERVER_RULES, rules_responder, server_env, write_rules
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-
-from conftest import SERVER_RULES, rules_responder, server_env, write_rules
 from stub_server import StubServer
 
 CLAIM = "The Orrin Bridge stands in Tallinn."
 TOOLS = {"check_claim", "check_text", "check_answer", "search_evidence", "get_run"}
-INDEX_DOCS = [{"id": "orrin", "title": "Orrin Bridge",
-               "text": "The Orrin Bridge is a stone bridge in Tallinn, Estonia. It was built in 1871."},
-              {"id": "kestrel", "title": "Kestrel Bay", "text": "Kestrel Bay is a novel written by Mara Lind in 1999."}]
+INDEX_DOCS = [
+    {
+        "id": "orrin",
+        "title": "Orrin Bridge",
+        "text": "The Orrin Bridge is a stone bridge in Tallinn, Estonia. It was built in 1871.",
+    },
+    {"id": "kestrel", "title": "Kestrel Bay", "text": "Kestrel Bay is a novel written by Mara Lind in 1999."},
+]
 
 
 @pytest.fixture
@@ -36,16 +39,26 @@ def index(tmp_path, env):
     docs = tmp_path / "docs.jsonl"
     docs.write_text("".join(json.dumps(d) + "\n" for d in INDEX_DOCS))
     out = tmp_path / "index"
-    r = subprocess.run([sys.executable, "-m", "veracity.cli", "index", "build", str(docs), "--out", str(out)],
-                       capture_output=True, text=True, env=env, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "veracity.cli", "index", "build", str(docs), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     return out
 
 
 def stdio(args, env, tmp_path):
-    return Client(StdioServerParameters(command=sys.executable, args=["-m", "veracity.cli", "mcp", *args,
-                                                                      "--db", str(tmp_path / "runs.sqlite")],
-                                        env=env, cwd=str(tmp_path)))
+    return Client(
+        StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "veracity.cli", "mcp", *args, "--db", str(tmp_path / "runs.sqlite")],
+            env=env,
+            cwd=str(tmp_path),
+        )
+    )
 
 
 def stored(tmp_path, run_id):
@@ -96,8 +109,9 @@ def test_stdio_bad_input_is_a_tool_error_and_the_server_goes_on(tmp_path, env):
         async with stdio(["--model", model], env, tmp_path) as c:
             empty = await c.call_tool("check_claim", {"claim": "   "})
             unknown = await c.call_tool("check_claim", {"claim": CLAIM, "pipeline": "no-such-pipeline"})
-            no_image = await c.call_tool("check_claim", {"claim": CLAIM, "pipeline": "defame",
-                                                         "image_path": str(tmp_path / "missing.png")})
+            no_image = await c.call_tool(
+                "check_claim", {"claim": CLAIM, "pipeline": "defame", "image_path": str(tmp_path / "missing.png")}
+            )
             no_index = await c.call_tool("search_evidence", {"query": "Orrin Bridge"})
             no_run = await c.call_tool("get_run", {"run_id": "0123456789abcdef"})
             wrong_type = await c.call_tool("check_text", {"text": 42})
@@ -118,17 +132,20 @@ def test_stdio_bad_input_is_a_tool_error_and_the_server_goes_on(tmp_path, env):
 def test_stdio_checks_a_claim_against_the_evidence_an_agent_gives(tmp_path, env):
     """An agent that has read a page passes its passages: the claim is checked against them, no index needed."""
     model = write_rules(tmp_path / "rules.json")
-    passages = ["Kestrel Bay is a novel written by Mara Lind in 1999.",
-                "The Orrin Bridge is a stone bridge in Tallinn, Estonia. It was built in 1871."]
+    passages = [
+        "Kestrel Bay is a novel written by Mara Lind in 1999.",
+        "The Orrin Bridge is a stone bridge in Tallinn, Estonia. It was built in 1871.",
+    ]
 
     async def main():
         async with stdio(["--model", model], env, tmp_path) as c:
             schema = {t.name: t for t in (await c.list_tools()).tools}["check_claim"].input_schema
             assert "evidence" in schema["properties"]
-            return (await c.call_tool("check_claim", {"claim": CLAIM, "pipeline": "verifier", "evidence": passages}),
-                    await c.call_tool("check_claim", {"claim": CLAIM, "evidence": ["  "]}),
-                    await c.call_tool("check_text", {"text": "The Orrin Bridge was built in 1871.",
-                                                     "evidence": passages}))
+            return (
+                await c.call_tool("check_claim", {"claim": CLAIM, "pipeline": "verifier", "evidence": passages}),
+                await c.call_tool("check_claim", {"claim": CLAIM, "evidence": ["  "]}),
+                await c.call_tool("check_text", {"text": "The Orrin Bridge was built in 1871.", "evidence": passages}),
+            )
 
     r, empty, text = anyio.run(main)
     assert not text.is_error, text.content
@@ -142,18 +159,28 @@ def test_stdio_checks_a_claim_against_the_evidence_an_agent_gives(tmp_path, env)
 
 
 def test_stdio_text_answer_search_and_get_run_over_an_index(tmp_path, env, index):
-    model = write_rules(tmp_path / "rules.json", {"rules": SERVER_RULES["rules"] + [
-        {"match": "Search query:$", "reply": " Orrin Bridge Tallinn"},
-        {"match": "Reasoning:$", "reply": " The passage says it is a bridge in Tallinn."},
-        {"match": "in Tallinn\\.\\n?[^\\n]*:$", "reply": " Supported"}]})
+    model = write_rules(
+        tmp_path / "rules.json",
+        {
+            "rules": SERVER_RULES["rules"]
+            + [
+                {"match": "Search query:$", "reply": " Orrin Bridge Tallinn"},
+                {"match": "Reasoning:$", "reply": " The passage says it is a bridge in Tallinn."},
+                {"match": "in Tallinn\\.\\n?[^\\n]*:$", "reply": " Supported"},
+            ]
+        },
+    )
 
     async def main():
         async with stdio(["--model", model, "--index", str(index)], env, tmp_path) as c:
             search = await c.call_tool("search_evidence", {"query": "Orrin Bridge Tallinn", "k": 2})
-            text = await c.call_tool("check_text", {"text": "The Orrin Bridge stands in Tallinn. It is made of "
-                                                            "stone.", "pipeline": "verifier"})
-            answer = await c.call_tool("check_answer", {"question": "Where is the Orrin Bridge?",
-                                                        "answer": "The Orrin Bridge is in Tallinn."})
+            text = await c.call_tool(
+                "check_text",
+                {"text": "The Orrin Bridge stands in Tallinn. It is made of stone.", "pipeline": "verifier"},
+            )
+            answer = await c.call_tool(
+                "check_answer", {"question": "Where is the Orrin Bridge?", "answer": "The Orrin Bridge is in Tallinn."}
+            )
             again = await c.call_tool("get_run", {"run_id": text.structured_content["run_id"]})
             return search, text, answer, again
 
@@ -183,9 +210,27 @@ def free_port():
 
 def start_http(args, env, tmp_path, host="127.0.0.1"):
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "veracity.cli", "mcp", "--http", "--host", host, "--port", str(port),
-                             "--db", str(tmp_path / "runs.sqlite"), *args], env=env, cwd=tmp_path,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "veracity.cli",
+            "mcp",
+            "--http",
+            "--host",
+            host,
+            "--port",
+            str(port),
+            "--db",
+            str(tmp_path / "runs.sqlite"),
+            *args,
+        ],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     url = f"http://127.0.0.1:{port}/mcp"
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -204,8 +249,10 @@ def test_http_cancellation_stops_the_run(tmp_path, env):
     proc, url = start_http(["--model", "stub-model", "--base-url", slow.url, "--no-cache"], env, tmp_path)
     seen = []
     try:
+
         async def main():
             async with Client(url) as c:
+
                 async def on_progress(done, total, message):
                     seen.append(done)
 
@@ -261,8 +308,9 @@ def test_http_without_token_refuses_a_foreign_host(tmp_path, env):
     model = write_rules(tmp_path / "rules.json")
     proc, url = start_http(["--model", model], env, tmp_path)
     try:
-        r = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"Host": "evil.example"},
-                       timeout=10)
+        r = httpx.post(
+            url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"Host": "evil.example"}, timeout=10
+        )
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -270,15 +318,28 @@ def test_http_without_token_refuses_a_foreign_host(tmp_path, env):
 
 
 def test_a_non_loopback_host_without_token_does_not_start(tmp_path, env):
-    r = subprocess.run([sys.executable, "-m", "veracity.cli", "mcp", "--http", "--host", "0.0.0.0"],
-                       capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    r = subprocess.run(
+        [sys.executable, "-m", "veracity.cli", "mcp", "--http", "--host", "0.0.0.0"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert r.returncode != 0 and "VERACITY_API_TOKEN" in r.stderr
 
 
 def test_the_default_pipeline_is_the_servers_and_an_unknown_one_stops_it_at_once(tmp_path, env):
     model = write_rules(tmp_path / "rules.json")
-    r = subprocess.run([sys.executable, "-m", "veracity.cli", "mcp", "--model", model, "--pipeline", "nope"],
-                       capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path, stdin=subprocess.DEVNULL)
+    r = subprocess.run(
+        [sys.executable, "-m", "veracity.cli", "mcp", "--model", model, "--pipeline", "nope"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+    )
     assert r.returncode != 0 and "nope" in r.stderr and "qacheck" in r.stderr
 
     async def main():
@@ -292,16 +353,18 @@ def test_the_default_pipeline_is_the_servers_and_an_unknown_one_stops_it_at_once
 
 # -- bad input an SDK client would never send: raw JSON-RPC lines over a real stdio session ----------------------
 
-SURROGATE_FIELDS = [("check_claim", {"claim": "S"}, "claim"),
-                    ("check_claim", {"claim": CLAIM, "evidence": ["fine", "S"]}, "evidence.1"),
-                    ("check_claim", {"claim": CLAIM, "pipeline": "S"}, "pipeline"),
-                    ("check_claim", {"claim": CLAIM, "date": "S"}, "date"),
-                    ("check_text", {"text": "S"}, "text"),
-                    ("check_text", {"text": "Paris is in France.", "evidence": ["S"]}, "evidence.0"),
-                    ("check_answer", {"question": "S", "answer": "Paris."}, "question"),
-                    ("check_answer", {"question": "Where?", "answer": "S"}, "answer"),
-                    ("search_evidence", {"query": "S"}, "query"),
-                    ("get_run", {"run_id": "S"}, "run_id")]
+SURROGATE_FIELDS = [
+    ("check_claim", {"claim": "S"}, "claim"),
+    ("check_claim", {"claim": CLAIM, "evidence": ["fine", "S"]}, "evidence.1"),
+    ("check_claim", {"claim": CLAIM, "pipeline": "S"}, "pipeline"),
+    ("check_claim", {"claim": CLAIM, "date": "S"}, "date"),
+    ("check_text", {"text": "S"}, "text"),
+    ("check_text", {"text": "Paris is in France.", "evidence": ["S"]}, "evidence.0"),
+    ("check_answer", {"question": "S", "answer": "Paris."}, "question"),
+    ("check_answer", {"question": "Where?", "answer": "S"}, "answer"),
+    ("search_evidence", {"query": "S"}, "query"),
+    ("get_run", {"run_id": "S"}, "run_id"),
+]
 
 
 class RawSession:
@@ -311,10 +374,14 @@ class RawSession:
         import queue
         import threading
 
-        self.proc = subprocess.Popen([sys.executable, "-m", "veracity.cli", "mcp", *args,
-                                      "--db", str(tmp_path / "runs.sqlite")], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=open(tmp_path / "stderr.txt", "wb"), env=env,
-                                     cwd=tmp_path)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "veracity.cli", "mcp", *args, "--db", str(tmp_path / "runs.sqlite")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=open(tmp_path / "stderr.txt", "wb"),
+            env=env,
+            cwd=tmp_path,
+        )
         self.stderr = tmp_path / "stderr.txt"
         self.lines = queue.Queue()  # what the server writes, line by line, read as it comes
 
@@ -343,9 +410,20 @@ class RawSession:
         return None
 
     def initialize(self):
-        self.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                                         "clientInfo": {"name": "raw", "version": "0"}}}))
+        self.send(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 0,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {},
+                        "clientInfo": {"name": "raw", "version": "0"},
+                    },
+                }
+            )
+        )
         assert self.answer(0, 120) is not None, self.stderr.read_text()
         self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
 
@@ -369,12 +447,21 @@ def test_stdio_a_lone_surrogate_in_any_argument_is_a_tool_error_naming_it(tmp_pa
         session.initialize()
         answers = []
         for n, (tool, arguments, field) in enumerate(SURROGATE_FIELDS, start=1):
-            raw = json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call",
-                              "params": {"name": tool, "arguments": arguments}})
+            raw = json.dumps(
+                {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+            )
             session.send(raw.replace('"S"', f'"bad {escape} text"'))
             answers.append((tool, field, session.answer(n, timeout=30)))
-        session.send(json.dumps({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
-                                 "params": {"name": "check_claim", "arguments": {"claim": CLAIM}}}))
+        session.send(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 99,
+                    "method": "tools/call",
+                    "params": {"name": "check_claim", "arguments": {"claim": CLAIM}},
+                }
+            )
+        )
         after = session.answer(99)
     finally:
         session.close()
@@ -394,8 +481,10 @@ def test_stdio_a_request_nested_too_deeply_is_answered(tmp_path, env):
     try:
         session.initialize()
         deep = "[" * 3000 + "]" * 3000
-        session.send('{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "get_run", '
-                      '"arguments": {"run_id": ' + deep + '}}}')
+        session.send(
+            '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "get_run", '
+            '"arguments": {"run_id": ' + deep + "}}}"
+        )
         msg = session.answer(7, timeout=30)
     finally:
         session.close()
@@ -405,13 +494,17 @@ def test_stdio_a_request_nested_too_deeply_is_answered(tmp_path, env):
 
 # -- the Origin of browser requests over HTTP (DNS rebinding, other sites' pages) ----------------------------------
 
+
 def _initialize(url, origin=None):
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     if origin is not None:
         headers["Origin"] = origin
-    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                       "clientInfo": {"name": "t", "version": "0"}}}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+    }
     return httpx.post(url, json=body, headers=headers, timeout=30)
 
 
@@ -420,10 +513,20 @@ def test_http_refuses_a_foreign_origin_and_serves_its_own_and_the_allowed_ones(t
     proc, url = start_http(["--model", model, "--allow-origin", "http://localhost:6274"], env, tmp_path)
     port = url.split(":")[2].split("/")[0]
     try:
-        refused = {o: _initialize(url, o) for o in ("http://evil.example", "null", "http://127.0.0.1.evil.example",
-                                                   f"http://127.0.0.1.evil.example:{port}", "http://localhost:6275")}
-        served = {o: _initialize(url, o) for o in (None, f"http://127.0.0.1:{port}", f"http://localhost:{port}",
-                                                  "http://localhost:6274")}
+        refused = {
+            o: _initialize(url, o)
+            for o in (
+                "http://evil.example",
+                "null",
+                "http://127.0.0.1.evil.example",
+                f"http://127.0.0.1.evil.example:{port}",
+                "http://localhost:6275",
+            )
+        }
+        served = {
+            o: _initialize(url, o)
+            for o in (None, f"http://127.0.0.1:{port}", f"http://localhost:{port}", "http://localhost:6274")
+        }
 
         async def call(origin):  # a tools/call from a page elsewhere, through the SDK's own client
             import httpx2
@@ -448,6 +551,12 @@ def test_http_refuses_a_foreign_origin_and_serves_its_own_and_the_allowed_ones(t
 
 
 def test_an_allowed_origin_that_is_no_origin_stops_the_server_at_once(tmp_path, env):
-    r = subprocess.run([sys.executable, "-m", "veracity.cli", "mcp", "--http", "--allow-origin", "evil.example"],
-                       capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    r = subprocess.run(
+        [sys.executable, "-m", "veracity.cli", "mcp", "--http", "--allow-origin", "evil.example"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert r.returncode == 2 and "--allow-origin" in r.stderr and "Traceback" not in r.stderr

@@ -8,7 +8,6 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from conftest import server_env, veracity_cmd
 from stub_server import chat_response, message_text
 from worlds import CLI_RULES, DOCS, FC_CTS, PLAIN_CTS
@@ -26,9 +25,15 @@ class ProxyProcess:
         self.url = ""
 
     def start(self, timeout: float = 60) -> "ProxyProcess":
-        self.proc = subprocess.Popen(veracity_cmd() + ["proxy", "--port", "0", *self.args], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, env=self.env, cwd=self.cwd, text=True,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            veracity_cmd() + ["proxy", "--port", "0", *self.args],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=self.env,
+            cwd=self.cwd,
+            text=True,
+            start_new_session=True,
+        )
         found = threading.Event()
 
         def drain():
@@ -59,9 +64,14 @@ class ProxyProcess:
 def chunks_of(text: str, pieces: int = 4) -> list[dict]:
     """`text` as an upstream stream: a role chunk, the text in `pieces` content deltas, a finish chunk."""
     step = max(1, len(text) // pieces)
-    parts = [text[i:i + step] for i in range(0, len(text), step)]
-    head = {"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": 7, "model": "stub",
-            "system_fingerprint": "fp-stub"}
+    parts = [text[i : i + step] for i in range(0, len(text), step)]
+    head = {
+        "id": "chatcmpl-stub",
+        "object": "chat.completion.chunk",
+        "created": 7,
+        "model": "stub",
+        "system_fingerprint": "fp-stub",
+    }
     out = [{**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}]
     out += [{**head, "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]} for p in parts]
     out.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
@@ -74,8 +84,17 @@ def upstream(body: dict):
     text = message_text(body)
     system = " ".join(m["content"] for m in body["messages"] if m["role"] == "system")
     if "UPSTREAM 400" in text:
-        return 400, {"error": {"message": "this model's context is 10 tokens", "type": "invalid_request_error",
-                               "code": "context_length_exceeded"}}, 0
+        return (
+            400,
+            {
+                "error": {
+                    "message": "this model's context is 10 tokens",
+                    "type": "invalid_request_error",
+                    "code": "context_length_exceeded",
+                }
+            },
+            0,
+        )
     if "UPSTREAM 503" in text:
         return 503, {"error": {"message": "the model is overloaded"}}, 0
     if "UPSTREAM SLOW" in text:

@@ -8,11 +8,9 @@ import time
 
 import openai
 import pytest
-
+from proxy_helpers import PROXY_TOKEN, UPSTREAM_KEY, chunks_of, proxy_world, start_proxy, upstream  # noqa: F401 (fixtures)
 from stub_server import StubServer
 from worlds import FC_CTS, PLAIN_CTS, Q_CTS
-
-from proxy_helpers import PROXY_TOKEN, chunks_of, UPSTREAM_KEY, proxy_world, start_proxy, upstream  # noqa: F401 (fixtures)
 
 SUPPORTED = "Carpal tunnel syndrome causes numbness and tingling in the thumb and index finger."
 UNSUPPORTED = ["It is a disorder of the tendons rather than of a nerve.", "So the answer is B."]
@@ -41,9 +39,23 @@ def db(start_proxy):
 
 @pytest.fixture(scope="module")
 def proxy(start_proxy, stub, proxy_world, db):
-    return start_proxy(["--upstream", stub.url, "--index", str(proxy_world / "index"), "--model",
-                        f"scripted:{proxy_world / 'rater.json'}", "--db", str(db), "--rate-limit", "0",
-                        "--upstream-timeout", "1.5"], env_extra={"VERACITY_UPSTREAM_KEY": UPSTREAM_KEY})
+    return start_proxy(
+        [
+            "--upstream",
+            stub.url,
+            "--index",
+            str(proxy_world / "index"),
+            "--model",
+            f"scripted:{proxy_world / 'rater.json'}",
+            "--db",
+            str(db),
+            "--rate-limit",
+            "0",
+            "--upstream-timeout",
+            "1.5",
+        ],
+        env_extra={"VERACITY_UPSTREAM_KEY": UPSTREAM_KEY},
+    )
 
 
 def client(url, **kw):
@@ -51,8 +63,9 @@ def client(url, **kw):
 
 
 def ask(proxy, question=Q_CTS, **kw):
-    return client(proxy.url).chat.completions.create(model="stub", messages=[{"role": "user", "content": question}],
-                                                     **kw)
+    return client(proxy.url).chat.completions.create(
+        model="stub", messages=[{"role": "user", "content": question}], **kw
+    )
 
 
 def streamed(proxy, question=Q_CTS, **kw):
@@ -62,6 +75,7 @@ def streamed(proxy, question=Q_CTS, **kw):
 
 
 # -- annotate -------------------------------------------------------------------------------------------------
+
 
 def test_the_reply_is_the_upstreams_with_each_sentence_checked_against_the_index(proxy, stub, db):
     r = ask(proxy)
@@ -73,8 +87,11 @@ def test_the_reply_is_the_upstreams_with_each_sentence_checked_against_the_index
     assert v["score"] == pytest.approx(1 / 3) and (v["supported"], v["checked"]) == (1, 3)
     assert [u["verdict"] for u in v["units"]] == ["Supported", "Not Supported", "Not Supported"]
     # each unit says how it reads, as every verdict of veracity does (all three decided here)
-    assert [(u["shown_as"], u["uncertain"]) for u in v["units"]] == [("Supported", False), ("Not Supported", False),
-                                                                    ("Not Supported", False)]
+    assert [(u["shown_as"], u["uncertain"]) for u in v["units"]] == [
+        ("Supported", False),
+        ("Not Supported", False),
+        ("Not Supported", False),
+    ]
     for u in v["units"]:  # each span is where the sentence is in the delivered text
         start, end = u["span"]
         assert PLAIN_CTS[start:end] == u["text"]
@@ -118,11 +135,13 @@ def test_models_are_the_upstreams(proxy):
 
 # -- flag and fc-rag, per request -----------------------------------------------------------------------------
 
+
 def test_flag_marks_the_unsupported_sentences_in_the_text_streamed_or_not(proxy):
     r = ask(proxy, extra_headers={"X-Veracity-Policy": "flag"})
     text = r.choices[0].message.content
     assert text == PLAIN_CTS.replace(UNSUPPORTED[0], UNSUPPORTED[0] + " [unsupported]").replace(
-        UNSUPPORTED[1], UNSUPPORTED[1] + " [unsupported]")
+        UNSUPPORTED[1], UNSUPPORTED[1] + " [unsupported]"
+    )
     v = r.model_extra["veracity"]
     assert v["policy"] == "flag" and v["flagged"] == 2
     assert [text[slice(*u["span"])] for u in v["units"]] == [SUPPORTED, *UNSUPPORTED]  # spans in the flagged text
@@ -160,21 +179,33 @@ def test_a_bad_policy_header_is_a_400_naming_the_policies(proxy):
         ask(proxy, extra_headers={"X-Veracity-Policy": "shout"})
 
 
-@pytest.mark.parametrize("body,says", [
-    ('{"model": "stub", "messages": [{"role": "user", "content": "bad \\ud800 text"}]}', "lone UTF-16 surrogate"),
-    ('{"model": "stub", "messages": [{"role": "user", "content": "\\udc00"}]}', "lone UTF-16 surrogate"),
-    ('{"model": "stub", "messages": [{"role": "user", "content": "hi"}], "x": ' + "[" * 100_000 + "]" * 100_000 + "}",
-     "nested"),
-    ('{"model": "stub", "messages": [{"role": "user", "content": "hi"}], "temperature": NaN}', "not a number"),
-    ('{"model": "stub", "messages": [', "not JSON"),
-])
+@pytest.mark.parametrize(
+    "body,says",
+    [
+        ('{"model": "stub", "messages": [{"role": "user", "content": "bad \\ud800 text"}]}', "lone UTF-16 surrogate"),
+        ('{"model": "stub", "messages": [{"role": "user", "content": "\\udc00"}]}', "lone UTF-16 surrogate"),
+        (
+            '{"model": "stub", "messages": [{"role": "user", "content": "hi"}], "x": '
+            + "[" * 100_000
+            + "]" * 100_000
+            + "}",
+            "nested",
+        ),
+        ('{"model": "stub", "messages": [{"role": "user", "content": "hi"}], "temperature": NaN}', "not a number"),
+        ('{"model": "stub", "messages": [', "not JSON"),
+    ],
+)
 def test_a_request_the_proxy_cannot_read_is_a_400_in_the_openai_format(proxy, body, says):
     """Bodies no OpenAI client sends (a lone surrogate escape, nesting 100,000 deep, NaN, cut short) are refused
     with a 400 saying what is wrong, in the error shape the clients read (never a 500); the proxy goes on."""
     import httpx
 
-    r = httpx.post(f"{proxy.url}/chat/completions", content=body.encode("ascii"),
-                   headers={"Content-Type": "application/json"}, timeout=60)
+    r = httpx.post(
+        f"{proxy.url}/chat/completions",
+        content=body.encode("ascii"),
+        headers={"Content-Type": "application/json"},
+        timeout=60,
+    )
     assert r.status_code == 400, (r.status_code, r.text[:300])
     error = r.json()["error"]
     assert says in error["message"] and error["type"] == "veracity_proxy_error" and error["code"], error
@@ -182,6 +213,7 @@ def test_a_request_the_proxy_cannot_read_is_a_400_in_the_openai_format(proxy, bo
 
 
 # -- upstream failures ----------------------------------------------------------------------------------------
+
 
 def test_upstream_errors_keep_their_status_and_message(proxy):
     with pytest.raises(openai.BadRequestError, match="context is 10 tokens") as e:
@@ -207,8 +239,9 @@ def test_the_upstream_key_is_never_echoed(start_proxy, proxy_world):
 
     leaky = StubServer(echo)
     try:
-        p = start_proxy(["--upstream", leaky.url, "--rate-limit", "0"],
-                        env_extra={"VERACITY_UPSTREAM_KEY": UPSTREAM_KEY})
+        p = start_proxy(
+            ["--upstream", leaky.url, "--rate-limit", "0"], env_extra={"VERACITY_UPSTREAM_KEY": UPSTREAM_KEY}
+        )
         with pytest.raises(openai.AuthenticationError) as e:
             ask(p)
         assert UPSTREAM_KEY not in e.value.response.text and "upstream key removed" in e.value.response.text
@@ -217,6 +250,7 @@ def test_the_upstream_key_is_never_echoed(start_proxy, proxy_world):
 
 
 # -- no evidence, a failing check, an unreachable upstream ----------------------------------------------------
+
 
 def test_without_evidence_the_answer_says_it_was_not_checked_and_a_dead_upstream_is_a_502(start_proxy):
     own = StubServer(upstream)
@@ -232,8 +266,20 @@ def test_without_evidence_the_answer_says_it_was_not_checked_and_a_dead_upstream
 
 
 def test_a_check_that_fails_leaves_the_answer_delivered_and_says_so(start_proxy, stub, proxy_world):
-    p = start_proxy(["--upstream", stub.url, "--index", str(proxy_world / "index"), "--model", "rater",
-                     "--base-url", "http://127.0.0.1:9/v1", "--rate-limit", "0"])
+    p = start_proxy(
+        [
+            "--upstream",
+            stub.url,
+            "--index",
+            str(proxy_world / "index"),
+            "--model",
+            "rater",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--rate-limit",
+            "0",
+        ]
+    )
     r = ask(p)
     assert r.choices[0].message.content == PLAIN_CTS
     v = r.model_extra["veracity"]
@@ -244,20 +290,36 @@ def test_a_check_that_fails_leaves_the_answer_delivered_and_says_so(start_proxy,
 
 # -- auth and the trained verifier ----------------------------------------------------------------------------
 
+
 def test_off_loopback_the_proxy_needs_its_token_and_checks_with_the_verifier(start_proxy, stub, proxy_world):
     with pytest.raises(RuntimeError, match="VERACITY_API_TOKEN"):
         start_proxy(["--upstream", stub.url, "--host", "0.0.0.0"])
     # a rater with no rules: any model call would fail the check, so a checked answer means none was made
     empty = proxy_world / "no-rules.json"
     empty.write_text('{"rules": []}')
-    p = start_proxy(["--upstream", stub.url, "--host", "0.0.0.0", "--index", str(proxy_world / "index"),
-                     "--pipeline", "verifier", "--model", f"scripted:{empty}", "--rate-limit", "0"],
-                    env_extra={"VERACITY_API_TOKEN": PROXY_TOKEN, "VERACITY_UPSTREAM_KEY": UPSTREAM_KEY})
+    p = start_proxy(
+        [
+            "--upstream",
+            stub.url,
+            "--host",
+            "0.0.0.0",
+            "--index",
+            str(proxy_world / "index"),
+            "--pipeline",
+            "verifier",
+            "--model",
+            f"scripted:{empty}",
+            "--rate-limit",
+            "0",
+        ],
+        env_extra={"VERACITY_API_TOKEN": PROXY_TOKEN, "VERACITY_UPSTREAM_KEY": UPSTREAM_KEY},
+    )
     for kw in ({"api_key": "wrong-token"}, {}):
         with pytest.raises(openai.AuthenticationError, match="bearer token"):
             client(p.url, **kw).chat.completions.create(model="stub", messages=[{"role": "user", "content": Q_CTS}])
     r = client(p.url, api_key=PROXY_TOKEN).chat.completions.create(
-        model="stub", messages=[{"role": "user", "content": Q_CTS}])
+        model="stub", messages=[{"role": "user", "content": Q_CTS}]
+    )
     v = r.model_extra["veracity"]
     assert v["status"] == "checked" and "verifier" in v["checker"] and v["checked"] == 3
     assert all(u["query"] == u.get("read_as", u["text"]) and u["confidence"] is not None for u in v["units"])

@@ -48,8 +48,13 @@ BASE_RULES = [
     (VERIFIER, ["No, we cannot know.", "Yes, we can know."]),
     (FIRST_Q, " Who wrote the novel Kestrel Bay?"),
     (FOLLOW_Q, " Where was Mara Lind born?"),
-    (RECITE, [" Kestrel Bay is a 1998 novel by the writer Mara Lind.",
-              " Mara Lind was born in Tallinn, the city of the Orrin Bridge."]),
+    (
+        RECITE,
+        [
+            " Kestrel Bay is a 1998 novel by the writer Mara Lind.",
+            " Mara Lind was born in Tallinn, the city of the Orrin Bridge.",
+        ],
+    ),
     (READER, [" Mara Lind", " Tallinn."]),
     (VALIDATOR, " Yes"),
     (REASONER, "\nKestrel Bay was written by Mara Lind.\nMara Lind was born in Tallinn, where the bridge is.\n"),
@@ -74,13 +79,27 @@ def test_full_loop_reciter_reader_default():
     assert v.basis == "memory" and v.uncertain and "model's memory" in v.uncertain_reason
     assert result.to_dict()["verdict"]["basis"] == "memory"
     assert "Mara Lind was born in Tallinn" in v.rationale
-    assert stages(result) == ["claim", "question", "answer", "validator", "verifier", "question", "answer",
-                              "validator", "verifier", "context_done", "reasoner", "verdict"]
+    assert stages(result) == [
+        "claim",
+        "question",
+        "answer",
+        "validator",
+        "verifier",
+        "question",
+        "answer",
+        "validator",
+        "verifier",
+        "context_done",
+        "reasoner",
+        "verdict",
+    ]
     # the follow-up question saw the first QA pair and asked for question 2
     followup = [c for c in backend.calls if re.search(FOLLOW_Q, c.messages[-1][1])][0].messages[-1][1]
-    assert followup.endswith("Question 1 = Who wrote the novel Kestrel Bay?\nAnswer 1 = Mara Lind\n"
-                             "To verify the claim, what is the next question we need to know the answer to?\n"
-                             "Question 2 =")
+    assert followup.endswith(
+        "Question 1 = Who wrote the novel Kestrel Bay?\nAnswer 1 = Mara Lind\n"
+        "To verify the claim, what is the next question we need to know the answer to?\n"
+        "Question 2 ="
+    )
     # the reasoner saw both pairs in the Q1/A1 format
     reasoner = [c for c in backend.calls if re.search(REASONER, c.messages[-1][1])][0].messages[-1][1]
     assert "Q2: Where was Mara Lind born?\nA2: Tallinn\nClaim = " + CLAIM in reasoner
@@ -92,8 +111,10 @@ def test_full_loop_reciter_reader_default():
 def test_validator_discards_and_question_is_resampled():
     rules = [(VALIDATOR, [" No", " Yes"])] + [r for r in BASE_RULES if r[0] != VALIDATOR]
     rules = [(VERIFIER, "Yes, we can know.") if r[0] == VERIFIER else r for r in rules]
-    rules = [(FIRST_Q, [" What colour is the sky?", " Who wrote the novel Kestrel Bay?"]) if r[0] == FIRST_Q else r
-             for r in rules]
+    rules = [
+        (FIRST_Q, [" What colour is the sky?", " Who wrote the novel Kestrel Bay?"]) if r[0] == FIRST_Q else r
+        for r in rules
+    ]
     result, backend = run(rules, **{"qacheck.max_rejected": 2})
     steps = result.verdict.steps
     assert [s.question for s in steps] == ["Who wrote the novel Kestrel Bay?"]
@@ -103,8 +124,10 @@ def test_validator_discards_and_question_is_resampled():
     assert q_calls[0].temperature == 0.0 and q_calls[1].temperature > 0  # greedy would repeat the rejected question
 
 
-@pytest.mark.parametrize("max_rejected, asked, reason", [(1, 1, "rejected"), (2, 2, "rejected"), (3, 3, "rejected"),
-                                                         (0, 5, "max_iterations")])
+@pytest.mark.parametrize(
+    "max_rejected, asked, reason",
+    [(1, 1, "rejected"), (2, 2, "rejected"), (3, 3, "rejected"), (0, 5, "max_iterations")],
+)
 def test_questions_rejected_in_a_row_stop_the_loop(max_rejected, asked, reason):
     """A validator that rejects every pair: the loop stops after `max_rejected` rejections in a row (0: it asks
     until max_iterations), and the reasoner decides from the empty context without more model calls."""
@@ -120,9 +143,12 @@ def test_questions_rejected_in_a_row_stop_the_loop(max_rejected, asked, reason):
 
 
 def test_a_kept_pair_resets_the_rejection_count():
-    rules = [(VALIDATOR, [" No", " Yes", " No", " Yes"]), (VERIFIER, "No, we cannot know."),
-             (FIRST_Q, [" Who wrote Kestrel Bay?", " Who wrote the novel Kestrel Bay?"]),
-             (FOLLOW_Q, [" Where was Mara Lind born?", " Where is the Orrin Bridge?"])]
+    rules = [
+        (VALIDATOR, [" No", " Yes", " No", " Yes"]),
+        (VERIFIER, "No, we cannot know."),
+        (FIRST_Q, [" Who wrote Kestrel Bay?", " Who wrote the novel Kestrel Bay?"]),
+        (FOLLOW_Q, [" Where was Mara Lind born?", " Where is the Orrin Bridge?"]),
+    ]
     rules += [r for r in BASE_RULES if r[0] not in (VALIDATOR, VERIFIER, FIRST_Q, FOLLOW_Q)]
     result, _ = run(rules, **{"qacheck.max_rejected": 2, "qacheck.max_iterations": 4})
     assert [s["useful"] for s in result.trace if s["stage"] == "validator"] == [False, True, False, True]
@@ -131,10 +157,15 @@ def test_a_kept_pair_resets_the_rejection_count():
 
 
 def test_no_validator_ablation_keeps_every_pair_and_iteration_limit_holds():
-    rules = [(VERIFIER, "No, we cannot know."), (FIRST_Q, " Who wrote Kestrel Bay?"),
-             (FOLLOW_Q, lambda req: f" Question number {req.messages[-1][1].count('Answer ')} about it?"),
-             (RECITE, " Some passage about the book and its author."), (READER, " Mara Lind"),
-             (REASONER, "\nNot enough is known.\n"), (LABEL, " False")]
+    rules = [
+        (VERIFIER, "No, we cannot know."),
+        (FIRST_Q, " Who wrote Kestrel Bay?"),
+        (FOLLOW_Q, lambda req: f" Question number {req.messages[-1][1].count('Answer ')} about it?"),
+        (RECITE, " Some passage about the book and its author."),
+        (READER, " Mara Lind"),
+        (REASONER, "\nNot enough is known.\n"),
+        (LABEL, " False"),
+    ]
     result, backend = run(rules, pipeline="qacheck-no-validator", **{"qacheck.max_iterations": 3})
     assert len(result.verdict.steps) == 3
     assert all(s.useful is None for s in result.verdict.steps)
@@ -144,9 +175,16 @@ def test_no_validator_ablation_keeps_every_pair_and_iteration_limit_holds():
 
 
 def test_duplicate_question_is_not_answered_twice():
-    rules = [(VERIFIER, "No"), (FIRST_Q, " Who wrote Kestrel Bay?"), (FOLLOW_Q, " Who wrote Kestrel Bay?"),
-             (RECITE, " Kestrel Bay is a novel by Mara Lind."), (READER, " Mara Lind"), (VALIDATOR, " Yes"),
-             (REASONER, "\nKnown.\n"), (LABEL, " True")]
+    rules = [
+        (VERIFIER, "No"),
+        (FIRST_Q, " Who wrote Kestrel Bay?"),
+        (FOLLOW_Q, " Who wrote Kestrel Bay?"),
+        (RECITE, " Kestrel Bay is a novel by Mara Lind."),
+        (READER, " Mara Lind"),
+        (VALIDATOR, " Yes"),
+        (REASONER, "\nKnown.\n"),
+        (LABEL, " True"),
+    ]
     result, backend = run(rules, **{"qacheck.max_iterations": 3, "qacheck.max_rejected": 0})
     assert len(result.verdict.steps) == 1
     dups = [s for s in result.trace if s["stage"] == "question" and s.get("duplicate")]
@@ -155,9 +193,12 @@ def test_duplicate_question_is_not_answered_twice():
 
 
 def test_unusable_model_output_is_recorded_never_guessed():
-    rules = [(FIRST_Q, "\n\n"),  # no question at all
-             (REASONER, "\nI cannot tell.\n"), (LABEL, "Perhaps, who knows"),
-             (r"Reply with that word only\.\n$", "It is hard to say")]  # the one retry
+    rules = [
+        (FIRST_Q, "\n\n"),  # no question at all
+        (REASONER, "\nI cannot tell.\n"),
+        (LABEL, "Perhaps, who knows"),
+        (r"Reply with that word only\.\n$", "It is hard to say"),
+    ]  # the one retry
     result, _ = run(rules)
     v = result.verdict
     assert v.label == "Unverified"
@@ -169,15 +210,24 @@ def test_unusable_model_output_is_recorded_never_guessed():
 
 
 def test_retriever_reader_reads_passages_from_a_real_index():
-    index = Index.from_documents([
-        Document(id="kb", title="Kestrel Bay", text="Kestrel Bay is a 1998 novel written by Mara Lind."),
-        Document(id="ob", title="Orrin Bridge", text="The Orrin Bridge is a stone bridge in Tallinn."),
-        Document(id="x", title="Sardines", text="Sardines are small oily fish that live in schools."),
-    ])
-    rules = [(VERIFIER, "Yes, we can know."), (FIRST_Q, " Who wrote the novel Kestrel Bay?"),
-             (READER, " Mara Lind"), (VALIDATOR, " Yes"), (REASONER, "\nMara Lind wrote it.\n"), (LABEL, " True")]
-    result, backend = run(rules, pipeline="qacheck-retriever-reader", retriever=index.retriever("bm25"),
-                          **{"qacheck.top_k": 2})
+    index = Index.from_documents(
+        [
+            Document(id="kb", title="Kestrel Bay", text="Kestrel Bay is a 1998 novel written by Mara Lind."),
+            Document(id="ob", title="Orrin Bridge", text="The Orrin Bridge is a stone bridge in Tallinn."),
+            Document(id="x", title="Sardines", text="Sardines are small oily fish that live in schools."),
+        ]
+    )
+    rules = [
+        (VERIFIER, "Yes, we can know."),
+        (FIRST_Q, " Who wrote the novel Kestrel Bay?"),
+        (READER, " Mara Lind"),
+        (VALIDATOR, " Yes"),
+        (REASONER, "\nMara Lind wrote it.\n"),
+        (LABEL, " True"),
+    ]
+    result, backend = run(
+        rules, pipeline="qacheck-retriever-reader", retriever=index.retriever("bm25"), **{"qacheck.top_k": 2}
+    )
     step = result.verdict.steps[0]
     assert step.evidence[0].doc_id == "kb" and step.evidence[0].source == "Kestrel Bay"
     assert [e.doc_id for e in step.evidence] == ["kb"]  # passages sharing no term with the question are not read
@@ -194,9 +244,14 @@ def test_retriever_reader_without_index_is_a_user_error():
 
 
 def test_closed_book_answers_with_stated_evidence():
-    rules = [(VERIFIER, "Yes, we can know."), (FIRST_Q, " Who wrote the novel Kestrel Bay?"),
-             (CLOSED, " Mara Lind\nEvidence = Kestrel Bay is a novel by Mara Lind."), (VALIDATOR, " Yes"),
-             (REASONER, "\nMara Lind wrote it.\n"), (LABEL, " False")]
+    rules = [
+        (VERIFIER, "Yes, we can know."),
+        (FIRST_Q, " Who wrote the novel Kestrel Bay?"),
+        (CLOSED, " Mara Lind\nEvidence = Kestrel Bay is a novel by Mara Lind."),
+        (VALIDATOR, " Yes"),
+        (REASONER, "\nMara Lind wrote it.\n"),
+        (LABEL, " False"),
+    ]
     result, _ = run(rules, pipeline="qacheck-closed-book")
     step = result.verdict.steps[0]
     assert step.answer == "Mara Lind"
@@ -209,47 +264,80 @@ def test_baselines_direct_and_cot():
     direct, _ = run([(r"true or false\?\nAnswer:$", " False")], pipeline="direct")
     assert direct.verdict.label == "Refuted" and direct.verdict.steps == []
     assert direct.verdict.basis == "memory"  # no index: the model's knowledge only
-    cot, _ = run([(r"step by step\.\nAnswer:$", "\nThe bridge is in Riga, not Tallinn.\n"), (LABEL, " False")],
-                 pipeline="cot")
+    cot, _ = run(
+        [(r"step by step\.\nAnswer:$", "\nThe bridge is in Riga, not Tallinn.\n"), (LABEL, " False")], pipeline="cot"
+    )
     assert cot.verdict.label == "Refuted"
     assert cot.verdict.rationale == "The bridge is in Riga, not Tallinn."
 
 
 def test_registry_names_every_variant():
     names = available_pipelines()
-    for n in ["qacheck", "qacheck-retriever-reader", "qacheck-closed-book", "qacheck-reciter-reader",
-              "qacheck-no-validator", "qacheck-1-iter", "qacheck-3-iter", "direct", "cot"]:
+    for n in [
+        "qacheck",
+        "qacheck-retriever-reader",
+        "qacheck-closed-book",
+        "qacheck-reciter-reader",
+        "qacheck-no-validator",
+        "qacheck-1-iter",
+        "qacheck-3-iter",
+        "direct",
+        "cot",
+    ]:
         assert n in names
     with pytest.raises(UserError, match="unknown pipeline 'qa-check'"):
         get_pipeline("qa-check", config())
 
 
 def test_a_rationale_that_concludes_otherwise_than_the_label_says_so():
-    rules = [(VERIFIER, "Yes, we can know."), (FIRST_Q, " Who wrote the novel Kestrel Bay?"), (RECITE, " A novel."),
-             (READER, " Mara Lind"), (VALIDATOR, " Yes"), (REASONER, "\nNo, the claim is false.\n"), (LABEL, " True")]
+    rules = [
+        (VERIFIER, "Yes, we can know."),
+        (FIRST_Q, " Who wrote the novel Kestrel Bay?"),
+        (RECITE, " A novel."),
+        (READER, " Mara Lind"),
+        (VALIDATOR, " Yes"),
+        (REASONER, "\nNo, the claim is false.\n"),
+        (LABEL, " True"),
+    ]
     result, _ = run(rules)
     assert result.verdict.label == "Supported"
     assert "[Note: this reasoning concludes Refuted, but the label is Supported" in result.verdict.rationale
 
 
 def _bridge_index():
-    return Index.from_documents([
-        Document(id="kb", title="Kestrel Bay", text="Kestrel Bay is a 1998 novel written by Mara Lind, who was born "
-                 "in Riga."),
-        Document(id="ob", title="Orrin Bridge", text="The Orrin Bridge is a stone bridge in Tallinn."),
-    ])
+    return Index.from_documents(
+        [
+            Document(
+                id="kb",
+                title="Kestrel Bay",
+                text="Kestrel Bay is a 1998 novel written by Mara Lind, who was born in Riga.",
+            ),
+            Document(id="ob", title="Orrin Bridge", text="The Orrin Bridge is a stone bridge in Tallinn."),
+        ]
+    )
 
 
 @pytest.mark.skipif(not (ROOT_WEIGHTS / "verifier.json").is_file(), reason="no trained verifier")
 def test_the_evidence_verifier_decides_the_reasoners_label_in_evidence_settings_and_the_ablation_does_not():
-    rules = [(VERIFIER, "Yes, we can know."), (FIRST_Q, " Who wrote the novel Kestrel Bay?"),
-             (READER, " Mara Lind"), (VALIDATOR, " Yes"), (REASONER, "\nThe claim is true.\n"), (LABEL, " True")]
+    rules = [
+        (VERIFIER, "Yes, we can know."),
+        (FIRST_Q, " Who wrote the novel Kestrel Bay?"),
+        (READER, " Mara Lind"),
+        (VALIDATOR, " Yes"),
+        (REASONER, "\nThe claim is true.\n"),
+        (LABEL, " True"),
+    ]
     claim = "The Orrin Bridge is a stone bridge in Tallinn."
     # a threshold this two-passage reading clears (the shipped 0.80 is rarely reached once several passages are tempered)
     cfg = config(**{"verifier.use": "on", "verifier.uncertain_below": 0.6})
     backend = ScriptedBackend(rules)
-    with_v = run_check(Claim(claim), get_pipeline("qacheck-retriever-reader", cfg), Model(backend),
-                       cfg, retriever=_bridge_index().retriever("bm25"))
+    with_v = run_check(
+        Claim(claim),
+        get_pipeline("qacheck-retriever-reader", cfg),
+        Model(backend),
+        cfg,
+        retriever=_bridge_index().retriever("bm25"),
+    )
     step = [s for s in with_v.trace if s["stage"] == "evidence_verifier"]
     assert step and step[-1]["label"] == with_v.verdict.label == "Supported"
     assert with_v.verdict.confidence == step[-1]["confidence"]
@@ -261,13 +349,24 @@ def test_the_evidence_verifier_decides_the_reasoners_label_in_evidence_settings_
     assert not [c for c in backend.calls if re.search(VERIFIER, c.messages[-1][1])]
     # the reasoner reuses the reading that stopped the loop: the same evidence is verified once, one step shown
     assert len(step) == 1
-    without = run_check(Claim(claim), get_pipeline("qacheck-no-evidence-verifier", config(
-        **{"verifier.use": "on", "qacheck.qa": "retriever-reader"})), Model(ScriptedBackend(rules)), cfg,
-        retriever=_bridge_index().retriever("bm25"))
+    without = run_check(
+        Claim(claim),
+        get_pipeline(
+            "qacheck-no-evidence-verifier", config(**{"verifier.use": "on", "qacheck.qa": "retriever-reader"})
+        ),
+        Model(ScriptedBackend(rules)),
+        cfg,
+        retriever=_bridge_index().retriever("bm25"),
+    )
     assert not [s for s in without.trace if s["stage"] == "evidence_verifier"]
     # auto: off with any model but the embedded default, so scripted runs decide as before
-    auto = run_check(Claim(claim), get_pipeline("qacheck-retriever-reader", config()), Model(ScriptedBackend(rules)),
-                     config(), retriever=_bridge_index().retriever("bm25"))
+    auto = run_check(
+        Claim(claim),
+        get_pipeline("qacheck-retriever-reader", config()),
+        Model(ScriptedBackend(rules)),
+        config(),
+        retriever=_bridge_index().retriever("bm25"),
+    )
     assert not [s for s in auto.trace if s["stage"] == "evidence_verifier"]
 
 
@@ -282,16 +381,30 @@ def test_when_the_evidence_is_not_decisive_the_verdict_is_uncertain_with_the_ver
         name, binary_rule, rest_rule = "unsettled", "supported_vs_refuted", "supported_vs_rest"
 
         def verify(self, claim, passages):
-            return Verification({"supported": 0.1, "refuted": 0.3, "nei": 0.6}, None,
-                                [{"supported": 0.1, "refuted": 0.3, "nei": 0.6} for _ in passages])
+            return Verification(
+                {"supported": 0.1, "refuted": 0.3, "nei": 0.6},
+                None,
+                [{"supported": 0.1, "refuted": 0.3, "nei": 0.6} for _ in passages],
+            )
 
     monkeypatch.setattr(decide, "get_verifier", lambda settings, kind="verifier": Unsettled())
-    rules = [(VERIFIER, "Yes, we can know."), (FIRST_Q, " Who wrote the novel Kestrel Bay?"),
-             (READER, " Mara Lind"), (VALIDATOR, " Yes"), (REASONER, "\nThe claim is true.\n"), (LABEL, " True")]
+    rules = [
+        (VERIFIER, "Yes, we can know."),
+        (FIRST_Q, " Who wrote the novel Kestrel Bay?"),
+        (READER, " Mara Lind"),
+        (VALIDATOR, " Yes"),
+        (REASONER, "\nThe claim is true.\n"),
+        (LABEL, " True"),
+    ]
     # above 0.75, the two-label reading's confidence, so it is not decisive (a sure one is: the test below)
     cfg = config(**{"verifier.use": "on", "verifier.uncertain_below": 0.8})
-    result = run_check(Claim("Mara Lind has two children."), get_pipeline("qacheck-retriever-reader", cfg),
-                       Model(ScriptedBackend(rules)), cfg, retriever=_bridge_index().retriever("bm25"))
+    result = run_check(
+        Claim("Mara Lind has two children."),
+        get_pipeline("qacheck-retriever-reader", cfg),
+        Model(ScriptedBackend(rules)),
+        cfg,
+        retriever=_bridge_index().retriever("bm25"),
+    )
     assert [s["label"] for s in result.trace if s["stage"] == "evidence_verifier"][-1] == "Refuted"
     assert result.verdict.label == "Refuted" and result.verdict.confidence == pytest.approx(0.75)
     assert result.verdict.uncertain and "do not settle the claim" in result.verdict.uncertain_reason
@@ -316,13 +429,23 @@ def test_in_a_two_label_set_a_sure_refutation_with_nei_above_half_decides_agains
             return Verification(dict(reading), None, [dict(reading) for _ in passages])
 
     monkeypatch.setattr(decide, "get_verifier", lambda settings, kind="verifier": SureOnTwoLabels())
-    rules = [(VERIFIER, "Yes, we can know."), (FIRST_Q, " Who wrote the novel Kestrel Bay?"),
-             (READER, " Mara Lind"), (VALIDATOR, " Yes"), (REASONER, "\nThe claim is true.\n"), (LABEL, " True")]
+    rules = [
+        (VERIFIER, "Yes, we can know."),
+        (FIRST_Q, " Who wrote the novel Kestrel Bay?"),
+        (READER, " Mara Lind"),
+        (VALIDATOR, " Yes"),
+        (REASONER, "\nThe claim is true.\n"),
+        (LABEL, " True"),
+    ]
     cfg = config(**{"verifier.use": "on", "verifier.uncertain_below": 0.77})
     backend = ScriptedBackend(rules)
-    result = run_check(Claim("Kestrel Bay was written by Mara Lind in 2004."),
-                       get_pipeline("qacheck-retriever-reader", cfg), Model(backend), cfg,
-                       retriever=_bridge_index().retriever("bm25"))
+    result = run_check(
+        Claim("Kestrel Bay was written by Mara Lind in 2004."),
+        get_pipeline("qacheck-retriever-reader", cfg),
+        Model(backend),
+        cfg,
+        retriever=_bridge_index().retriever("bm25"),
+    )
     assert result.verdict.label == "Refuted" and result.verdict.confidence == pytest.approx(0.40 / 0.45)
     assert not result.verdict.uncertain
     assert [s["by"] for s in result.trace if s["stage"] == "verifier"] == ["evidence_verifier"]
@@ -332,12 +455,22 @@ def test_in_a_two_label_set_a_sure_refutation_with_nei_above_half_decides_agains
 def test_direct_and_cot_read_the_claims_evidence_in_evidence_settings():
     claim = "The Orrin Bridge stands in Tallinn."
     direct_rules = [(r"Given the evidence, is this claim true or false\?\nAnswer:$", " True")]
-    cot_rules = [(r"Given the evidence, is this claim true or false\? Let's think step by step\.\nAnswer:$",
-                  "\nThe evidence says Tallinn.\n"), (LABEL, " True")]
+    cot_rules = [
+        (
+            r"Given the evidence, is this claim true or false\? Let's think step by step\.\nAnswer:$",
+            "\nThe evidence says Tallinn.\n",
+        ),
+        (LABEL, " True"),
+    ]
     for name, rules in (("direct", direct_rules), ("cot", cot_rules)):
         backend = ScriptedBackend(rules)
-        result = run_check(Claim(claim), get_pipeline(name, config()), Model(backend), config(),
-                           retriever=_bridge_index().retriever("bm25"))
+        result = run_check(
+            Claim(claim),
+            get_pipeline(name, config()),
+            Model(backend),
+            config(),
+            retriever=_bridge_index().retriever("bm25"),
+        )
         prompt = backend.calls[0].messages[-1][1]
         assert "The Orrin Bridge is a stone bridge in Tallinn." in prompt.rsplit("--------", 1)[1]
         assert result.verdict.label == "Supported"

@@ -5,8 +5,8 @@ import json
 import subprocess
 
 import pytest
-
 from conftest import veracity_cmd
+
 from veracity.config import load_config
 from veracity.retrieval import knowledge_base as kb
 from veracity.retrieval.index import Index
@@ -31,8 +31,10 @@ def test_documents_are_the_lead_sections_with_their_wikipedia_urls(knowledge_bas
     assert tower.url == "https://en.wikipedia.org/wiki/Eiffel_Tower"
     assert "Paris" in tower.text and tower.text == tower.text.strip()
     assert docs["2001: A Space Odyssey"].url == "https://en.wikipedia.org/wiki/2001:_A_Space_Odyssey"
-    assert kb.installed("fr") is not None and kb.article_url("Tour Eiffel", "fr") == \
-        "https://fr.wikipedia.org/wiki/Tour_Eiffel"
+    assert (
+        kb.installed("fr") is not None
+        and kb.article_url("Tour Eiffel", "fr") == "https://fr.wikipedia.org/wiki/Tour_Eiffel"
+    )
 
 
 def test_built_once_then_read_and_an_older_version_is_replaced(knowledge_base, kb_dir):
@@ -58,14 +60,13 @@ def test_search_quotes_an_exact_slice_of_the_article_with_its_url(knowledge_base
     assert top.url == "https://en.wikipedia.org/wiki/Eiffel_Tower"
     assert top.found_by["knowledge_base"] == "kb:wikipedia-en" and top.found_by["rank"] == 1
     text, digest = retriever.index.document(top.doc_id)
-    assert text[top.quote_start:top.quote_end] == top.text and digest == top.source_sha256
+    assert text[top.quote_start : top.quote_end] == top.text and digest == top.source_sha256
 
 
 def test_config_reads_the_knowledge_base_unless_told_otherwise(knowledge_base, monkeypatch):
     assert load_config().index == "kb:wikipedia-en"
     assert load_config(overrides={"kb": False}).index is None
-    assert load_config(overrides={"defame.search": "searxng", "defame.searxng_url": "http://127.0.0.1:1"}).index \
-        is None
+    assert load_config(overrides={"defame.search": "searxng", "defame.searxng_url": "http://127.0.0.1:1"}).index is None
     assert load_config(overrides={"index": "my-index"}).index == "my-index"
     assert load_config(overrides={"kb_language": "fr"}).index == "kb:wikipedia-fr"
     monkeypatch.setenv("VERACITY_KB", "off")
@@ -105,8 +106,14 @@ def test_only_articles_the_claim_names_are_read():
 
 
 def test_a_claim_the_knowledge_base_says_nothing_about_is_said_plainly(kb_env):
-    r = veracity("check", "--pipeline", "verifier", "--json",
-                 "My neighbour Ingrid Vollmer painted her garden shed green last Tuesday.", env=kb_env)
+    r = veracity(
+        "check",
+        "--pipeline",
+        "verifier",
+        "--json",
+        "My neighbour Ingrid Vollmer painted her garden shed green last Tuesday.",
+        env=kb_env,
+    )
     assert r.returncode == 0, r.stderr.decode()
     verdict = json.loads(r.stdout)["verdict"]
     assert verdict["basis"] == "memory" and verdict["uncertain"]
@@ -164,8 +171,9 @@ def test_the_server_reads_it_by_default(server_factory, knowledge_base):
 
     srv = server_factory(["--rate-limit", "0"], env_extra={"VERACITY_KB": "on", **knowledge_base}, name="kb")
     with httpx.Client(base_url=srv.url, timeout=60) as client:
-        r = client.post("/api/checks", json={"claim": "The Mona Lisa was painted by Vincent van Gogh.",
-                                             "pipeline": "verifier"})
+        r = client.post(
+            "/api/checks", json={"claim": "The Mona Lisa was painted by Vincent van Gogh.", "pipeline": "verifier"}
+        )
         assert r.status_code == 202, r.text
         deadline = time.time() + 120
         while (run := client.get(f"/api/checks/{r.json()['id']}").json())["status"] in ("queued", "running"):
@@ -183,21 +191,24 @@ def test_mcp_searches_and_checks_against_it_by_default(tmp_path, knowledge_base)
     import sys
 
     import anyio
+    from conftest import server_env
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
-
-    from conftest import server_env
 
     env = {**server_env(tmp_path), "VERACITY_KB": "on", **knowledge_base}
 
     async def main():
-        params = StdioServerParameters(command=sys.executable, args=["-m", "veracity.cli", "mcp", "--db",
-                                                                     str(tmp_path / "runs.sqlite")],
-                                       env=env, cwd=str(tmp_path))
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "veracity.cli", "mcp", "--db", str(tmp_path / "runs.sqlite")],
+            env=env,
+            cwd=str(tmp_path),
+        )
         async with Client(params) as c:
             search = await c.call_tool("search_evidence", {"query": "Who painted the Mona Lisa?", "k": 2})
-            check = await c.call_tool("check_claim", {"claim": "The Mona Lisa was painted by Vincent van Gogh.",
-                                                      "pipeline": "verifier"})
+            check = await c.call_tool(
+                "check_claim", {"claim": "The Mona Lisa was painted by Vincent van Gogh.", "pipeline": "verifier"}
+            )
             return search, check
 
     search, check = anyio.run(main)

@@ -13,20 +13,20 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import veracity_cmd, write_rules
 from test_retrieval import PARAPHRASE_DOCS, PARAPHRASE_QUERY, run_cli, write_jsonl
+
 from veracity.errors import IndexError_, UserError
 from veracity.retrieval import Index, open_index, reciprocal_rank_fusion
 from veracity.retrieval.pg_index import REGISTRY, PgIndex, is_pg_spec, parse_spec
 
 DOCS = {
     "everest.txt": "Mount Everest is Earth's highest mountain above sea level, located in the Himalayas. "
-                   "Its summit is 8,849 metres high.",
+    "Its summit is 8,849 metres high.",
     "nile.md": "# Nile\n\nThe Nile is a major river in northeastern Africa. It flows into the Mediterranean Sea.",
     "orrin.txt": "The Orrin Bridge is a stone bridge in Tallinn, Estonia. It was built in 1871 over a canal.",
     "python.txt": "Python is a programming language created by Guido van Rossum. It's named after a 'comedy' "
-                  "group, not the snake \\ reptile.",
+    "group, not the snake \\ reptile.",
 }
 
 
@@ -45,27 +45,41 @@ def veracity(*args: str, env: dict, timeout: float = 120) -> subprocess.Complete
 # ---------------------------------------------------------------- naming (no database)
 
 
-@pytest.mark.parametrize("spec, url, name", [
-    ("postgresql://me@db.example/veracity#wiki", "postgresql://me@db.example/veracity", "wiki"),
-    ("postgres://me:pw@db.example:5433/veracity/wiki", "postgres://me:pw@db.example:5433/veracity", "wiki"),
-    ("postgresql://postgres@/veracity?host=/tmp/x&port=5432#news_2",
-     "postgresql://postgres@/veracity?host=/tmp/x&port=5432", "news_2"),
-    ("postgresql://postgres@/veracity?host=%2Ftmp%2Fx&index=kb&port=5432",
-     "postgresql://postgres@/veracity?host=%2Ftmp%2Fx&port=5432", "kb"),
-])
+@pytest.mark.parametrize(
+    "spec, url, name",
+    [
+        ("postgresql://me@db.example/veracity#wiki", "postgresql://me@db.example/veracity", "wiki"),
+        ("postgres://me:pw@db.example:5433/veracity/wiki", "postgres://me:pw@db.example:5433/veracity", "wiki"),
+        (
+            "postgresql://postgres@/veracity?host=/tmp/x&port=5432#news_2",
+            "postgresql://postgres@/veracity?host=/tmp/x&port=5432",
+            "news_2",
+        ),
+        (
+            "postgresql://postgres@/veracity?host=%2Ftmp%2Fx&index=kb&port=5432",
+            "postgresql://postgres@/veracity?host=%2Ftmp%2Fx&port=5432",
+            "kb",
+        ),
+    ],
+)
 def test_an_index_is_named_by_the_fragment_or_a_path_segment(spec, url, name):
     parsed = parse_spec(spec)
     assert (parsed.url, parsed.name) == (url, name) and is_pg_spec(spec)
     assert "pw" not in parsed.shown() and parsed.shown().endswith(f"#{name}")
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("postgresql://me:secret@db.example/veracity", "names no index: add its name, e.g. "
-                                                   "postgresql://me:***@db.example/veracity#wiki"),
-    ("postgresql://db.example/veracity#Bad-Name", "bad index name 'Bad-Name'"),
-    ("postgresql://db.example/veracity/a#b", "names two indexes (a, b)"),
-    ("postgresql://db.example/a/b/c", "too many path segments"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        (
+            "postgresql://me:secret@db.example/veracity",
+            "names no index: add its name, e.g. postgresql://me:***@db.example/veracity#wiki",
+        ),
+        ("postgresql://db.example/veracity#Bad-Name", "bad index name 'Bad-Name'"),
+        ("postgresql://db.example/veracity/a#b", "names two indexes (a, b)"),
+        ("postgresql://db.example/a/b/c", "too many path segments"),
+    ],
+)
 def test_a_bad_spec_fails_in_one_line_without_the_password(spec, message):
     with pytest.raises(UserError) as e:
         parse_spec(spec)
@@ -83,14 +97,22 @@ def test_a_folder_built_into_postgres_is_searched_as_the_local_index_is(tmp_path
     index = open_index(spec)
     local = Index.build(folder, tmp_path / "local")
     assert isinstance(index, PgIndex) and len(index) == 4 and index.default_mode == "bm25"
-    for query, doc in [("highest mountain in the Himalayas", "everest.txt"), ("Which river flows into the "
-                       "Mediterranean?", "nile.md"), ("it's the 'comedy' \\ snake", "python.txt")]:
+    for query, doc in [
+        ("highest mountain in the Himalayas", "everest.txt"),
+        ("Which river flows into the Mediterranean?", "nile.md"),
+        ("it's the 'comedy' \\ snake", "python.txt"),
+    ]:
         found = index.search(query, k=2)
         assert found[0].doc_id == doc == local.search(query, k=1)[0].doc_id
     first = index.search("stone bridge Tallinn", k=1)[0]
     expected = local.search("stone bridge Tallinn", k=1)[0]
-    assert (first.text, first.source, first.quote_start, first.quote_end, first.source_sha256) == \
-        (expected.text, expected.source, expected.quote_start, expected.quote_end, expected.source_sha256)
+    assert (first.text, first.source, first.quote_start, first.quote_end, first.source_sha256) == (
+        expected.text,
+        expected.source,
+        expected.quote_start,
+        expected.quote_end,
+        expected.source_sha256,
+    )
     assert first.found_by["index"] == parse_spec(spec).shown() and first.found_by["retriever"] == "bm25"
     assert index.document("nile.md") == local.document("nile.md") and index.document("nope") is None
     assert index.search("the of and", k=3) == []  # only stopwords: nothing matches
@@ -115,8 +137,9 @@ def test_a_folder_built_into_postgres_is_searched_as_the_local_index_is(tmp_path
 
 
 def test_dense_and_hybrid_search_match_the_local_index(tmp_path, pg_url):
-    corpus = write_jsonl(tmp_path / "c.jsonl", [{"id": d.id, "title": d.title, "text": d.text}
-                                                for d in PARAPHRASE_DOCS])
+    corpus = write_jsonl(
+        tmp_path / "c.jsonl", [{"id": d.id, "title": d.title, "text": d.text} for d in PARAPHRASE_DOCS]
+    )
     spec = f"{pg_url}#para"
     assert run_cli("index", "build", str(corpus), "--to", spec, "--dense") == 0
     index, local = open_index(spec), Index.build(corpus, tmp_path / "local", dense=True)
@@ -135,11 +158,19 @@ def test_dense_and_hybrid_search_match_the_local_index(tmp_path, pg_url):
 def test_a_killed_build_resumes_where_its_last_batch_ended(tmp_path, pg_url, cli_env, monkeypatch):
     import psycopg
 
-    words = ("river mountain city bridge painter composer island museum railway harbour castle forest "
-             "valley cathedral novel symphony").split()
-    records = [{"id": f"d{n}", "title": f"{words[n % 16].title()} {n}",
-                "text": f"The {words[n % 16]} number {n} stands near the {words[(n * 7) % 16]} of {n % 97}. "
-                        f"It was described in {1800 + n % 200}."} for n in range(6000)]
+    words = (
+        "river mountain city bridge painter composer island museum railway harbour castle forest "
+        "valley cathedral novel symphony"
+    ).split()
+    records = [
+        {
+            "id": f"d{n}",
+            "title": f"{words[n % 16].title()} {n}",
+            "text": f"The {words[n % 16]} number {n} stands near the {words[(n * 7) % 16]} of {n % 97}. "
+            f"It was described in {1800 + n % 200}.",
+        }
+        for n in range(6000)
+    ]
     corpus = write_jsonl(tmp_path / "big.jsonl", records)
     spec = f"{pg_url}#big"
     cmd = veracity_cmd() + ["index", "build", str(corpus), "--to", spec, "--batch-passages", "25"]
@@ -176,14 +207,17 @@ def test_a_killed_build_resumes_where_its_last_batch_ended(tmp_path, pg_url, cli
     for cap in (1, 50, 10_000):
         monkeypatch.setattr(pg, "CANDIDATES", cap)
         for query in ("castle number 4321 near the forest", "river valley described in 1850", "museum 17"):
-            terms = index._query("SELECT t.word, s.df FROM unnest(tsvector_to_array(to_tsvector('english', %s))) "
-                                 "AS t(word) JOIN veracity_index_big.terms s ON s.word = t.word", (query,))
+            terms = index._query(
+                "SELECT t.word, s.df FROM unnest(tsvector_to_array(to_tsvector('english', %s))) "
+                "AS t(word) JOIN veracity_index_big.terms s ON s.word = t.word",
+                (query,),
+            )
             for k in (1, 5, 40):
                 assert index.rank_fulltext(query, k) == index._score(terms, [w for w, _ in terms], k)
 
 
 def test_check_reads_a_postgres_index_end_to_end_and_recheck_reads_it_again(tmp_path, pg_url, cli_env):
-    from veracity.evidence.recheck import Sources
+    from veracity.evidence.sources import Sources
 
     folder = corpus_folder(tmp_path)
     spec = f"{pg_url}#docs"
@@ -191,12 +225,24 @@ def test_check_reads_a_postgres_index_end_to_end_and_recheck_reads_it_again(tmp_
     assert built.returncode == 0, built.stderr
     found = veracity("index", "search", spec, "Orrin Bridge Tallinn", env=cli_env)
     assert found.returncode == 0 and "orrin.txt" in found.stdout.splitlines()[0]
-    r = veracity("check", "--model", write_rules(tmp_path / "rules.json"), "--qa", "retriever-reader", "--index", spec,
-                 "--json", "--no-cache", "The Orrin Bridge stands in Tallinn.", env=cli_env)
+    r = veracity(
+        "check",
+        "--model",
+        write_rules(tmp_path / "rules.json"),
+        "--qa",
+        "retriever-reader",
+        "--index",
+        spec,
+        "--json",
+        "--no-cache",
+        "The Orrin Bridge stands in Tallinn.",
+        env=cli_env,
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    evidence = [e for step in doc["trace"] for e in step.get("evidence", []) + step.get("results", [])
-                if isinstance(e, dict)]
+    evidence = [
+        e for step in doc["trace"] for e in step.get("evidence", []) + step.get("results", []) if isinstance(e, dict)
+    ]
     orrin = next(e for e in evidence if e.get("doc_id") == "orrin.txt")
     assert orrin["found_by"]["index"] == parse_spec(spec).shown() and "Tallinn" in orrin["text"]
     assert doc["verdict"]["label"] == "Supported"

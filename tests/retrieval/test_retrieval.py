@@ -10,7 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
+from web_stub import pdf_bytes
 
+from veracity.cli.index import register
 from veracity.errors import IndexError_, UserError
 from veracity.retrieval import (
     Document,
@@ -21,17 +23,26 @@ from veracity.retrieval import (
     load_documents,
     reciprocal_rank_fusion,
 )
-from veracity.retrieval.commands import register
-from web_stub import pdf_bytes
 
 CORPUS = [
-    {"id": "everest", "title": "Mount Everest", "url": "https://example.org/everest", "date": "2020-05-01",
-     "text": "Mount Everest is Earth's highest mountain above sea level, located in the Himalayas. "
-             "Its summit is 8,849 metres high."},
-    {"id": "nile", "title": "Nile", "text": "The Nile is a major river in northeastern Africa. "
-                                           "It flows into the Mediterranean Sea."},
-    {"title": "Mona Lisa", "contents": "The Mona Lisa is a portrait painting by the Italian artist "
-                                       "Leonardo da Vinci, kept at the Louvre in Paris."},
+    {
+        "id": "everest",
+        "title": "Mount Everest",
+        "url": "https://example.org/everest",
+        "date": "2020-05-01",
+        "text": "Mount Everest is Earth's highest mountain above sea level, located in the Himalayas. "
+        "Its summit is 8,849 metres high.",
+    },
+    {
+        "id": "nile",
+        "title": "Nile",
+        "text": "The Nile is a major river in northeastern Africa. It flows into the Mediterranean Sea.",
+    },
+    {
+        "title": "Mona Lisa",
+        "contents": "The Mona Lisa is a portrait painting by the Italian artist "
+        "Leonardo da Vinci, kept at the Louvre in Paris.",
+    },
     {"id": "python", "title": "Python", "content": "Python is a programming language created by Guido van Rossum."},
 ]
 
@@ -111,9 +122,11 @@ def test_folder_of_txt_html_pdf(tmp_path, caplog):
         "<p>Iceland has about 130 volcanic mountains. Eyjafjallajokull erupted in 2010 and grounded "
         "flights across Europe for days, stranding millions of travellers in airports.</p>"
         "<p>Hekla is one of the most active volcanoes in Iceland, with more than twenty eruptions "
-        "since the year 874.</p></article></body></html>")
-    (folder / "report.pdf").write_bytes(pdf_bytes("The glacier lost forty metres of ice in one summer.",
-                                                 "Glacier Report"))
+        "since the year 874.</p></article></body></html>"
+    )
+    (folder / "report.pdf").write_bytes(
+        pdf_bytes("The glacier lost forty metres of ice in one summer.", "Glacier Report")
+    )
     (folder / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
     (folder / "ignored.csv").write_text("a,b\n1,2\n")
 
@@ -139,8 +152,9 @@ def test_html_falls_back_to_plain_text_when_trafilatura_finds_nothing(tmp_path, 
 
     monkeypatch.setattr(trafilatura, "extract", lambda *a, **kw: None)
     page = tmp_path / "tiny.html"
-    page.write_text("<html><head><style>p {color: red}</style></head><body><p>Short note.</p>"
-                    "<p>Second line.</p></body></html>")
+    page.write_text(
+        "<html><head><style>p {color: red}</style></head><body><p>Short note.</p><p>Second line.</p></body></html>"
+    )
     (doc,) = load_documents(page)
     assert doc.title == "tiny"  # no <title>: the file name
     assert doc.text == "Short note.\n\nSecond line."
@@ -153,7 +167,13 @@ def test_short_document_gives_one_passage():
     doc = Document("d1", "Title", "One short sentence.", url="u", date="2021")
     (passage,) = chunk_document(doc)
     assert (passage.id, passage.doc_id, passage.title, passage.text, passage.url, passage.date) == (
-        "d1#0", "d1", "Title", "One short sentence.", "u", "2021")
+        "d1#0",
+        "d1",
+        "Title",
+        "One short sentence.",
+        "u",
+        "2021",
+    )
 
 
 def test_chunks_end_on_sentence_boundaries_and_overlap():
@@ -190,14 +210,16 @@ def test_unpunctuated_lines_are_kept_whole_when_possible():
 
 
 def test_each_passage_quotes_its_document_exactly_at_its_offsets():
-    text = ("First  paragraph,  with   odd spacing.\nA wrapped line   continues it.\n\n\n"
-            "Second paragraph. " + " ".join(f"word{i}" for i in range(60)) + "\nlast line")
+    text = (
+        "First  paragraph,  with   odd spacing.\nA wrapped line   continues it.\n\n\n"
+        "Second paragraph. " + " ".join(f"word{i}" for i in range(60)) + "\nlast line"
+    )
     doc = Document("d", "D", text)
     passages = chunk_document(doc, max_words=20, overlap_words=5)
     assert len(passages) > 3
     digest = hashlib.sha256(text.encode()).hexdigest()
     for p in passages:
-        assert p.text == text[p.start:p.end] and p.doc_sha256 == digest  # the source's own characters
+        assert p.text == text[p.start : p.end] and p.doc_sha256 == digest  # the source's own characters
     assert "First  paragraph,  with   odd spacing.\nA wrapped" in passages[0].text
     assert passages[-1].text.endswith("word59\nlast line")
 
@@ -206,13 +228,18 @@ def test_index_evidence_carries_where_when_and_how_it_was_found(tmp_path):
     text = "Mount Everest is 8,849 metres high. It stands in the Himalayas."
     built = Index.build([Document("everest", "Everest", text, url="https://example.org/e")], tmp_path / "idx")
     [ev] = Index.load(tmp_path / "idx").search("how high is Everest", k=1)
-    assert ev.text == text[ev.quote_start:ev.quote_end]
+    assert ev.text == text[ev.quote_start : ev.quote_end]
     assert ev.source_sha256 == hashlib.sha256(text.encode()).hexdigest()
     assert ev.retrieved_at == built.manifest["created"]  # an index document is as read when the index was built
-    assert ev.found_by == {"retriever": "bm25", "index": str((tmp_path / "idx").resolve()),
-                           "query": "how high is Everest", "rank": 1, "score": round(ev.score, 4)}
+    assert ev.found_by == {
+        "retriever": "bm25",
+        "index": str((tmp_path / "idx").resolve()),
+        "query": "how high is Everest",
+        "rank": 1,
+        "score": round(ev.score, 4),
+    }
     again = Index.load(tmp_path / "idx").document("everest")
-    assert again is not None and again[1] == ev.source_sha256 and again[0][ev.quote_start:ev.quote_end] == ev.text
+    assert again is not None and again[1] == ev.source_sha256 and again[0][ev.quote_start : ev.quote_end] == ev.text
     assert Index.load(tmp_path / "idx").document("nowhere") is None
 
 
@@ -228,10 +255,15 @@ def test_an_index_built_before_passages_kept_offsets_still_loads_and_searches(tm
 
 
 def test_the_evidence_given_with_a_claim_is_found_even_where_it_shares_no_word_with_the_query():
-    given = Index.from_documents([
-        Document("poll", "", "34% answered that they do not believe there is any sort of spirit, god, or life force."),
-        Document("size", "", "Sweden has a population of ten million."),
-        Document("flag", "", "Its flag shows a yellow cross on blue.")])
+    given = Index.from_documents(
+        [
+            Document(
+                "poll", "", "34% answered that they do not believe there is any sort of spirit, god, or life force."
+            ),
+            Document("size", "", "Sweden has a population of ten million."),
+            Document("flag", "", "Its flag shows a yellow cross on blue."),
+        ]
+    )
     query = "Sweden's population is almost entirely atheist."
     assert [e.doc_id for e in given.search(query, k=5)] == ["size"]  # BM25 alone: only what shares a word
     found = given.given_evidence().search(query, k=5)
@@ -301,14 +333,21 @@ def test_empty_corpus_is_a_user_error(tmp_path):
     assert not (tmp_path / "index").exists()
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda d: (d / "manifest.json").write_text("{not json"), "manifest.json is unreadable"),
-    (lambda d: (d / "passages.jsonl").write_text(
-        "".join((d / "passages.jsonl").read_text().splitlines(keepends=True)[:-1])), "passages"),
-    (lambda d: (d / "passages.jsonl").unlink(), "passages.jsonl is missing"),
-    (lambda d: (d / "bm25" / "vocab.index.json").unlink(), "vocab.index.json"),
-    (lambda d: (d / "bm25" / "data.csc.index.npy").write_bytes(b"garbage"), "BM25"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda d: (d / "manifest.json").write_text("{not json"), "manifest.json is unreadable"),
+        (
+            lambda d: (d / "passages.jsonl").write_text(
+                "".join((d / "passages.jsonl").read_text().splitlines(keepends=True)[:-1])
+            ),
+            "passages",
+        ),
+        (lambda d: (d / "passages.jsonl").unlink(), "passages.jsonl is missing"),
+        (lambda d: (d / "bm25" / "vocab.index.json").unlink(), "vocab.index.json"),
+        (lambda d: (d / "bm25" / "data.csc.index.npy").write_bytes(b"garbage"), "BM25"),
+    ],
+)
 def test_corrupt_index_gives_one_line_index_error(bm25_index, damage, message):
     damage(bm25_index)
     with pytest.raises(IndexError_, match=message) as caught:

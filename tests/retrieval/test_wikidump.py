@@ -14,12 +14,13 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 import pytest
-
 from conftest import veracity_cmd
+
 from veracity.errors import IndexError_, UserError
-from veracity.evidence.quotes import sha256_text
+from veracity.quotes import sha256_text
 from veracity.retrieval.index import Index
-from veracity.retrieval.sharded import ShardedIndex, build_sharded, open_index, parse_size
+from veracity.retrieval.sharded import ShardedIndex, open_index
+from veracity.retrieval.sharded_build import build_sharded, parse_size
 from veracity.retrieval.wikidump import read_dump
 
 pytest.importorskip("mwxml")
@@ -89,29 +90,35 @@ EVEREST = "'''Mount Everest''' is [[Earth]]'s highest mountain above sea level, 
 
 def page(page_id: int, title: str, text: str, ns: int = 0, redirect: str | None = None) -> str:
     r = f'    <redirect title="{escape(redirect)}" />\n' if redirect else ""
-    return (f"  <page>\n    <title>{escape(title)}</title>\n    <ns>{ns}</ns>\n    <id>{page_id}</id>\n{r}"
-            f"    <revision>\n      <id>{page_id + 1000}</id>\n      <timestamp>2024-01-01T00:00:00Z</timestamp>\n"
-            f"      <contributor><username>Editor</username><id>7</id></contributor>\n"
-            f"      <model>wikitext</model>\n      <format>text/x-wiki</format>\n"
-            f'      <text bytes="{len(text.encode())}" xml:space="preserve">{escape(text)}</text>\n'
-            f"      <sha1>abc</sha1>\n    </revision>\n  </page>\n")
+    return (
+        f"  <page>\n    <title>{escape(title)}</title>\n    <ns>{ns}</ns>\n    <id>{page_id}</id>\n{r}"
+        f"    <revision>\n      <id>{page_id + 1000}</id>\n      <timestamp>2024-01-01T00:00:00Z</timestamp>\n"
+        f"      <contributor><username>Editor</username><id>7</id></contributor>\n"
+        f"      <model>wikitext</model>\n      <format>text/x-wiki</format>\n"
+        f'      <text bytes="{len(text.encode())}" xml:space="preserve">{escape(text)}</text>\n'
+        f"      <sha1>abc</sha1>\n    </revision>\n  </page>\n"
+    )
 
 
 def filler(n: int) -> str:
     """An article of its own words (zqword{n}...), five sentences of ~30 words."""
-    sentences = [f"Topic {n} has the marker zqword{n}x{s} and " + " ".join(f"filler{s}w{w}" for w in range(25)) + "."
-                 for s in range(5)]
+    sentences = [
+        f"Topic {n} has the marker zqword{n}x{s} and " + " ".join(f"filler{s}w{w}" for w in range(25)) + "."
+        for s in range(5)
+    ]
     return f"'''Topic {n}''' is a [[subject]].{{{{cn}}}} " + " ".join(sentences)
 
 
 def dump_xml(fillers: int = 12) -> str:
-    pages = [page(11, "Ada Lovelace", ADA),
-             page(12, "Talk:Ada Lovelace", "== Sources ==\nIs this right? talkonlyword ~~~~", ns=1),
-             page(13, "Lovelace", "#REDIRECT [[Ada Lovelace]] redirectonlyword", redirect="Ada Lovelace"),
-             page(14, "Saint-Étienne (city)", SAINT_ETIENNE),
-             page(16, "User:Editor", "userpageonlyword about me", ns=2),
-             page(17, "Category:Mathematicians", "categorypageonlyword", ns=14),
-             page(18, "Template:Cn", "templatepageonlyword", ns=10)]
+    pages = [
+        page(11, "Ada Lovelace", ADA),
+        page(12, "Talk:Ada Lovelace", "== Sources ==\nIs this right? talkonlyword ~~~~", ns=1),
+        page(13, "Lovelace", "#REDIRECT [[Ada Lovelace]] redirectonlyword", redirect="Ada Lovelace"),
+        page(14, "Saint-Étienne (city)", SAINT_ETIENNE),
+        page(16, "User:Editor", "userpageonlyword about me", ns=2),
+        page(17, "Category:Mathematicians", "categorypageonlyword", ns=14),
+        page(18, "Template:Cn", "templatepageonlyword", ns=10),
+    ]
     pages += [page(100 + n, f"Topic {n}", filler(n)) for n in range(fillers)]
     pages.append(page(15, "Mount Everest", EVEREST))
     return SITEINFO + "".join(pages) + "</mediawiki>\n"
@@ -149,16 +156,35 @@ def test_only_articles_are_read_as_plain_text_with_their_urls(tmp_path):
     assert ada.title == "Ada Lovelace"
     assert ada.url == "https://en.wikipedia.org/wiki/Ada_Lovelace"
     assert docs["14"].url == "https://en.wikipedia.org/wiki/Saint-%C3%89tienne_(city)"
-    assert ada.text.startswith("Augusta Ada King, Countess of Lovelace (Byron; 10 December 1815 – 27 November 1852) "
-                               "was an English mathematician and writer. She is chiefly known")
+    assert ada.text.startswith(
+        "Augusta Ada King, Countess of Lovelace (Byron; 10 December 1815 – 27 November 1852) "
+        "was an English mathematician and writer. She is chiefly known"
+    )
     assert "the poet Lord Byron – he left England" in ada.text  # link text kept, the entity decoded
     assert "see her notes." in ada.text  # an external link's title
     assert "\n\nEarly life\n\n" in ada.text and "\n\nEducation\n\n" in ada.text  # headings on lines of their own
-    for gone in ("onlyword", "{{", "}}", "[[", "<ref", "cite web", "Refpublisher", "Infobox", "Category", "thumb",
-                 "NOTOC", "References", "External links", "wikitable", "'''"):
+    for gone in (
+        "onlyword",
+        "{{",
+        "}}",
+        "[[",
+        "<ref",
+        "cite web",
+        "Refpublisher",
+        "Infobox",
+        "Category",
+        "thumb",
+        "NOTOC",
+        "References",
+        "External links",
+        "wikitable",
+        "'''",
+    ):
         assert gone not in ada.text, gone
-    assert docs["15"].text == "Mount Everest is Earth's highest mountain above sea level, in the Himalayas. Its " \
-                              "summit is 8,849 metres high."
+    assert (
+        docs["15"].text == "Mount Everest is Earth's highest mountain above sea level, in the Himalayas. Its "
+        "summit is 8,849 metres high."
+    )
 
 
 def test_language_comes_from_the_flag_else_the_dbname_else_the_file_name(tmp_path):
@@ -188,7 +214,7 @@ def test_a_dump_builds_into_shards_of_exact_slices_that_search_as_one_index(tmp_
     assert {r["doc_id"] for r in rows} == set(docs)
     for r in rows:
         doc = docs[r["doc_id"]]
-        assert doc.text[r["start"]:r["end"]] == r["text"]
+        assert doc.text[r["start"] : r["end"]] == r["text"]
         assert r["doc_sha256"] == sha256_text(doc.text)
         assert r["url"] == doc.url and r["title"] == doc.title
     index = open_index(out)
@@ -202,11 +228,19 @@ def test_a_dump_builds_into_shards_of_exact_slices_that_search_as_one_index(tmp_
     everest = index.search("highest mountain above sea level", k=3)
     assert everest[0].source == "Mount Everest" and everest[0].url == "https://en.wikipedia.org/wiki/Mount_Everest"
     assert everest[0].found_by["index"] == str(out.resolve())
-    assert docs["15"].text[everest[0].quote_start:everest[0].quote_end] == everest[0].text
+    assert docs["15"].text[everest[0].quote_start : everest[0].quote_end] == everest[0].text
     assert index.search("Analytical Engine Babbage", k=1)[0].source == "Ada Lovelace"
     assert index.search_passages("zqword7x3", k=1)[0][0].title == "Topic 7"
-    for skipped in ("talkonlyword", "redirectonlyword", "userpageonlyword", "categorypageonlyword", "refonlyword",
-                    "tableonlyword", "captiononlyword", "externalonlyword"):
+    for skipped in (
+        "talkonlyword",
+        "redirectonlyword",
+        "userpageonlyword",
+        "categorypageonlyword",
+        "refonlyword",
+        "tableonlyword",
+        "captiononlyword",
+        "externalonlyword",
+    ):
         assert index.search(skipped, k=5) == [], skipped
     # merged by score across shards: the same order as one index over everything would give for a rare word
     scores = [s for _, s in index.search_passages("filler2w3 zqword5x1", k=10)]
@@ -232,8 +266,12 @@ def test_a_killed_build_resumes_after_its_last_complete_shard(tmp_path, cli_env)
     args = ["--shard-passages", "2"]
     assert veracity("index", "build", str(dump), "--out", str(whole), *args, env=cli_env).returncode == 0
 
-    proc = subprocess.Popen(veracity_cmd() + ["index", "build", str(dump), "--out", str(resumed), *args],
-                            env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        veracity_cmd() + ["index", "build", str(dump), "--out", str(resumed), *args],
+        env=cli_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     progress = resumed / "progress.json"
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and proc.poll() is None:
@@ -257,8 +295,9 @@ def test_a_killed_build_resumes_after_its_last_complete_shard(tmp_path, cli_env)
     again = veracity("index", "build", str(dump), "--out", str(resumed), *args, env=cli_env)
     assert again.returncode == 0, again.stderr
     assert all_passages(resumed) == all_passages(whole)  # the same passages, in the same shards' order
-    assert [s["passages"] for s in open_index(resumed).manifest["shards"]] == \
-        [s["passages"] for s in open_index(whole).manifest["shards"]]
+    assert [s["passages"] for s in open_index(resumed).manifest["shards"]] == [
+        s["passages"] for s in open_index(whole).manifest["shards"]
+    ]
     assert {p.name: p.stat().st_ino for p in first.iterdir()} == before  # the completed shard was not redone
     assert (first / "manifest.json").read_text() == stamp
     assert not [p for p in (resumed / "shards").iterdir() if p.name.startswith(".")]  # no half-written shard left
@@ -278,9 +317,21 @@ def test_a_resumed_build_refuses_another_dump(tmp_path):
 
 def test_any_corpus_builds_sharded_with_its_own_urls_and_opens_as_either_kind(tmp_path):
     corpus = tmp_path / "enterprise.jsonl"
-    corpus.write_text("".join(json.dumps({"id": str(n), "title": f"Page {n}", "url": f"https://example.org/{n}",
-                                          "text": f"Page {n} holds the word uniq{n} and little more."}) + "\n"
-                              for n in range(7)), encoding="utf-8")
+    corpus.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": str(n),
+                    "title": f"Page {n}",
+                    "url": f"https://example.org/{n}",
+                    "text": f"Page {n} holds the word uniq{n} and little more.",
+                }
+            )
+            + "\n"
+            for n in range(7)
+        ),
+        encoding="utf-8",
+    )
     sharded = build_sharded(corpus, tmp_path / "sharded", shard_passages=2)
     assert len(sharded.manifest["shards"]) == 4
     hit = open_index(tmp_path / "sharded").search("uniq6", k=1)[0]
@@ -295,11 +346,13 @@ def test_any_corpus_builds_sharded_with_its_own_urls_and_opens_as_either_kind(tm
 def test_dense_and_hybrid_search_merge_the_shards(tmp_path):
     """Cosines compare across shards; hybrid fuses the merged BM25 and dense rankings (the paraphrase that BM25
     misses is in another shard than the passage BM25 prefers)."""
-    docs = [("cheetah", "Cheetah", "The cheetah reaches speeds of 110 km/h, making it the fastest mammal on land."),
-            ("train", "Rail travel", "The quickest way to cross the land between the two cities is the night train."),
-            ("lion", "Lion", "Lions live in prides on the African savanna and hunt zebras and antelopes."),
-            ("falcon", "Peregrine falcon", "The peregrine falcon dives at more than 300 km/h when hunting birds."),
-            ("bread", "Bread", "Bread is baked from flour, water and yeast in an oven.")]
+    docs = [
+        ("cheetah", "Cheetah", "The cheetah reaches speeds of 110 km/h, making it the fastest mammal on land."),
+        ("train", "Rail travel", "The quickest way to cross the land between the two cities is the night train."),
+        ("lion", "Lion", "Lions live in prides on the African savanna and hunt zebras and antelopes."),
+        ("falcon", "Peregrine falcon", "The peregrine falcon dives at more than 300 km/h when hunting birds."),
+        ("bread", "Bread", "Bread is baked from flour, water and yeast in an oven."),
+    ]
     corpus = tmp_path / "animals.jsonl"
     corpus.write_text("".join(json.dumps({"id": i, "title": t, "text": x}) + "\n" for i, t, x in docs))
     build_sharded(corpus, tmp_path / "index", shard_passages=1, dense=True)
@@ -318,7 +371,7 @@ def test_dense_and_hybrid_search_merge_the_shards(tmp_path):
 
 def test_recheck_and_shipping_open_a_sharded_index(tmp_path):
     from veracity.cluster.shipping import ShippedIndex, folder_digest, receive
-    from veracity.evidence.recheck import Sources
+    from veracity.evidence.sources import Sources
 
     dump = write_dump(tmp_path, fillers=4)
     out = tmp_path / "index"
@@ -334,18 +387,20 @@ def test_recheck_and_shipping_open_a_sharded_index(tmp_path):
 # --------------------------------------------------------------------------- bad input
 
 
-@pytest.mark.parametrize("suffix, content, message", [
-    (".xml", b"just some text, not XML\n", "is not a MediaWiki XML dump"),
-    (".xml", b"<html><body>a web page</body></html>\n", "is not a MediaWiki XML dump (its root element"),
-    (".xml.bz2", bz2.compress(dump_xml(30).encode())[:3000], "ends early"),  # a download cut short
-    (".xml", dump_xml(30).encode()[:5000], "ends early"),
-    (".xml.bz2", b"BZh9 not really bz2 data at all", "is not a MediaWiki XML dump"),
-])
+@pytest.mark.parametrize(
+    "suffix, content, message",
+    [
+        (".xml", b"just some text, not XML\n", "is not a MediaWiki XML dump"),
+        (".xml", b"<html><body>a web page</body></html>\n", "is not a MediaWiki XML dump (its root element"),
+        (".xml.bz2", bz2.compress(dump_xml(30).encode())[:3000], "ends early"),  # a download cut short
+        (".xml", dump_xml(30).encode()[:5000], "ends early"),
+        (".xml.bz2", b"BZh9 not really bz2 data at all", "is not a MediaWiki XML dump"),
+    ],
+)
 def test_bad_dumps_give_one_line_errors(tmp_path, cli_env, suffix, content, message):
     path = tmp_path / f"enwiki-20240101-pages-articles{suffix}"
     path.write_bytes(content)
-    done = veracity("index", "build", str(path), "--out", str(tmp_path / "index"), "--shard-passages", "2",
-                    env=cli_env)
+    done = veracity("index", "build", str(path), "--out", str(tmp_path / "index"), "--shard-passages", "2", env=cli_env)
     assert done.returncode == 2
     assert message in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr

@@ -15,7 +15,6 @@ import time
 
 import httpx
 import pytest
-
 from conftest import SERVER_RULES, rules_responder, write_rules
 from stub_server import StubServer
 
@@ -25,8 +24,10 @@ TOKEN = "test-token-0123456789abcdef"
 
 # -- helpers -------------------------------------------------------------------------------------------
 
-def read_sse(client: httpx.Client, url: str, headers: dict | None = None, timeout: float = 30,
-             on_event=None) -> list[tuple[str, str | None, dict]]:
+
+def read_sse(
+    client: httpx.Client, url: str, headers: dict | None = None, timeout: float = 30, on_event=None
+) -> list[tuple[str, str | None, dict]]:
     """Read a Server-Sent Events stream until its `done` event: [(event, id, data)]."""
     events: list[tuple[str, str | None, dict]] = []
     kind, ev_id, data = "message", None, []
@@ -78,6 +79,7 @@ def finished(run: dict) -> bool:
 
 # -- servers -------------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def fast(server_factory):
     """Scripted backend, a claim limit of 200 characters, no rate limit."""
@@ -97,13 +99,16 @@ def stub():
 @pytest.fixture(scope="module")
 def slow(server_factory, stub):
     """The rules answered by the stub after a delay; one check at a time, no response cache."""
-    srv = server_factory(["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--max-concurrent", "1",
-                          "--rate-limit", "0"], name="slow")
+    srv = server_factory(
+        ["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--max-concurrent", "1", "--rate-limit", "0"],
+        name="slow",
+    )
     with httpx.Client(base_url=srv.url, timeout=30) as client:
         yield client
 
 
 # -- a check, streamed and stored ----------------------------------------------------------------------
+
 
 def test_check_streams_every_step_in_order_then_done(fast):
     run_id = start_check(fast)
@@ -130,15 +135,13 @@ def test_check_streams_every_step_in_order_then_done(fast):
     assert run["usage"]["total"]["prompt_tokens"] > 0 and run["seconds"] >= 0
     assert run["pipeline"] == "qacheck" and run["qa"] == "reciter-reader"
     assert run["model"].startswith("scripted:")
-    assert [s["stage"] for s in fast.get(f"/api/checks/{run_id}?calls=false").json()["steps"]].count(
-        "model_call") == 0
+    assert [s["stage"] for s in fast.get(f"/api/checks/{run_id}?calls=false").json()["steps"]].count("model_call") == 0
 
 
 def test_steps_arrive_while_the_run_is_still_going(slow, stub):
     run_id = start_check(slow)
     seen: list[tuple[float, str]] = []
-    events = read_sse(slow, f"/api/checks/{run_id}/events",
-                      on_event=lambda e: seen.append((time.monotonic(), e[0])))
+    events = read_sse(slow, f"/api/checks/{run_id}/events", on_event=lambda e: seen.append((time.monotonic(), e[0])))
     kinds = [k for _, k in seen]
     assert kinds[0] == "status" and kinds[-1] == "done"
     first_step = next(t for t, k in seen if k == "step")
@@ -188,6 +191,7 @@ def test_deleting_a_running_check_stops_it(slow, stub):
 
 
 # -- history, delete, downloads --------------------------------------------------------------------------
+
 
 def test_history_is_paged_newest_first(fast):
     ids = [start_check(fast, f"Claim number {i} about the Orrin Bridge.") for i in range(5)]
@@ -256,8 +260,9 @@ def test_the_page_form_works_without_javascript(fast):
     r = fast.post("/checks", data={"claim": "  "})
     assert r.status_code == 400 and "the claim is empty" in r.text and "<form" in r.text
     source = "The Danube flows through Vienna and Budapest."
-    r = fast.post("/checks", data={"claim": "The Danube flows through Vienna.", "pipeline": "verifier",
-                                   "evidence": source})
+    r = fast.post(
+        "/checks", data={"claim": "The Danube flows through Vienna.", "pipeline": "verifier", "evidence": source}
+    )
     assert r.status_code == 303, r.text  # with a source given, a pipeline that reads documents needs no index
     run = wait_for(fast, r.headers["location"].rsplit("/", 1)[1], finished)
     assert run["verdict"]["label"] == "Supported" and source in json.dumps(run["steps"])
@@ -286,23 +291,27 @@ def test_a_verdict_from_the_models_memory_is_shown_uncertain_with_why(fast):
 
 # -- what clients get wrong ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("body,status,code,says", [
-    ({"claim": "   "}, 400, "claim_empty", "the claim is empty"),
-    ({"claim": "x" * 201}, 400, "claim_too_long", "201 characters; this server accepts at most 200"),
-    ({"claim": "A claim.", "pipeline": "nope"}, 400, "unknown_pipeline", "unknown pipeline 'nope'"),
-    ({"claim": "A claim.", "qa": "retriever-reader"}, 400, "index_required", "--index DIR"),
-    ({"claim": "A claim.", "pipeline": "qacheck-retriever-reader"}, 400, "index_required", "has none"),
-    ({"claim": "A claim.", "qa": "psychic"}, 400, "unknown_qa", "closed-book"),
-    ({"claim": "A claim.", "pipeline": "direct", "qa": "closed-book"}, 400, "qa_not_applicable", "leave qa out"),
-    ({"claim": "A claim.", "model": "gguf:/etc/passwd"}, 400, "unknown_model", "this server offers"),
-    ({"pipeline": "qacheck"}, 422, "invalid_request", "claim: Field required"),
-    ({"claim": 42}, 422, "invalid_request", "claim"),
-    ({"claim": "A claim.", "evidence": ["Some text.", "  "]}, 400, "evidence_empty", "passage 2 is empty"),
-    ({"claim": "A claim.", "evidence": ["A passage."] * 21}, 400, "too_many_passages", "at most 20"),
-    ({"claim": "A claim.", "evidence": ["x" * 200_001]}, 413, "evidence_too_long", "at most 200000"),
-    ({"claim": "A claim.", "evidence": "one string"}, 422, "invalid_request", "evidence"),
-    ({"question": "Q?", "answer": "A.", "evidence": ["Text."]}, 400, "evidence_not_applicable", "leave `evidence`"),
-])
+
+@pytest.mark.parametrize(
+    "body,status,code,says",
+    [
+        ({"claim": "   "}, 400, "claim_empty", "the claim is empty"),
+        ({"claim": "x" * 201}, 400, "claim_too_long", "201 characters; this server accepts at most 200"),
+        ({"claim": "A claim.", "pipeline": "nope"}, 400, "unknown_pipeline", "unknown pipeline 'nope'"),
+        ({"claim": "A claim.", "qa": "retriever-reader"}, 400, "index_required", "--index DIR"),
+        ({"claim": "A claim.", "pipeline": "qacheck-retriever-reader"}, 400, "index_required", "has none"),
+        ({"claim": "A claim.", "qa": "psychic"}, 400, "unknown_qa", "closed-book"),
+        ({"claim": "A claim.", "pipeline": "direct", "qa": "closed-book"}, 400, "qa_not_applicable", "leave qa out"),
+        ({"claim": "A claim.", "model": "gguf:/etc/passwd"}, 400, "unknown_model", "this server offers"),
+        ({"pipeline": "qacheck"}, 422, "invalid_request", "claim: Field required"),
+        ({"claim": 42}, 422, "invalid_request", "claim"),
+        ({"claim": "A claim.", "evidence": ["Some text.", "  "]}, 400, "evidence_empty", "passage 2 is empty"),
+        ({"claim": "A claim.", "evidence": ["A passage."] * 21}, 400, "too_many_passages", "at most 20"),
+        ({"claim": "A claim.", "evidence": ["x" * 200_001]}, 413, "evidence_too_long", "at most 200000"),
+        ({"claim": "A claim.", "evidence": "one string"}, 422, "invalid_request", "evidence"),
+        ({"question": "Q?", "answer": "A.", "evidence": ["Text."]}, 400, "evidence_not_applicable", "leave `evidence`"),
+    ],
+)
 def test_bad_requests_say_what_to_fix(fast, body, status, code, says):
     r = fast.post("/api/checks", json=body)
     assert r.status_code == status, r.text
@@ -312,8 +321,11 @@ def test_bad_requests_say_what_to_fix(fast, body, status, code, says):
 def test_a_claim_is_checked_against_the_evidence_sent_with_it(fast):
     """`evidence` in the request: the claim is read against those passages (in the order sent, even one sharing no
     word with the claim), on a server without an index; a QA module that retrieves takes them as its index."""
-    passages = ["Paris is in France.", "Europe's second-longest river passes Vienna and Budapest.",
-                "The Danube flows through Vienna and Budapest."]
+    passages = [
+        "Paris is in France.",
+        "Europe's second-longest river passes Vienna and Budapest.",
+        "The Danube flows through Vienna and Budapest.",
+    ]
     run_id = start_check(fast, "The Danube flows through Vienna.", pipeline="verifier", evidence=passages)
     run = wait_for(fast, run_id, finished)
     assert run["status"] == "done", run
@@ -361,18 +373,23 @@ def test_pipelines_and_openapi(fast):
     assert {m["name"] for m in cat["qa_modules"]} == {"retriever-reader", "closed-book", "reciter-reader"}
     assert cat["models"][0]["name"].startswith("scripted:") and cat["max_claim_chars"] == 200
     schema = fast.get("/openapi.json").json()
-    for path in ("/api/checks", "/api/checks/{run_id}", "/api/checks/{run_id}/events", "/api/pipelines",
-                 "/api/checks/{run_id}/report.{fmt}"):
+    for path in (
+        "/api/checks",
+        "/api/checks/{run_id}",
+        "/api/checks/{run_id}/events",
+        "/api/pipelines",
+        "/api/checks/{run_id}/report.{fmt}",
+    ):
         assert path in schema["paths"], path
     assert "CheckIn" in schema["components"]["schemas"]
 
 
 # -- the token and the rate limit ----------------------------------------------------------------------------
 
+
 def test_token_and_rate_limit(server_factory):
     model = write_rules(server_factory.base / "rules-auth.json")
-    srv = server_factory(["--model", model, "--rate-limit", "2"], env_extra={"VERACITY_API_TOKEN": TOKEN},
-                         name="auth")
+    srv = server_factory(["--model", model, "--rate-limit", "2"], env_extra={"VERACITY_API_TOKEN": TOKEN}, name="auth")
     with httpx.Client(base_url=srv.url, timeout=30) as c:
         r = c.get("/api/checks")
         assert r.status_code == 401 and r.json()["error"] == "unauthorized"
@@ -424,9 +441,23 @@ def test_serve_refuses_a_public_address_without_a_token(tmp_path, cli_env):
 
     from conftest import veracity_cmd
 
-    r = subprocess.run(veracity_cmd() + ["serve", "--host", "0.0.0.0", "--port", "0", "--db", str(tmp_path / "x.db"),
-                                         "--model", write_rules(tmp_path / "r.json")],
-                       capture_output=True, env=cli_env, timeout=60)
+    r = subprocess.run(
+        veracity_cmd()
+        + [
+            "serve",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "0",
+            "--db",
+            str(tmp_path / "x.db"),
+            "--model",
+            write_rules(tmp_path / "r.json"),
+        ],
+        capture_output=True,
+        env=cli_env,
+        timeout=60,
+    )
     err = r.stderr.decode()
     assert r.returncode == 2 and "VERACITY_API_TOKEN" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
@@ -434,10 +465,10 @@ def test_serve_refuses_a_public_address_without_a_token(tmp_path, cli_env):
 
 # -- restarts ------------------------------------------------------------------------------------------------
 
+
 def test_runs_cut_off_by_a_crash_are_interrupted_after_restart(server_factory, stub):
     db = server_factory.base / "restart.sqlite"
-    args = ["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--max-concurrent", "1",
-            "--rate-limit", "0"]
+    args = ["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--max-concurrent", "1", "--rate-limit", "0"]
     stub.respond.delay = 0.3
     try:
         srv = server_factory(args, db=db, name="restart")
@@ -469,8 +500,9 @@ def test_a_graceful_stop_marks_running_checks_interrupted(server_factory, stub):
     db = server_factory.base / "graceful.sqlite"
     stub.respond.delay = 0.3
     try:
-        srv = server_factory(["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0"],
-                             db=db, name="graceful")
+        srv = server_factory(
+            ["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0"], db=db, name="graceful"
+        )
         with httpx.Client(base_url=srv.url, timeout=30) as c:
             run_id = start_check(c)
             wait_for(c, run_id, lambda r: r["status"] == "running" and len(r["steps"]) >= 1)
@@ -510,6 +542,7 @@ def test_pipelines_declare_their_input_and_images(tmp_path):
 
 
 # -- limits (units) ------------------------------------------------------------------------------------------
+
 
 def test_image_checks_for_uploads():
     from veracity.server.errors import ApiError
@@ -559,8 +592,10 @@ def leafsrv(server_factory):
     base = server_factory.base
     Index.build(DOCS, base / "leaf-idx")
     model = write_rules(base / "leaf-rules.json", CLI_RULES)
-    srv = server_factory(["--model", model, "--index", str(base / "leaf-idx"), "--rate-limit", "0",
-                          "--max-answer-chars", "300"], name="leaf")
+    srv = server_factory(
+        ["--model", model, "--index", str(base / "leaf-idx"), "--rate-limit", "0", "--max-answer-chars", "300"],
+        name="leaf",
+    )
     with httpx.Client(base_url=srv.url, timeout=30) as client:
         yield client
 
@@ -617,21 +652,37 @@ def test_answer_check_streams_each_sentence_then_the_leaf_score(leafsrv):
     assert doc["leaf"]["sentences"][1]["evidence"][0]["doc_id"] == "cts-cause"
 
 
-@pytest.mark.parametrize("body, status, code, says", [
-    ({"question": Q_CTS}, 400, "answer_empty", "the answer is empty"),
-    ({"question": Q_CTS, "answer": "  \n "}, 400, "answer_empty", "the answer is empty"),
-    ({"question": Q_CTS, "answer": "** --- **"}, 400, "answer_empty", "no words"),
-    ({"answer": PLAIN_CTS}, 400, "question_empty", "the question is empty"),
-    ({"question": " ", "answer": PLAIN_CTS, "pipeline": "answer-check"}, 400, "question_empty", "question"),
-    ({"question": Q_CTS, "answer": "x" * 301}, 400, "answer_too_long", "301 characters; this server accepts at "
-                                                                        "most 300"),
-    ({"question": Q_CTS, "answer": PLAIN_CTS, "claim": "A claim."}, 400, "claim_not_applicable", "`question`"),
-    ({"claim": "A claim.", "pipeline": "answer-check"}, 400, "claim_not_applicable", "send `question` and `answer`"),
-    ({"question": Q_CTS, "answer": PLAIN_CTS, "pipeline": "qacheck"}, 400, "input_not_supported",
-     "use pipeline 'answer-check'"),
-    ({"question": Q_CTS, "answer": PLAIN_CTS, "qa": "closed-book"}, 400, "qa_not_applicable", "has no QA module"),
-    ({"question": Q_CTS, "answer": 7}, 422, "invalid_request", "answer"),
-])
+@pytest.mark.parametrize(
+    "body, status, code, says",
+    [
+        ({"question": Q_CTS}, 400, "answer_empty", "the answer is empty"),
+        ({"question": Q_CTS, "answer": "  \n "}, 400, "answer_empty", "the answer is empty"),
+        ({"question": Q_CTS, "answer": "** --- **"}, 400, "answer_empty", "no words"),
+        ({"answer": PLAIN_CTS}, 400, "question_empty", "the question is empty"),
+        ({"question": " ", "answer": PLAIN_CTS, "pipeline": "answer-check"}, 400, "question_empty", "question"),
+        (
+            {"question": Q_CTS, "answer": "x" * 301},
+            400,
+            "answer_too_long",
+            "301 characters; this server accepts at most 300",
+        ),
+        ({"question": Q_CTS, "answer": PLAIN_CTS, "claim": "A claim."}, 400, "claim_not_applicable", "`question`"),
+        (
+            {"claim": "A claim.", "pipeline": "answer-check"},
+            400,
+            "claim_not_applicable",
+            "send `question` and `answer`",
+        ),
+        (
+            {"question": Q_CTS, "answer": PLAIN_CTS, "pipeline": "qacheck"},
+            400,
+            "input_not_supported",
+            "use pipeline 'answer-check'",
+        ),
+        ({"question": Q_CTS, "answer": PLAIN_CTS, "qa": "closed-book"}, 400, "qa_not_applicable", "has no QA module"),
+        ({"question": Q_CTS, "answer": 7}, 422, "invalid_request", "answer"),
+    ],
+)
 def test_bad_answer_checks_say_what_to_fix(leafsrv, body, status, code, says):
     r = leafsrv.post("/api/checks", json=body)
     assert r.status_code == status, r.text
@@ -650,8 +701,18 @@ def test_answer_check_needs_an_index(fast):
 
 
 def test_the_page_form_checks_an_answer_without_javascript(leafsrv):
-    r = leafsrv.post("/checks", data={"mode": "answer", "question": Q_CTS, "answer": PLAIN_CTS, "claim": "",
-                                      "pipeline": "qacheck", "qa": "closed-book"}, follow_redirects=False)
+    r = leafsrv.post(
+        "/checks",
+        data={
+            "mode": "answer",
+            "question": Q_CTS,
+            "answer": PLAIN_CTS,
+            "claim": "",
+            "pipeline": "qacheck",
+            "qa": "closed-book",
+        },
+        follow_redirects=False,
+    )
     assert r.status_code == 303, r.text
     run_id = r.headers["location"].rsplit("/", 1)[1]
     run = wait_for(leafsrv, run_id, finished)

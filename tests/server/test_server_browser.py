@@ -10,7 +10,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from conftest import CHROMIUM_ARGS, rules_responder
 from stub_server import StubServer, image_parts
 
@@ -21,8 +20,9 @@ SCREENSHOT = Path("/tmp/veracity_screenshot.png")
 @pytest.fixture(scope="module")
 def site(server_factory):
     stub = StubServer(rules_responder(delay=0.12))
-    srv = server_factory(["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0"],
-                         name="browser")
+    srv = server_factory(
+        ["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0"], name="browser"
+    )
     yield srv.url
     stub.close()
 
@@ -46,8 +46,12 @@ def page(browser):
     errors: list[str] = []
     p.on("pageerror", lambda e: errors.append(str(e)))
     # script errors and CSP violations fail the test; failed requests are checked through `p.failures`
-    p.on("console", lambda m: errors.append(m.text) if m.type == "error" and
-         not m.text.startswith("Failed to load resource") else None)
+    p.on(
+        "console",
+        lambda m: (
+            errors.append(m.text) if m.type == "error" and not m.text.startswith("Failed to load resource") else None
+        ),
+    )
     p.failures = []
     p.on("response", lambda r: p.failures.append(f"{r.status} {r.url}") if r.status >= 400 else None)
     yield p
@@ -194,8 +198,10 @@ def test_a_reopened_run_checked_against_several_passages_sends_them_again_as_the
         return [e["text"] for e in next(s for s in run["steps"] if s["stage"] == "retrieval")["results"]]
 
     with httpx.Client(base_url=site, timeout=30) as c:
-        r = c.post("/api/checks", json={"claim": "The Danube flows through Vienna.", "pipeline": "verifier",
-                                         "evidence": passages})
+        r = c.post(
+            "/api/checks",
+            json={"claim": "The Danube flows through Vienna.", "pipeline": "verifier", "evidence": passages},
+        )
         assert r.status_code == 202, r.text
         first = r.json()["id"]
     assert read_by(first) == passages
@@ -250,8 +256,9 @@ def test_pipelines_are_grouped_and_each_mode_says_what_it_does(page, site):
     expect(hint).not_to_contain_text("One statement")
     # the answer check is off here, said for someone using the page, not the one who started the server
     expect(page.get_by_role("radio", name="Answer check")).to_be_disabled()
-    expect(page.locator("#answer-off")).to_have_text("Answer check is off: this server has no documents to check "
-                                                     "answers against (whoever runs it can add them).")
+    expect(page.locator("#answer-off")).to_have_text(
+        "Answer check is off: this server has no documents to check answers against (whoever runs it can add them)."
+    )
     assert "--index" not in page.locator("#check-form").inner_text()
 
 
@@ -264,8 +271,9 @@ def test_dark_mode_follows_the_preference_and_the_mode_buttons_are_easy_to_tap(b
     from playwright.sync_api import expect
 
     for scheme in ("dark", "light"):
-        ctx = browser.new_context(viewport={"width": 375, "height": 740}, is_mobile=True, has_touch=True,
-                                  color_scheme=scheme)
+        ctx = browser.new_context(
+            viewport={"width": 375, "height": 740}, is_mobile=True, has_touch=True, color_scheme=scheme
+        )
         page = ctx.new_page()
         try:
             page.goto(site + "/")
@@ -333,9 +341,22 @@ def leaf_site(server_factory):
 
     Index.build(DOCS, server_factory.base / "browser-idx")
     stub = StubServer(rules_responder(CLI_RULES, delay=0.1))
-    srv = server_factory(["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0",
-                          "--concurrency", "1", "--index", str(server_factory.base / "browser-idx")],
-                         name="browser-leaf")
+    srv = server_factory(
+        [
+            "--model",
+            "stub-model",
+            "--base-url",
+            stub.url,
+            "--no-cache",
+            "--rate-limit",
+            "0",
+            "--concurrency",
+            "1",
+            "--index",
+            str(server_factory.base / "browser-idx"),
+        ],
+        name="browser-leaf",
+    )
     yield srv.url
     stub.close()
 
@@ -346,16 +367,37 @@ def leaf_verifier_site(server_factory):
     queries), over an index of a river's page and another's."""
     from veracity.retrieval import Document, Index
 
-    Index.build([Document("danube", "Danube", "The Danube is the second-longest river in Europe. It flows through "
-                                               "Vienna, Bratislava, Budapest and Belgrade."),
-                 Document("seine", "Seine", "The Seine is a river in northern France. It flows through Paris.")],
-                server_factory.base / "rivers-idx")
+    Index.build(
+        [
+            Document(
+                "danube",
+                "Danube",
+                "The Danube is the second-longest river in Europe. It flows through "
+                "Vienna, Bratislava, Budapest and Belgrade.",
+            ),
+            Document("seine", "Seine", "The Seine is a river in northern France. It flows through Paris."),
+        ],
+        server_factory.base / "rivers-idx",
+    )
     config = server_factory.base / "verifier-on.toml"
     config.write_text('[verifier]\nuse = "on"\n')
     stub = StubServer(rules_responder({"rules": [{"match": "Search query:$", "reply": " Danube river Paris"}]}))
-    srv = server_factory(["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0",
-                          "--config", str(config), "--index", str(server_factory.base / "rivers-idx")],
-                         name="browser-leaf-verifier")
+    srv = server_factory(
+        [
+            "--model",
+            "stub-model",
+            "--base-url",
+            stub.url,
+            "--no-cache",
+            "--rate-limit",
+            "0",
+            "--config",
+            str(config),
+            "--index",
+            str(server_factory.base / "rivers-idx"),
+        ],
+        name="browser-leaf-verifier",
+    )
     yield srv.url
     stub.close()
 
@@ -465,8 +507,10 @@ def defame_site(server_factory):
     respond.seen_images = seen_images
     stub = StubServer(respond)
     stub.seen_images = seen_images
-    srv = server_factory(["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0",
-                          "--max-image-mb", "0.05"], name="browser-defame")
+    srv = server_factory(
+        ["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0", "--max-image-mb", "0.05"],
+        name="browser-defame",
+    )
     srv.stub = stub
     yield srv
     stub.close()
@@ -562,10 +606,10 @@ def test_defame_form_without_javascript(browser, defame_site, tmp_path):
 
 # -- the page's hardening (issue 11, item 10) ---------------------------------------------------------------
 
+
 def count_posts(page) -> list[str]:
     posts: list[str] = []
-    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" and r.url.endswith("/api/checks")
-            else None)
+    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" and r.url.endswith("/api/checks") else None)
     return posts
 
 
@@ -601,8 +645,9 @@ def test_text_over_the_limit_is_refused_with_its_count_not_cut(page, site):
     expect(page.locator("#claim-count")).to_have_text("2520 / 2000 characters: 520 over the limit")
     expect(page.locator("#claim-count")).to_have_class("over")
     page.get_by_role("button", name="Check claim").click()
-    expect(page.locator("#form-error")).to_have_text("The claim has 2520 characters; the limit is 2000: shorten it "
-                                                     "by 520 characters.")
+    expect(page.locator("#form-error")).to_have_text(
+        "The claim has 2520 characters; the limit is 2000: shorten it by 520 characters."
+    )
     expect(claim).to_be_focused()
     assert posts == [] and page.locator("#run").count() == 0
     claim.fill(ONSAGER)  # short enough again: the message goes
@@ -637,8 +682,10 @@ def test_after_submitting_the_verdict_is_in_view_with_the_focus(page, site):
     expect(page.locator("#run-h")).to_be_focused()  # the results region, while the steps stream
     expect(page.locator(".verdict")).to_be_visible()
     expect(page.locator("#verdict-h")).to_be_focused()  # not the page body
-    page.wait_for_function("() => { const r = document.querySelector('.verdict').getBoundingClientRect();"
-                           " return r.top >= 0 && r.top < window.innerHeight - 80; }")
+    page.wait_for_function(
+        "() => { const r = document.querySelector('.verdict').getBoundingClientRect();"
+        " return r.top >= 0 && r.top < window.innerHeight - 80; }"
+    )
     assert page.evaluate("document.activeElement.textContent") == "Verdict"
 
 
@@ -676,10 +723,22 @@ def test_deleting_a_run_says_so_and_leaves_no_address_of_it(page, site):
 @pytest.fixture(scope="module")
 def failing_site(server_factory):
     """A model backend that answers nonsense: every run fails with an unexpected error."""
-    stub = StubServer(lambda body: (200, {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-                                          "choices": [{"index": 0, "message": "SECRET PROMPT ECHO"}]}, 0.05))
-    srv = server_factory(["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0"],
-                         name="browser-failing")
+    stub = StubServer(
+        lambda body: (
+            200,
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "m",
+                "choices": [{"index": 0, "message": "SECRET PROMPT ECHO"}],
+            },
+            0.05,
+        )
+    )
+    srv = server_factory(
+        ["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0"], name="browser-failing"
+    )
     yield srv.url
     stub.close()
 
@@ -703,8 +762,9 @@ def refusing_site(server_factory):
     """A model server that answers HTTP 400 with an error quoting the end of the prompt (as llama-server and
     vLLM do for a prompt they cannot take)."""
     stub = StubServer(rules_responder({"rules": []}))
-    srv = server_factory(["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0"],
-                         name="browser-refusing")
+    srv = server_factory(
+        ["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0"], name="browser-refusing"
+    )
     yield srv, stub
     stub.close()
 
@@ -761,8 +821,15 @@ def test_a_reopened_defame_run_shows_its_images_and_checks_them_again(page, defa
 
     with httpx.Client(base_url=defame_site.url, timeout=30) as c:
         image = base64.b64encode(png_bytes((90, 60), "navy")).decode()
-        r = c.post("/api/checks", json={"claim": DEFAME_CLAIM, "pipeline": "defame", "date": "2024-05-15",
-                                         "images": [{"data": image, "filename": "navy.png"}]})
+        r = c.post(
+            "/api/checks",
+            json={
+                "claim": DEFAME_CLAIM,
+                "pipeline": "defame",
+                "date": "2024-05-15",
+                "images": [{"data": image, "filename": "navy.png"}],
+            },
+        )
         assert r.status_code == 202, r.text
         first = r.json()["id"]
     page.goto(f"{defame_site.url}/checks/{first}")
@@ -804,8 +871,10 @@ def test_a_reopened_defame_run_checks_its_images_again_without_javascript(browse
 
     with httpx.Client(base_url=defame_site.url, timeout=30) as c:
         image = base64.b64encode(png_bytes((40, 30), "olive")).decode()
-        first = c.post("/api/checks", json={"claim": DEFAME_CLAIM, "pipeline": "defame",
-                                             "images": [{"data": image, "filename": "olive.png"}]}).json()["id"]
+        first = c.post(
+            "/api/checks",
+            json={"claim": DEFAME_CLAIM, "pipeline": "defame", "images": [{"data": image, "filename": "olive.png"}]},
+        ).json()["id"]
     ctx = browser.new_context(java_script_enabled=False)
     try:
         p = ctx.new_page()
@@ -850,57 +919,115 @@ CANON_JS = """
 
 
 def test_the_live_page_draws_view_items_as_the_server_renders_them(browser):
-    """static/app.js only draws the items the server folded; it must draw them as templates/steps.html does."""
+    """static/items.js only draws the items the server folded; it must draw them as templates/steps.html does."""
     import test_steps as ts
 
     from veracity.server.app import _templates
     from veracity.server.views import run_view
 
     index = ts.Index.from_documents(ts.DOCS)
-    traces = [ts.run("qacheck-retriever-reader", ts.QACHECK_RULES, ts.QACHECK_CLAIM, index)[0].trace,
-              ts.run("defame", ts.DEFAME_RULES, ts.DEFAME_CLAIM, index, **{"defame.search": "local"})[0].trace,
-              ts.run("answer:rag", ts.LEAF_RULES, ts.Claim(ts.LEAF_QUESTION, metadata={"options": {"A": "yes",
-                                                                                               "B": "no"}}),
-                     index, **{"leaf.top_k": 1})[0].trace,
-              ts.run("direct", [(r"true or false\?\nAnswer:$", " False")], ts.QACHECK_CLAIM)[0].trace,
-              ts.OLD_TRACE,
-              [{"stage": "images", "refs": ["<image:1>", "<image:2>"], "sources": ["/a.png", "/b.png"],
-                "model_sees_images": False},
-               {"stage": "plan", "round": 1, "actions": [], "note": "no tool is available", "static": True,
-                "fallback": True, "rejected": ["fly_to(x): no such tool"], "unavailable": {"geolocate": "no weights"}},
-               {"stage": "action", "round": 1, "action": "image_search(x)", "error": "provider down", "results": [],
-                "notes": ["dropped 2 results"]},
-               {"stage": "summary", "round": 1, "action": "nothing(x)", "source": "S", "url": "javascript:x",
-                "summary": None},
-               {"stage": "leaf_note", "note": "the answer is empty"},
-               {"stage": "evidence_verifier", "verifier": "v", "label": "Refuted", "confidence": 0.81, "passage": 0,
+    traces = [
+        ts.run("qacheck-retriever-reader", ts.QACHECK_RULES, ts.QACHECK_CLAIM, index)[0].trace,
+        ts.run("defame", ts.DEFAME_RULES, ts.DEFAME_CLAIM, index, **{"defame.search": "local"})[0].trace,
+        ts.run(
+            "answer:rag",
+            ts.LEAF_RULES,
+            ts.Claim(ts.LEAF_QUESTION, metadata={"options": {"A": "yes", "B": "no"}}),
+            index,
+            **{"leaf.top_k": 1},
+        )[0].trace,
+        ts.run("direct", [(r"true or false\?\nAnswer:$", " False")], ts.QACHECK_CLAIM)[0].trace,
+        ts.OLD_TRACE,
+        [
+            {
+                "stage": "images",
+                "refs": ["<image:1>", "<image:2>"],
+                "sources": ["/a.png", "/b.png"],
+                "model_sees_images": False,
+            },
+            {
+                "stage": "plan",
+                "round": 1,
+                "actions": [],
+                "note": "no tool is available",
+                "static": True,
+                "fallback": True,
+                "rejected": ["fly_to(x): no such tool"],
+                "unavailable": {"geolocate": "no weights"},
+            },
+            {
+                "stage": "action",
+                "round": 1,
+                "action": "image_search(x)",
+                "error": "provider down",
+                "results": [],
+                "notes": ["dropped 2 results"],
+            },
+            {
+                "stage": "summary",
+                "round": 1,
+                "action": "nothing(x)",
+                "source": "S",
+                "url": "javascript:x",
+                "summary": None,
+            },
+            {"stage": "leaf_note", "note": "the answer is empty"},
+            {
+                "stage": "evidence_verifier",
+                "verifier": "v",
+                "label": "Refuted",
+                "confidence": 0.81,
+                "passage": 0,
                 "probabilities": {"supported": 0.1, "refuted": 0.85, "nei": 0.05},
-                "rationale": 'Label Refuted: decided by passage [1] (S): "<b>X</b> is in Riga."'},
-               {"stage": "judge", "round": 1, "label": "Refuted", "confidence": 0.9, "findings": "F.", "final": True}]]
+                "rationale": 'Label Refuted: decided by passage [1] (S): "<b>X</b> is in Riga."',
+            },
+            {"stage": "judge", "round": 1, "label": "Refuted", "confidence": 0.9, "findings": "F.", "final": True},
+        ],
+    ]
     items = [it for trace in traces for it in run_view(trace)[0]]
-    assert {it["kind"] for it in items} >= {"qa", "verifier", "parse_failure", "stop", "reasoning", "plan", "action",
-                                            "develop", "judge", "justify", "images", "summary", "leaf", "leaf_score",
-                                            "leaf_note", "retrieval", "mc_answer", "other"}
+    assert {it["kind"] for it in items} >= {
+        "qa",
+        "verifier",
+        "parse_failure",
+        "stop",
+        "reasoning",
+        "plan",
+        "action",
+        "develop",
+        "judge",
+        "justify",
+        "images",
+        "summary",
+        "leaf",
+        "leaf_score",
+        "leaf_note",
+        "retrieval",
+        "mc_answer",
+        "other",
+    }
     env = _templates().env
-    server_html = env.from_string('{% import "steps.html" as m with context %}'
-                                  '{% for it in items %}{{ m.item(it) }}{% endfor %}').render(items=items)
-    app_js = (Path(__file__).resolve().parents[2] / "src/veracity/server/static/app.js").read_text()
-    assert "function drawItem(it) {" in app_js
-    app_js = app_js.replace("function drawItem(it) {", "window.__drawItem = drawItem;\n  function drawItem(it) {", 1)
+    server_html = env.from_string(
+        '{% import "steps.html" as m with context %}{% for it in items %}{{ m.item(it) }}{% endfor %}'
+    ).render(items=items)
+    static = Path(__file__).resolve().parents[2] / "src/veracity/server/static"
     ctx = browser.new_context()
     try:
         p = ctx.new_page()
         p.set_content('<ol id="server"></ol><ol id="live"></ol>')
-        p.add_script_tag(content=app_js)
+        for script in ("dom.js", "items.js"):  # the markup helpers, then the items' markup (as base.html loads them)
+            p.add_script_tag(content=(static / script).read_text())
         p.add_script_tag(content=CANON_JS)
-        server, live = p.evaluate("""([html, items]) => {
+        server, live = p.evaluate(
+            """([html, items]) => {
             const s = document.getElementById("server"), l = document.getElementById("live");
             s.innerHTML = html;
-            for (const it of items) l.append(window.__drawItem(it));
+            for (const it of items) l.append(window.veracity.drawItem(it));
             s.normalize();  // adjacent text nodes as one
             l.normalize();
             return [Array.from(s.children).map(window.__canon), Array.from(l.children).map(window.__canon)];
-        }""", [server_html, items])
+        }""",
+            [server_html, items],
+        )
     finally:
         ctx.close()
     assert len(server) == len(live) == len(items)

@@ -14,27 +14,29 @@ from datetime import date, timedelta
 
 import httpx
 import pytest
-
 from conftest import write_rules
-from test_server_api import read_sse, wait_for, finished
+from test_server_api import finished, read_sse, wait_for
 from worlds import DEFAME_RULES, jpeg_bytes, png_bytes
 
 CLAIM = "This photo shows the Orrin Bridge in Tallinn in May 2024."
 MAX_IMAGE_BYTES = 50_000
 
+
 def b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def images_dir(srv) -> "os.PathLike":
+def images_dir(srv) -> os.PathLike:
     return srv.db.with_name(f"{srv.db.stem}-images")
 
 
 @pytest.fixture(scope="module")
 def dsrv(server_factory):
     model = write_rules(server_factory.base / "defame-rules.json", DEFAME_RULES)
-    return server_factory(["--model", model, "--rate-limit", "0", "--max-images", "2",
-                           "--max-image-mb", str(MAX_IMAGE_BYTES / 1e6)], name="defame")
+    return server_factory(
+        ["--model", model, "--rate-limit", "0", "--max-images", "2", "--max-image-mb", str(MAX_IMAGE_BYTES / 1e6)],
+        name="defame",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +50,7 @@ def start(client, **body) -> httpx.Response:
 
 
 # -- a check with an image and a date ------------------------------------------------------------------
+
 
 def test_defame_check_with_an_image_and_a_date(api, dsrv):
     png = png_bytes()
@@ -106,8 +109,13 @@ def test_defame_check_with_an_image_and_a_date(api, dsrv):
 
 def test_images_as_data_urls_and_jpeg(api):
     jpg = jpeg_bytes()
-    r = start(api, images=[{"data": "data:image/jpeg;base64," + b64(jpg)},
-                           {"data": b64(png_bytes(color="navy")), "media_type": "image/png"}])
+    r = start(
+        api,
+        images=[
+            {"data": "data:image/jpeg;base64," + b64(jpg)},
+            {"data": b64(png_bytes(color="navy")), "media_type": "image/png"},
+        ],
+    )
     assert r.status_code == 202, r.text
     images = r.json()["images"]
     assert [i["media_type"] for i in images] == ["image/jpeg", "image/png"] and images[0]["filename"] is None
@@ -118,32 +126,60 @@ def test_images_as_data_urls_and_jpeg(api):
 
 # -- what clients get wrong ----------------------------------------------------------------------------
 
+
 def _truncated_png() -> bytes:
     data = png_bytes((64, 64), "red")
     return data[: len(data) // 2]
 
 
-@pytest.mark.parametrize("body,status,code,says", [
-    ({"images": [{"data": b64(_truncated_png()), "filename": "cut.png"}]}, 400, "image_broken", "cut.png"),
-    ({"images": [{"data": b64(b"\x89PNG\r\n\x1a\n" + os.urandom(2 * MAX_IMAGE_BYTES))}]}, 413, "image_too_large",
-     "100.0 kB; the limit is 50.0 kB"),
-    ({"images": [{"data": b64(b"%PDF-1.7 not a picture"), "filename": "doc.pdf"}]}, 415, "image_type",
-     "image 1 (doc.pdf): the upload is not a JPEG, PNG, GIF or WebP image"),
-    ({"images": [{"data": b64(png_bytes()), "media_type": "image/jpeg"}]}, 415, "image_type",
-     "says it is image/jpeg but its content is PNG"),
-    ({"images": [{"data": "data:image/png;base64," + b64(png_bytes())[:-8] + "!!!!"}]}, 400, "image_encoding",
-     "not valid base64"),
-    ({"images": [{"data": ""}]}, 400, "image_empty", "empty"),
-    ({"images": [{"data": b64(png_bytes(color=c))} for c in ("red", "green", "blue")]}, 400, "too_many_images",
-     "at most 2"),
-    ({"pipeline": "direct", "images": [{"data": b64(png_bytes())}]}, 400, "images_not_accepted",
-     "'direct' does not look at images"),
-    ({"date": "15/05/2024"}, 400, "invalid_date", "YYYY-MM-DD"),
-    ({"date": "2024-02-30"}, 400, "invalid_date", "does not exist"),
-    ({"date": (date.today() + timedelta(days=3)).isoformat()}, 400, "invalid_date", "in the future"),
-    ({"date": 20240515}, 422, "invalid_request", "date"),
-    ({"images": "photo.png"}, 422, "invalid_request", "images"),
-])
+@pytest.mark.parametrize(
+    "body,status,code,says",
+    [
+        ({"images": [{"data": b64(_truncated_png()), "filename": "cut.png"}]}, 400, "image_broken", "cut.png"),
+        (
+            {"images": [{"data": b64(b"\x89PNG\r\n\x1a\n" + os.urandom(2 * MAX_IMAGE_BYTES))}]},
+            413,
+            "image_too_large",
+            "100.0 kB; the limit is 50.0 kB",
+        ),
+        (
+            {"images": [{"data": b64(b"%PDF-1.7 not a picture"), "filename": "doc.pdf"}]},
+            415,
+            "image_type",
+            "image 1 (doc.pdf): the upload is not a JPEG, PNG, GIF or WebP image",
+        ),
+        (
+            {"images": [{"data": b64(png_bytes()), "media_type": "image/jpeg"}]},
+            415,
+            "image_type",
+            "says it is image/jpeg but its content is PNG",
+        ),
+        (
+            {"images": [{"data": "data:image/png;base64," + b64(png_bytes())[:-8] + "!!!!"}]},
+            400,
+            "image_encoding",
+            "not valid base64",
+        ),
+        ({"images": [{"data": ""}]}, 400, "image_empty", "empty"),
+        (
+            {"images": [{"data": b64(png_bytes(color=c))} for c in ("red", "green", "blue")]},
+            400,
+            "too_many_images",
+            "at most 2",
+        ),
+        (
+            {"pipeline": "direct", "images": [{"data": b64(png_bytes())}]},
+            400,
+            "images_not_accepted",
+            "'direct' does not look at images",
+        ),
+        ({"date": "15/05/2024"}, 400, "invalid_date", "YYYY-MM-DD"),
+        ({"date": "2024-02-30"}, 400, "invalid_date", "does not exist"),
+        ({"date": (date.today() + timedelta(days=3)).isoformat()}, 400, "invalid_date", "in the future"),
+        ({"date": 20240515}, 422, "invalid_request", "date"),
+        ({"images": "photo.png"}, 422, "invalid_request", "images"),
+    ],
+)
 def test_bad_images_and_dates_say_what_to_fix(api, dsrv, body, status, code, says):
     before = sorted(p.name for p in images_dir(dsrv).glob("*")) if images_dir(dsrv).exists() else []
     r = start(api, **body)
@@ -180,6 +216,7 @@ def test_a_body_past_the_upload_limit_is_refused_before_it_is_read(api):
 
 # -- deleting, and what is kept ------------------------------------------------------------------------
 
+
 def test_deleting_a_run_deletes_its_images_unless_another_run_uses_them(api, dsrv):
     png = png_bytes(color="purple")
     ids = [start(api, images=[{"data": b64(png)}]).json()["id"] for _ in range(2)]
@@ -204,36 +241,50 @@ def test_images_no_run_uses_are_swept_at_startup(server_factory):
     orphan.write_bytes(png_bytes())
     other = folder / "notes.txt"  # not one of ours: left alone
     other.write_text("keep")
-    srv = server_factory(["--model", write_rules(server_factory.base / "sweep.json", DEFAME_RULES),
-                          "--rate-limit", "0"], db=db, name="sweep")
+    srv = server_factory(
+        ["--model", write_rules(server_factory.base / "sweep.json", DEFAME_RULES), "--rate-limit", "0"],
+        db=db,
+        name="sweep",
+    )
     srv.stop()
     assert not orphan.exists() and other.exists()
 
 
 # -- the page's plain form (no JavaScript): multipart ---------------------------------------------------
 
+
 def test_the_plain_form_sends_images_and_a_date(api):
     png = png_bytes(color="olive")
-    r = api.post("/checks", data={"claim": CLAIM, "pipeline": "defame", "date": "2024-05-15", "model": ""},
-                 files=[("image", ("olive.png", png, "image/png"))])
+    r = api.post(
+        "/checks",
+        data={"claim": CLAIM, "pipeline": "defame", "date": "2024-05-15", "model": ""},
+        files=[("image", ("olive.png", png, "image/png"))],
+    )
     assert r.status_code == 303, r.text
     run = wait_for(api, r.headers["location"].rsplit("/", 1)[1], finished)
     assert run["status"] == "done" and run["date"] == "2024-05-15"
     assert run["images"][0]["filename"] == "olive.png" and api.get(run["images"][0]["url"]).content == png
 
     # an empty file input sends a nameless, empty part: not an image, so not refused
-    r = api.post("/checks", data={"claim": CLAIM, "pipeline": "direct"},
-                 files=[("image", ("", b"", "application/octet-stream"))])
+    r = api.post(
+        "/checks", data={"claim": CLAIM, "pipeline": "direct"}, files=[("image", ("", b"", "application/octet-stream"))]
+    )
     assert r.status_code == 303, r.text
 
     # errors come back as the form again, with what was typed
-    r = api.post("/checks", data={"claim": CLAIM, "pipeline": "direct", "date": "2024-05-15"},
-                 files=[("image", ("olive.png", png, "image/png"))])
+    r = api.post(
+        "/checks",
+        data={"claim": CLAIM, "pipeline": "direct", "date": "2024-05-15"},
+        files=[("image", ("olive.png", png, "image/png"))],
+    )
     assert r.status_code == 400 and "does not look at images" in r.text and "<form" in r.text
     r = api.post("/checks", data={"claim": CLAIM, "pipeline": "defame", "date": "yesterday"})
     assert r.status_code == 400 and "YYYY-MM-DD" in r.text
-    r = api.post("/checks", data={"claim": CLAIM, "pipeline": "defame"},
-                 files=[("image", ("cut.png", _truncated_png(), "image/png"))])
+    r = api.post(
+        "/checks",
+        data={"claim": CLAIM, "pipeline": "defame"},
+        files=[("image", ("cut.png", _truncated_png(), "image/png"))],
+    )
     assert r.status_code == 400 and "cut.png" in r.text
 
 
@@ -242,8 +293,9 @@ def test_page_offers_images_and_date_for_defame(api):
     assert 'enctype="multipart/form-data"' in page
     assert re.search(r'<div id="image-field" class="row two" hidden>', page)  # qacheck is the default
     assert '<input type="file" id="image-nojs" name="image"' in page  # inside <noscript>
-    data = json.loads(re.search(r'<script type="application/json" id="catalog-data">(.*?)</script>', page,
-                                re.S).group(1))
+    data = json.loads(
+        re.search(r'<script type="application/json" id="catalog-data">(.*?)</script>', page, re.S).group(1)
+    )
     by = {p["name"]: p for p in data["pipelines"]}
     assert by["defame"]["accepts_images"] and by["defame"]["available"] and not by["qacheck"]["accepts_images"]
     assert data["max_images"] == 2 and data["max_image_bytes"] == MAX_IMAGE_BYTES
@@ -263,12 +315,18 @@ def test_openapi_documents_images_and_date(api):
 
 def test_images_need_the_token_like_the_rest_of_the_api(server_factory):
     token = "defame-token-0123456789abcdef"
-    srv = server_factory(["--model", write_rules(server_factory.base / "auth-defame.json", DEFAME_RULES),
-                          "--rate-limit", "0"], env_extra={"VERACITY_API_TOKEN": token}, name="defame-auth")
+    srv = server_factory(
+        ["--model", write_rules(server_factory.base / "auth-defame.json", DEFAME_RULES), "--rate-limit", "0"],
+        env_extra={"VERACITY_API_TOKEN": token},
+        name="defame-auth",
+    )
     auth = {"Authorization": f"Bearer {token}"}
     with httpx.Client(base_url=srv.url, timeout=30) as c:
-        r = c.post("/api/checks", headers=auth,
-                   json={"claim": CLAIM, "pipeline": "defame", "images": [{"data": b64(png_bytes())}]})
+        r = c.post(
+            "/api/checks",
+            headers=auth,
+            json={"claim": CLAIM, "pipeline": "defame", "images": [{"data": b64(png_bytes())}]},
+        )
         assert r.status_code == 202, r.text
         url = r.json()["images"][0]["url"]
         assert c.get(url).status_code == 401
@@ -276,6 +334,7 @@ def test_images_need_the_token_like_the_rest_of_the_api(server_factory):
 
 
 # -- units: dates, base64, the page's fold of DEFAME's steps ---------------------------------------------
+
 
 def test_check_date():
     from veracity.server.errors import ApiError
@@ -295,7 +354,7 @@ def test_upload_from_base64():
 
     png = png_bytes()
     text = b64(png)
-    wrapped = "\n".join(text[i:i + 76] for i in range(0, len(text), 76))  # MIME line breaks
+    wrapped = "\n".join(text[i : i + 76] for i in range(0, len(text), 76))  # MIME line breaks
     assert upload_from_base64(wrapped, "a.png", None, 1, 10_000).data == png
     assert upload_from_base64(text.rstrip("="), None, None, 1, 10_000).data == png  # padding left out
     urlsafe = base64.urlsafe_b64encode(png).decode()
@@ -313,15 +372,41 @@ def test_defame_steps_fold_into_cards():
     action = 'web_search("bridge")'
     steps = [
         {"stage": "images", "refs": ["<image:1>"], "sources": ["/x.png"], "model_sees_images": False},
-        {"stage": "plan", "round": 1, "actions": [action], "fallback": False, "rejected": ["fly()"],
-         "unavailable": {"geolocate": "no weights"}},
-        {"stage": "action", "round": 1, "action": action, "notes": ["dropped 1 result"], "error": None,
-         "results": [{"source": "A", "url": "https://a.example/1", "text": "a"},
-                     {"source": "B", "url": "javascript:alert(1)", "text": "b"}]},
-        {"stage": "summary", "round": 1, "action": action, "source": "A", "url": "https://a.example/1",
-         "summary": "A says so."},
-        {"stage": "summary", "round": 1, "action": action, "source": "B", "url": "javascript:alert(1)",
-         "summary": None},
+        {
+            "stage": "plan",
+            "round": 1,
+            "actions": [action],
+            "fallback": False,
+            "rejected": ["fly()"],
+            "unavailable": {"geolocate": "no weights"},
+        },
+        {
+            "stage": "action",
+            "round": 1,
+            "action": action,
+            "notes": ["dropped 1 result"],
+            "error": None,
+            "results": [
+                {"source": "A", "url": "https://a.example/1", "text": "a"},
+                {"source": "B", "url": "javascript:alert(1)", "text": "b"},
+            ],
+        },
+        {
+            "stage": "summary",
+            "round": 1,
+            "action": action,
+            "source": "A",
+            "url": "https://a.example/1",
+            "summary": "A says so.",
+        },
+        {
+            "stage": "summary",
+            "round": 1,
+            "action": action,
+            "source": "B",
+            "url": "javascript:alert(1)",
+            "summary": None,
+        },
         {"stage": "develop", "round": 1, "text": "Thinking."},
         {"stage": "judge", "round": 1, "label": "Not Enough Information", "confidence": 0.4, "final": False},
         {"stage": "plan", "round": 2, "actions": [], "unavailable": {"geolocate": "no weights"}},
@@ -332,11 +417,16 @@ def test_defame_steps_fold_into_cards():
     assert [i["kind"] for i in items] == ["images", "plan", "action", "develop", "judge", "plan", "judge", "justify"]
     card = items[2]
     assert [(r["summarized"], r["summary"], r["href"]) for r in card["results"]] == [
-        (True, "A says so.", "https://a.example/1"), (True, None, None)]  # no javascript: link
+        (True, "A says so.", "https://a.example/1"),
+        (True, None, None),
+    ]  # no javascript: link
     assert items[1]["unavailable"] and not items[5]["unavailable"]  # said once, in round 1
     assert items[7]["sources"] == [{"title": "A", "url": "https://a.example/1"}]
     assert link_parts("See [A](https://a.example/1).") == [
-        {"text": "See ", "href": None}, {"text": "A", "href": "https://a.example/1"}, {"text": ".", "href": None}]
+        {"text": "See ", "href": None},
+        {"text": "A", "href": "https://a.example/1"},
+        {"text": ".", "href": None},
+    ]
     assert link_parts("[x](javascript:alert(1))") == [{"text": "[x](javascript:alert(1))", "href": None}]
 
 
@@ -347,12 +437,24 @@ def test_reports_find_the_images_by_file_name_after_the_folder_moved(tmp_path):
     name = "0123456789abcdef.png"
     (tmp_path / name).write_bytes(png)
     old = f"/data/that/moved/runs-images/{name}"  # where the image was when the run ran
-    run = {"id": "r1", "claim": CLAIM, "options": {}, "result": {
-        "claim": {"text": CLAIM, "images": [old], "date": "2024-05-15"}, "pipeline": "defame", "model": "m",
-        "verdict": {"label": "Refuted", "rationale": "No."}, "usage": {}, "seconds": 1.0}}
-    steps = [{"stage": "images", "refs": ["<image:1>"], "sources": [old], "model_sees_images": True},
-             {"stage": "plan", "round": 1, "actions": []},
-             {"stage": "judge", "round": 1, "label": "Refuted", "confidence": None}]
+    run = {
+        "id": "r1",
+        "claim": CLAIM,
+        "options": {},
+        "result": {
+            "claim": {"text": CLAIM, "images": [old], "date": "2024-05-15"},
+            "pipeline": "defame",
+            "model": "m",
+            "verdict": {"label": "Refuted", "rationale": "No."},
+            "usage": {},
+            "seconds": 1.0,
+        },
+    }
+    steps = [
+        {"stage": "images", "refs": ["<image:1>"], "sources": [old], "model_sees_images": True},
+        {"stage": "plan", "round": 1, "actions": []},
+        {"stage": "judge", "round": 1, "label": "Refuted", "confidence": None},
+    ]
     result = result_of(run, steps)
     here = {name: StoredImage(tmp_path / name, "http://srv/api/checks/r1/images/1", "image/png")}
     md = to_markdown(run, result, images=here)

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 
 import httpx
 import pytest
-
 from conftest import write_rules
 from test_server_api import CLAIM, finished, read_sse, start_check, wait_for
 
@@ -29,14 +28,47 @@ TIME_BUDGET = 60.0  # seconds: the fuzzer stops sending when it has used this mu
 
 PIPELINES = ["qacheck", "direct", "cot", "defame", "answer-check", "qacheck-closed-book", "nope", ""]
 KEYS = ["claim", "date", "images", "question", "answer", "pipeline", "qa", "model", "extra", ""]
-ODD_TEXT = ["", " ", "\x00", "\u202e", "<script>alert(1)</script>", "{{ 7*7 }}", "'; DROP TABLE runs;--",
-            "\U0001F600", "e\u0301", "\ufeff", "x" * 3000, "Tallinn\n" * 50, "../../etc/passwd", "%00", "\r\n\r\n",
-            "2024-05-15", "9999-12-31", "2024-02-30", "0000-01-01", "-1", "1e999", "NaN", CLAIM]
+ODD_TEXT = [
+    "",
+    " ",
+    "\x00",
+    "\u202e",
+    "<script>alert(1)</script>",
+    "{{ 7*7 }}",
+    "'; DROP TABLE runs;--",
+    "\U0001f600",
+    "e\u0301",
+    "\ufeff",
+    "x" * 3000,
+    "Tallinn\n" * 50,
+    "../../etc/passwd",
+    "%00",
+    "\r\n\r\n",
+    "2024-05-15",
+    "9999-12-31",
+    "2024-02-30",
+    "0000-01-01",
+    "-1",
+    "1e999",
+    "NaN",
+    CLAIM,
+]
 # raw JSON tokens no json.dumps writes: the parser must refuse them cleanly
-RAW_NUMBERS = ["NaN", "Infinity", "-Infinity", "1e999999", "-1e400", "9" * 5000, "12345678901234567890123",
-               "1.5", "-0", "0", "1E+2", "2e-400"]
-RAW_STRINGS = ['"\\ud800"', '"It is \\ud800 here."', '"\\udfff\\ud800"', '"\\ud83d\\ude00"', '"\\u0000"',
-               '"a\\udc00b"']
+RAW_NUMBERS = [
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "1e999999",
+    "-1e400",
+    "9" * 5000,
+    "12345678901234567890123",
+    "1.5",
+    "-0",
+    "0",
+    "1E+2",
+    "2e-400",
+]
+RAW_STRINGS = ['"\\ud800"', '"It is \\ud800 here."', '"\\udfff\\ud800"', '"\\ud83d\\ude00"', '"\\u0000"', '"a\\udc00b"']
 
 
 @dataclass
@@ -57,8 +89,9 @@ class Tally:
                 body = r.json()
             except ValueError:
                 body = None
-            if not (isinstance(body, dict) and isinstance(body.get("error"), str)
-                    and isinstance(body.get("detail"), str)):
+            if not (
+                isinstance(body, dict) and isinstance(body.get("error"), str) and isinstance(body.get("detail"), str)
+            ):
                 problem = f"{r.status_code} without the error shape: {r.text[:200]!r}"
         if problem:
             self.failures.append(f"{what}: {problem}")
@@ -76,8 +109,10 @@ class Gen:
         if kind < 0.4:
             return r.choice(ODD_TEXT)
         if kind < 0.7:
-            return "".join(chr(r.choice([r.randint(32, 126), r.randint(0x80, 0x2FFF), r.randint(0x10000, 0x10FFFF)]))
-                           for _ in range(r.randint(0, 40)))
+            return "".join(
+                chr(r.choice([r.randint(32, 126), r.randint(0x80, 0x2FFF), r.randint(0x10000, 0x10FFFF)]))
+                for _ in range(r.randint(0, 40))
+            )
         return r.choice(ODD_TEXT) + r.choice(ODD_TEXT)
 
     def raw_string(self) -> str:
@@ -91,7 +126,7 @@ class Gen:
         if depth > 3 or kind < 0.35:
             return self.raw_string()
         if kind < 0.55:
-            return r.choice(RAW_NUMBERS + [str(r.randint(-2**70, 2**70)), repr(r.uniform(-1e6, 1e6))])
+            return r.choice(RAW_NUMBERS + [str(r.randint(-(2**70), 2**70)), repr(r.uniform(-1e6, 1e6))])
         if kind < 0.65:
             return r.choice(["true", "false", "null"])
         if kind < 0.8:
@@ -100,10 +135,13 @@ class Gen:
 
     def image(self) -> str:
         r = self.rng
-        parts = {'"data"': r.choice([self.raw_string(), '"aGVsbG8="', '"data:image/png;base64,iVBORw0KGgo="',
-                                     self.raw_value(2)]),
-                 '"filename"': r.choice([self.raw_string(), '"photo.png"', self.raw_value(2)]),
-                 '"media_type"': r.choice(['"image/png"', '"text/html"', self.raw_string(), self.raw_value(2)])}
+        parts = {
+            '"data"': r.choice(
+                [self.raw_string(), '"aGVsbG8="', '"data:image/png;base64,iVBORw0KGgo="', self.raw_value(2)]
+            ),
+            '"filename"': r.choice([self.raw_string(), '"photo.png"', self.raw_value(2)]),
+            '"media_type"': r.choice(['"image/png"', '"text/html"', self.raw_string(), self.raw_value(2)]),
+        }
         keep = [f"{k}: {v}" for k, v in parts.items() if r.random() < 0.8]
         return "{" + ", ".join(keep) + "}"
 
@@ -131,8 +169,13 @@ class Gen:
         if r.random() < 0.3:
             fields = {"question": json.dumps("Where is the Orrin Bridge?"), "answer": json.dumps("In Tallinn.")}
         key = r.choice(KEYS[:-2])
-        fields[key] = (self.raw_string() if r.random() < 0.5 else
-                       "[" + self.image() + "]" if key == "images" else self.raw_value(2))
+        fields[key] = (
+            self.raw_string()
+            if r.random() < 0.5
+            else "[" + self.image() + "]"
+            if key == "images"
+            else self.raw_value(2)
+        )
         return "{" + ", ".join(f"{json.dumps(k)}: {v}" for k, v in fields.items()) + "}"
 
     def body(self) -> bytes:
@@ -151,14 +194,43 @@ class Gen:
         return text.encode("utf-8", "surrogatepass")
 
     def content_type(self) -> str | None:
-        return self.rng.choice(["application/json"] * 6 + ["application/json; charset=latin-1", "text/plain",
-                                                            "application/x-www-form-urlencoded", None,
-                                                            "application/merge-patch+json", "multipart/form-data"])
+        return self.rng.choice(
+            ["application/json"] * 6
+            + [
+                "application/json; charset=latin-1",
+                "text/plain",
+                "application/x-www-form-urlencoded",
+                None,
+                "application/merge-patch+json",
+                "multipart/form-data",
+            ]
+        )
 
     def number_text(self) -> str:
-        return self.rng.choice(["0", "1", "-1", "20", "100", "101", "9223372036854775807", "9223372036854775808",
-                                str(2**64), "1e20", "1.5", "abc", "", "NaN", "-0", "٣", "0x10", " 5", "1_000",
-                                "9" * 400])
+        return self.rng.choice(
+            [
+                "0",
+                "1",
+                "-1",
+                "20",
+                "100",
+                "101",
+                "9223372036854775807",
+                "9223372036854775808",
+                str(2**64),
+                "1e20",
+                "1.5",
+                "abc",
+                "",
+                "NaN",
+                "-0",
+                "٣",
+                "0x10",
+                " 5",
+                "1_000",
+                "9" * 400,
+            ]
+        )
 
     def run_id(self, known: list[str]) -> str:
         r = self.rng
@@ -167,13 +239,38 @@ class Gen:
     def headers(self) -> dict[str, bytes]:
         r = self.rng
         out: dict[str, bytes] = {}
-        for name in r.sample(["X-Forwarded-For", "Last-Event-ID", "Accept", "Authorization", "Cookie", "Origin",
-                              "X-Real-IP", "Forwarded", "Accept-Language"], r.randint(0, 3)):
-            value = r.choice([self.text(), "203.0.113.9", "Bearer " + "x" * 40, "veracity_session=abc",
-                              "http://evil.example", "99999999999999999999999", "*/*"])
+        for name in r.sample(
+            [
+                "X-Forwarded-For",
+                "Last-Event-ID",
+                "Accept",
+                "Authorization",
+                "Cookie",
+                "Origin",
+                "X-Real-IP",
+                "Forwarded",
+                "Accept-Language",
+            ],
+            r.randint(0, 3),
+        ):
+            value = r.choice(
+                [
+                    self.text(),
+                    "203.0.113.9",
+                    "Bearer " + "x" * 40,
+                    "veracity_session=abc",
+                    "http://evil.example",
+                    "99999999999999999999999",
+                    "*/*",
+                ]
+            )
             out[name] = value.encode("utf-8", "surrogatepass").replace(b"\r", b"").replace(b"\n", b"")
-            if not out[name] or out[name][:1] in (b" ", b"\t") or out[name][-1:] in (b" ", b"\t") \
-                    or b"\x00" in out[name]:
+            if (
+                not out[name]
+                or out[name][:1] in (b" ", b"\t")
+                or out[name][-1:] in (b" ", b"\t")
+                or b"\x00" in out[name]
+            ):
                 out[name] = b"x"
         return out
 
@@ -192,30 +289,63 @@ def fuzz_request(client: httpx.Client, gen: Gen, known: list[str], tally: Tally)
             known.append(resp.json()["id"])
         return
     if kind < 0.55:  # the page's form
-        data = {k: gen.text() for k in r.sample(["claim", "pipeline", "qa", "model", "mode", "question", "answer",
-                                                   "date"], r.randint(0, 6))}
+        data = {
+            k: gen.text()
+            for k in r.sample(
+                ["claim", "pipeline", "qa", "model", "mode", "question", "answer", "date"], r.randint(0, 6)
+            )
+        }
         if "mode" in data and r.random() < 0.5:
             data["mode"] = r.choice(["claim", "answer"])
         if "pipeline" in data and r.random() < 0.5:
             data["pipeline"] = r.choice(PIPELINES)
-        files = {"image": (gen.text()[:60] or "x.png", bytes(r.randint(0, 255) for _ in range(r.randint(0, 40))),
-                           "image/png")} if r.random() < 0.3 else None
+        files = (
+            {
+                "image": (
+                    gen.text()[:60] or "x.png",
+                    bytes(r.randint(0, 255) for _ in range(r.randint(0, 40))),
+                    "image/png",
+                )
+            }
+            if r.random() < 0.3
+            else None
+        )
         headers.pop("Origin", None)
-        resp = client.post("/checks", data={k: v.replace("\x00", "") for k, v in data.items()}, files=files,
-                           headers=headers, follow_redirects=False)
+        resp = client.post(
+            "/checks",
+            data={k: v.replace("\x00", "") for k, v in data.items()},
+            files=files,
+            headers=headers,
+            follow_redirects=False,
+        )
         tally.record("POST /checks", resp, api=False)
         return
     if kind < 0.75:  # lists and pages with odd query parameters
-        path = r.choice(["/api/checks", "/api/checks", "/partials/history", "/", f"/checks/{gen.run_id(known)}",
-                         f"/checks/{gen.run_id(known)}/panel", "/api/pipelines", "/api/health"])
+        path = r.choice(
+            [
+                "/api/checks",
+                "/api/checks",
+                "/partials/history",
+                "/",
+                f"/checks/{gen.run_id(known)}",
+                f"/checks/{gen.run_id(known)}/panel",
+                "/api/pipelines",
+                "/api/health",
+            ]
+        )
         params = {k: gen.number_text() for k in r.sample(["offset", "limit", "calls", "x"], r.randint(0, 3))}
         resp = client.get(path, params=params, headers=headers)
         tally.record(f"GET {path} {params}", resp, api=path.startswith("/api/"))
         return
     if kind < 0.85:  # one run: read it, its images and reports, or delete it
         run_id = gen.run_id(known)
-        path = r.choice([f"/api/checks/{run_id}", f"/api/checks/{run_id}/images/{gen.number_text()}",
-                         f"/api/checks/{run_id}/report.{r.choice(['md', 'html', 'json', 'pdf', ''])}"])
+        path = r.choice(
+            [
+                f"/api/checks/{run_id}",
+                f"/api/checks/{run_id}/images/{gen.number_text()}",
+                f"/api/checks/{run_id}/report.{r.choice(['md', 'html', 'json', 'pdf', ''])}",
+            ]
+        )
         method = "DELETE" if r.random() < 0.1 else "GET"
         resp = client.request(method, path, headers=headers)
         tally.record(f"{method} {path}", resp, api=True)
@@ -237,9 +367,20 @@ def fuzz_request(client: httpx.Client, gen: Gen, known: list[str], tally: Tally)
         return
     # odd methods and paths
     method = r.choice(["PUT", "PATCH", "OPTIONS", "DELETE", "POST", "GET"])
-    path = r.choice(["/api/checks/%ff", "/api/%00", "/api/checks/" + "x" * 2000, "/static/../app.py",
-                     "/static/%2e%2e/app.py", "/api/checks/x/report.", "/api/pipelines", "/login?next=//evil",
-                     "/api/checks/x/images/-1", "/api/checks/x/images/99999999999999999999"])
+    path = r.choice(
+        [
+            "/api/checks/%ff",
+            "/api/%00",
+            "/api/checks/" + "x" * 2000,
+            "/static/../app.py",
+            "/static/%2e%2e/app.py",
+            "/api/checks/x/report.",
+            "/api/pipelines",
+            "/login?next=//evil",
+            "/api/checks/x/images/-1",
+            "/api/checks/x/images/99999999999999999999",
+        ]
+    )
     resp = client.request(method, path, headers=headers, content=gen.body() if method in ("POST", "PUT") else None)
     tally.record(f"{method} {path}", resp, api=path.startswith("/api/"))
 
@@ -247,8 +388,21 @@ def fuzz_request(client: httpx.Client, gen: Gen, known: list[str], tally: Tally)
 @pytest.fixture(scope="module")
 def fuzz_server(server_factory):
     model = write_rules(server_factory.base / "rules-fuzz.json")
-    return server_factory(["--model", model, "--rate-limit", "0", "--max-queue", "10000", "--max-claim-chars",
-                           "500", "--max-images", "3"], name="fuzz")
+    return server_factory(
+        [
+            "--model",
+            model,
+            "--rate-limit",
+            "0",
+            "--max-queue",
+            "10000",
+            "--max-claim-chars",
+            "500",
+            "--max-images",
+            "3",
+        ],
+        name="fuzz",
+    )
 
 
 def test_api_fuzz_never_fails(fuzz_server):
@@ -273,8 +427,10 @@ def test_api_fuzz_never_fails(fuzz_server):
         assert events[-1][2]["status"] == "done"
         assert client.get("/api/checks", params={"limit": 100}).status_code == 200
     seconds = time.monotonic() - started
-    print(f"\nAPI fuzz (seed {SEED}): {tally.tried} requests tried, {tally.handled} handled, "
-          f"{len(tally.failures)} failed in {seconds:.1f} s; statuses {dict(sorted(tally.by_status.items()))}")
+    print(
+        f"\nAPI fuzz (seed {SEED}): {tally.tried} requests tried, {tally.handled} handled, "
+        f"{len(tally.failures)} failed in {seconds:.1f} s; statuses {dict(sorted(tally.by_status.items()))}"
+    )
     assert fuzz_server.proc.poll() is None, "the server died"
     assert not tally.failures, "\n".join(tally.failures[:10]) + "\n" + "\n".join(fuzz_server.log[-60:])
     assert tally.tried >= min(REQUESTS, 200), f"only {tally.tried} requests in {TIME_BUDGET} s"

@@ -12,10 +12,10 @@ import time
 
 import httpx
 import pytest
-
 from conftest import VeracityServer, server_env, veracity_cmd, write_rules
 from stub_server import StubServer
 from test_server_api import CLAIM, finished, read_sse, start_check, wait_for
+
 from veracity.failures import INTERNAL_ERROR
 
 SURROGATE = "It is \\ud800 here."  # JSON text: a lone high surrogate escape
@@ -48,25 +48,38 @@ def assert_error(r: httpx.Response, status: int, code: str | None = None) -> dic
 
 # -- item 4: non-finite numbers and lone surrogates are refused where the body is read ----------------------
 
-@pytest.mark.parametrize("text", [
-    '{"claim": NaN}', '{"claim": Infinity}', '{"claim": -Infinity}', '{"claim": 1e999999}',
-    '{"claim": "A claim.", "date": NaN}', '{"claim": "A claim.", "date": -1e400}',
-    '{"claim": "A claim.", "images": [{"data": "x", "filename": Infinity}]}',
-    '{"question": "Q?", "answer": NaN}',
-])
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"claim": NaN}',
+        '{"claim": Infinity}',
+        '{"claim": -Infinity}',
+        '{"claim": 1e999999}',
+        '{"claim": "A claim.", "date": NaN}',
+        '{"claim": "A claim.", "date": -1e400}',
+        '{"claim": "A claim.", "images": [{"data": "x", "filename": Infinity}]}',
+        '{"question": "Q?", "answer": NaN}',
+    ],
+)
 def test_non_finite_numbers_are_refused(api, text):
     body = assert_error(post_raw(api, text), 400, "invalid_number")
     assert "finite" in body["detail"]
 
 
-@pytest.mark.parametrize("text, where", [
-    ('{"claim": "%s"}' % SURROGATE, "claim"),
-    ('{"claim": "A claim.", "pipeline": "defame", "images": [{"data": "aGVsbG8=", "filename": "a\\udfffb.png"}]}',
-     "images.0.filename"),
-    ('{"question": "Where is it?", "answer": "%s"}' % SURROGATE, "answer"),
-    ('{"claim": "A claim.", "\\ud800": 1}', "key"),
-    ('{"claim": "\\udc00"}', "claim"),
-])
+@pytest.mark.parametrize(
+    "text, where",
+    [
+        ('{"claim": "%s"}' % SURROGATE, "claim"),
+        (
+            '{"claim": "A claim.", "pipeline": "defame", "images": [{"data": "aGVsbG8=", "filename": "a\\udfffb.png"}]}',
+            "images.0.filename",
+        ),
+        ('{"question": "Where is it?", "answer": "%s"}' % SURROGATE, "answer"),
+        ('{"claim": "A claim.", "\\ud800": 1}', "key"),
+        ('{"claim": "\\udc00"}', "claim"),
+    ],
+)
 def test_lone_surrogates_are_refused(api, text, where):
     body = assert_error(post_raw(api, text), 400, "invalid_text")
     assert "surrogate" in body["detail"] and where in body["detail"]
@@ -78,13 +91,16 @@ def test_a_valid_surrogate_pair_is_a_character(api):
     assert r.status_code == 202, r.text
     run_id = r.json()["id"]
     run = wait_for(api, run_id, finished)
-    assert "\U0001F600" in run["claim"] and api.get(f"/checks/{run_id}").status_code == 200
+    assert "\U0001f600" in run["claim"] and api.get(f"/checks/{run_id}").status_code == 200
 
 
 def test_other_odd_bodies_get_the_error_shape(api):
     assert_error(post_raw(api, "[" * 100_000), 400, "invalid_json")
-    assert_error(api.post("/api/checks", content=b'{"claim": "\xff\xfe"}',
-                          headers={"content-type": "application/json"}), 400, "invalid_json")
+    assert_error(
+        api.post("/api/checks", content=b'{"claim": "\xff\xfe"}', headers={"content-type": "application/json"}),
+        400,
+        "invalid_json",
+    )
     assert_error(post_raw(api, '{"claim": %s}' % ("9" * 5000)), 400, "invalid_number")
     assert_error(post_raw(api, '{"claim": 12345678901234567890123}'), 422, "invalid_request")
     assert_error(post_raw(api, '{"claim": '), 422, "invalid_request")
@@ -94,6 +110,7 @@ def test_other_odd_bodies_get_the_error_shape(api):
 
 
 # -- item 4: integer query parameters are bounded --------------------------------------------------------
+
 
 @pytest.mark.parametrize("offset", ["9223372036854775808", str(2**64), "1e20", "99999999999999999999999999"])
 def test_huge_offsets_never_fail(api, offset):
@@ -122,6 +139,7 @@ def test_last_event_id_out_of_range_starts_afresh(api):
 
 # -- item 4: nothing stored can make a read fail --------------------------------------------------------------
 
+
 def test_stored_bad_text_never_breaks_a_read(api, hsrv):
     """A run written before these checks existed (or by anything else): lone surrogates in JSON escapes, NaN,
     invalid UTF-8 in a text column, a step that is not JSON. Every read still answers."""
@@ -130,24 +148,58 @@ def test_stored_bad_text_never_breaks_a_read(api, hsrv):
     bad_id = "badbadbadbad0001"
     db = sqlite3.connect(hsrv.db, timeout=30)
     try:
-        options = '{"answer": "It is \\ud800 here.", "date": NaN, "images": [{"file": "x\\udc00.png", ' \
-                  '"filename": "\\ud800.png", "media_type": "image/png", "width": NaN}]}'
-        result = ('{"verdict": {"label": "Supported\\ud800", "confidence": NaN, "rationale": "r\\udfff"}, '
-                  '"usage": {"total": {"calls": Infinity}}, "seconds": NaN, "model": "m"}')
-        db.execute("INSERT INTO runs (id, created, started, finished, status, claim, pipeline, qa, model, options, "
-                   "label, confidence, result, seconds, error) VALUES (?,?,?,?,?,CAST(? AS TEXT),?,?,?,?,?,?,?,?,?)",
-                   (bad_id, time.time(), time.time(), time.time(), "done", b"Bad \xff\xfe claim", "qacheck",
-                    "closed-book", "m", options, "Supported", None, result, 1.0, None))
-        db.executemany("INSERT INTO steps (run_id, seq, stage, data) VALUES (?,?,?,?)", [
-            (bad_id, 0, "claim", '{"stage": "claim", "claim": "x\\ud800y", "t": NaN}'),
-            (bad_id, 1, "question", '{"stage": "question", "question": "\\udc00?", "depth": 1}'),
-            (bad_id, 2, "answer", "this is not JSON"),
-            (bad_id, 3, "verdict", '{"stage": "verdict", "label": "Supported", "confidence": Infinity}')])
+        options = (
+            '{"answer": "It is \\ud800 here.", "date": NaN, "images": [{"file": "x\\udc00.png", '
+            '"filename": "\\ud800.png", "media_type": "image/png", "width": NaN}]}'
+        )
+        result = (
+            '{"verdict": {"label": "Supported\\ud800", "confidence": NaN, "rationale": "r\\udfff"}, '
+            '"usage": {"total": {"calls": Infinity}}, "seconds": NaN, "model": "m"}'
+        )
+        db.execute(
+            "INSERT INTO runs (id, created, started, finished, status, claim, pipeline, qa, model, options, "
+            "label, confidence, result, seconds, error) VALUES (?,?,?,?,?,CAST(? AS TEXT),?,?,?,?,?,?,?,?,?)",
+            (
+                bad_id,
+                time.time(),
+                time.time(),
+                time.time(),
+                "done",
+                b"Bad \xff\xfe claim",
+                "qacheck",
+                "closed-book",
+                "m",
+                options,
+                "Supported",
+                None,
+                result,
+                1.0,
+                None,
+            ),
+        )
+        db.executemany(
+            "INSERT INTO steps (run_id, seq, stage, data) VALUES (?,?,?,?)",
+            [
+                (bad_id, 0, "claim", '{"stage": "claim", "claim": "x\\ud800y", "t": NaN}'),
+                (bad_id, 1, "question", '{"stage": "question", "question": "\\udc00?", "depth": 1}'),
+                (bad_id, 2, "answer", "this is not JSON"),
+                (bad_id, 3, "verdict", '{"stage": "verdict", "label": "Supported", "confidence": Infinity}'),
+            ],
+        )
         failed_id = "badbadbadbad0002"
-        db.execute("INSERT INTO runs (id, created, status, claim, pipeline, model, options, error) "
-                   "VALUES (?,?,?,?,?,?,?,?)", (failed_id, time.time(), "failed", "A claim.", "qacheck", "m", "{}",
-                                                "internal error: AssertionError: scripted backend: no rule matches "
-                                                "prompt ending 'SECRET PROMPT TEXT'"))
+        db.execute(
+            "INSERT INTO runs (id, created, status, claim, pipeline, model, options, error) VALUES (?,?,?,?,?,?,?,?)",
+            (
+                failed_id,
+                time.time(),
+                "failed",
+                "A claim.",
+                "qacheck",
+                "m",
+                "{}",
+                "internal error: AssertionError: scripted backend: no rule matches prompt ending 'SECRET PROMPT TEXT'",
+            ),
+        )
         db.commit()
     finally:
         db.close()
@@ -157,9 +209,17 @@ def test_stored_bad_text_never_breaks_a_read(api, hsrv):
     assert d["claim"] == "Bad \ufffd\ufffd claim" and d["answer"] == "It is \ufffd here."
     assert d["verdict"]["confidence"] is None and d["steps"][0]["claim"] == "x\ufffdy"
     assert d["steps"][2]["stage"] == "unreadable"
-    for path in (f"/checks/{bad_id}", f"/checks/{bad_id}/panel", "/", "/partials/history", "/api/checks",
-                 f"/api/checks/{bad_id}/report.md", f"/api/checks/{bad_id}/report.json",
-                 f"/api/checks/{bad_id}/report.html", f"/api/checks/{bad_id}/images/1"):
+    for path in (
+        f"/checks/{bad_id}",
+        f"/checks/{bad_id}/panel",
+        "/",
+        "/partials/history",
+        "/api/checks",
+        f"/api/checks/{bad_id}/report.md",
+        f"/api/checks/{bad_id}/report.json",
+        f"/api/checks/{bad_id}/report.html",
+        f"/api/checks/{bad_id}/images/1",
+    ):
         r = api.get(path)
         assert r.status_code < 500, (path, r.status_code, "\n".join(hsrv.log[-30:]))
     events = read_sse(api, f"/api/checks/{bad_id}/events")
@@ -174,14 +234,27 @@ def test_stored_bad_text_never_breaks_a_read(api, hsrv):
 
 # -- item 10: a failed run says what happened in a short line; the log keeps the detail ------------------------
 
+
 def test_a_failed_run_shows_a_short_error_not_the_exception(server_factory):
     """An unexpected exception (here: a backend answering nonsense) is shown as one short line; its text and
     traceback stay in the server's log, with the run's id."""
-    stub = StubServer(lambda body: (200, {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-                                          "choices": [{"index": 0, "message": "SECRET PROMPT ECHO"}]}, 0))
+    stub = StubServer(
+        lambda body: (
+            200,
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "m",
+                "choices": [{"index": 0, "message": "SECRET PROMPT ECHO"}],
+            },
+            0,
+        )
+    )
     try:
-        srv = server_factory(["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0"],
-                             name="failing")
+        srv = server_factory(
+            ["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0"], name="failing"
+        )
         with httpx.Client(base_url=srv.url, timeout=30) as c:
             run_id = start_check(c)
             done = read_sse(c, f"/api/checks/{run_id}/events")[-1][2]
@@ -209,6 +282,7 @@ def test_a_backend_error_is_one_short_line(server_factory):
 
 # -- item 6: forwarded headers count only from configured proxies ---------------------------------------------
 
+
 class LoggedServer(VeracityServer):
     """`veracity serve` with its stdout (uvicorn's access log) read too."""
 
@@ -222,8 +296,12 @@ def logged_server(server_factory):
     model = write_rules(server_factory.base / "rules-logged.json")
 
     def start(args: list[str], name: str) -> LoggedServer:
-        srv = LoggedServer(["--model", model, *args], db=server_factory.base / f"{name}.sqlite",
-                           env=server_env(server_factory.base), cwd=server_factory.base)
+        srv = LoggedServer(
+            ["--model", model, *args],
+            db=server_factory.base / f"{name}.sqlite",
+            env=server_env(server_factory.base),
+            cwd=server_factory.base,
+        )
         started.append(srv)
         return srv.start()
 
@@ -256,17 +334,24 @@ def test_forged_forwarded_headers_do_not_escape_the_rate_limit(logged_server):
 
 
 def test_a_trusted_proxy_names_the_client(logged_server):
-    srv = logged_server(["--rate-limit", "2", "--trusted-proxy", "127.0.0.1",
-                         "--trusted-proxy", "10.0.0.0/8"], name="proxied")
+    srv = logged_server(
+        ["--rate-limit", "2", "--trusted-proxy", "127.0.0.1", "--trusted-proxy", "10.0.0.0/8"], name="proxied"
+    )
     with httpx.Client(base_url=srv.url, timeout=30) as c:
         one = {"X-Forwarded-For": "203.0.113.7"}
-        assert [c.post("/api/checks", json={"claim": CLAIM}, headers=one).status_code for _ in range(3)] == \
-            [202, 202, 429]
+        assert [c.post("/api/checks", json={"claim": CLAIM}, headers=one).status_code for _ in range(3)] == [
+            202,
+            202,
+            429,
+        ]
         # another client behind the same proxy has its own budget; a chain is read from the right, trusted hops
         # skipped, so a client cannot pick its address by prepending one
         two = {"X-Forwarded-For": "198.51.100.1, 203.0.113.8, 10.1.2.3"}
-        assert [c.post("/api/checks", json={"claim": CLAIM}, headers=two).status_code for _ in range(3)] == \
-            [202, 202, 429]
+        assert [c.post("/api/checks", json={"claim": CLAIM}, headers=two).status_code for _ in range(3)] == [
+            202,
+            202,
+            429,
+        ]
         three = {"X-Forwarded-For": "198.51.100.2, 203.0.113.8"}
         assert c.post("/api/checks", json={"claim": CLAIM}, headers=three).status_code == 429
     access = access_lines(srv, 7)
@@ -274,14 +359,26 @@ def test_a_trusted_proxy_names_the_client(logged_server):
 
 
 def test_trusted_proxy_must_be_an_address(tmp_path, cli_env):
-    import subprocess
-
-    from conftest import veracity_cmd
 
     model = write_rules(tmp_path / "rules.json")
-    r = subprocess.run(veracity_cmd() + ["serve", "--model", model, "--db", str(tmp_path / "x.sqlite"), "--port", "0",
-                                         "--trusted-proxy", "proxy.example"],
-                       capture_output=True, text=True, env=cli_env, timeout=60)
+    r = subprocess.run(
+        veracity_cmd()
+        + [
+            "serve",
+            "--model",
+            model,
+            "--db",
+            str(tmp_path / "x.sqlite"),
+            "--port",
+            "0",
+            "--trusted-proxy",
+            "proxy.example",
+        ],
+        capture_output=True,
+        text=True,
+        env=cli_env,
+        timeout=60,
+    )
     assert r.returncode != 0 and "--trusted-proxy 'proxy.example' is not an IP address" in r.stderr
     assert "Traceback" not in r.stderr
 
@@ -296,22 +393,23 @@ def test_settings_take_addresses_and_networks():
 
 
 def test_unit_helpers():
-    from veracity.server.api import resume_after
     from veracity.failures import short_error
+    from veracity.server.api_events import resume_after
     from veracity.server.safe import mend, strict_json
 
     assert resume_after("3") == 3 and resume_after("99999999999999999999999") == -1 and resume_after(None) == -1
     assert resume_after("٣") == -1 and resume_after("-1") == -1
     assert mend({"a": ["x\ud800", float("nan")], "\udc00": float("inf")}) == {"a": ["x\ufffd", None], "\ufffd": None}
-    assert strict_json(b'{"a": [1, 2.5, "\\ud83d\\ude00"]}') == {"a": [1, 2.5, "\U0001F600"]}
+    assert strict_json(b'{"a": [1, 2.5, "\\ud83d\\ude00"]}') == {"a": [1, 2.5, "\U0001f600"]}
     with pytest.raises(json.JSONDecodeError):
         strict_json(b"{")
-    assert short_error("internal error: KeyError: 'prompt'") .startswith("internal error: the check stopped")
+    assert short_error("internal error: KeyError: 'prompt'").startswith("internal error: the check stopped")
     assert short_error("model backend error: x\nsecond line") == "model backend error: x"
     assert len(short_error("y" * 1000)) == 240
 
 
 # -- malformed Host headers: refused, not read as loopback ---------------------------------------------------
+
 
 def _raw_get(url: str, host_header: str) -> tuple[int, bytes]:
     """A GET with exactly this Host header over a plain socket (clients normalise the header otherwise)."""

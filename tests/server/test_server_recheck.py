@@ -8,10 +8,10 @@ import re
 
 import httpx
 import pytest
-
 from conftest import write_rules
 from test_server_api import finished, wait_for
 from test_server_browser import browser  # noqa: F401  (the shared Chromium fixture)
+
 from veracity.retrieval import Document, Index
 
 CLAIM = "Mount Everest is 8,849 metres high."
@@ -19,16 +19,23 @@ EVEREST = "Mount Everest is Earth's highest mountain, in the Himalayas. Its summ
 
 
 def build(path, text: str = EVEREST) -> None:
-    Index.build([Document("everest", "Mount Everest", text, url="https://example.org/everest", date="2020-05-01"),
-                 Document("nile", "Nile", "The Nile flows into the Mediterranean Sea.")], path)
+    Index.build(
+        [
+            Document("everest", "Mount Everest", text, url="https://example.org/everest", date="2020-05-01"),
+            Document("nile", "Nile", "The Nile flows into the Mediterranean Sea."),
+        ],
+        path,
+    )
 
 
 @pytest.fixture(scope="module")
 def site(server_factory):
     index = server_factory.base / "recheck-idx"
     build(index)
-    srv = server_factory(["--model", write_rules(server_factory.base / "rules.json"), "--index", str(index),
-                          "--rate-limit", "0"], name="recheck")
+    srv = server_factory(
+        ["--model", write_rules(server_factory.base / "rules.json"), "--index", str(index), "--rate-limit", "0"],
+        name="recheck",
+    )
     with httpx.Client(base_url=srv.url, timeout=60) as client:
         client.index = index
         yield client

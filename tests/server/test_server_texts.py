@@ -12,7 +12,6 @@ import time
 
 import httpx
 import pytest
-
 from conftest import rules_responder, write_rules
 from stub_server import StubServer
 from test_server_api import read_sse, wait_for
@@ -20,8 +19,13 @@ from web_stub import pdf_bytes
 from worlds import ARTICLE, BORN, DANUBE, NOBEL, TEXT_DOCS, TEXT_RULES
 
 TOKEN = "test-token-0123456789abcdef"
-OUTCOMES = {BORN: "supported", NOBEL: "supported", "Do you like rivers?": "not_checkable", DANUBE: "refuted",
-            "He lost it.": "ambiguous"}
+OUTCOMES = {
+    BORN: "supported",
+    NOBEL: "supported",
+    "Do you like rivers?": "not_checkable",
+    DANUBE: "refuted",
+    "He lost it.": "ambiguous",
+}
 
 
 def b64(data: bytes) -> str:
@@ -61,8 +65,9 @@ def index(server_factory):
 def texts(server_factory, index):
     """The scripted rules, the index, at most 10 claims checked per text, no rate limit."""
     model = write_rules(server_factory.base / "text-rules.json", TEXT_RULES)
-    srv = server_factory(["--model", model, "--index", index, "--rate-limit", "0", "--max-text-claims", "10"],
-                         name="texts")
+    srv = server_factory(
+        ["--model", model, "--index", index, "--rate-limit", "0", "--max-text-claims", "10"], name="texts"
+    )
     with httpx.Client(base_url=srv.url, timeout=60) as client:
         yield client
 
@@ -77,13 +82,28 @@ def stub():
 @pytest.fixture(scope="module")
 def slow(server_factory, index, stub):
     """The same rules answered by the stub after 0.2 s each, one claim at a time; no response cache."""
-    srv = server_factory(["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--index", index,
-                          "--rate-limit", "0", "--concurrency", "1"], name="texts-slow")
+    srv = server_factory(
+        [
+            "--model",
+            "stub-model",
+            "--base-url",
+            stub.url,
+            "--no-cache",
+            "--index",
+            index,
+            "--rate-limit",
+            "0",
+            "--concurrency",
+            "1",
+        ],
+        name="texts-slow",
+    )
     with httpx.Client(base_url=srv.url, timeout=60) as client:
         yield client
 
 
 # -- a text, streamed claim by claim and stored -------------------------------------------------------------
+
 
 def test_a_text_is_checked_claim_by_claim_streamed_and_stored(texts):
     accepted = start_text(texts, text=ARTICLE)
@@ -118,9 +138,13 @@ def test_a_text_is_checked_claim_by_claim_streamed_and_stored(texts):
     source = next(it for it in items if it["kind"] == "text_source")
     assert source["text"] == ARTICLE and (source["claims"], source["checkable"]) == (5, 3)
     marks = [it for it in items if it["kind"] == "text_mark"]
-    assert [(ARTICLE[m["start"]:m["end"]], m["outcome"]) for m in marks] == [
-        (BORN, "supported"), ("She won the Nobel Prize in Physics in 1903.", "supported"),
-        ("Do you like rivers?", "not_checkable"), (DANUBE, "refuted"), ("He lost it.", "ambiguous")]
+    assert [(ARTICLE[m["start"] : m["end"]], m["outcome"]) for m in marks] == [
+        (BORN, "supported"),
+        ("She won the Nobel Prize in Physics in 1903.", "supported"),
+        ("Do you like rivers?", "not_checkable"),
+        (DANUBE, "refuted"),
+        ("He lost it.", "ambiguous"),
+    ]
     summary = next(it for it in items if it["kind"] == "text_summary")
     assert ["Factuality (supported / decided)", "67% (2 of 3 decided claims supported)"] in summary["rows"]
 
@@ -137,17 +161,23 @@ def test_a_text_is_checked_claim_by_claim_streamed_and_stored(texts):
 def test_a_text_is_checked_against_the_documents_sent_with_it(texts):
     """`evidence`: the claims are read against the documents sent (a summary against its source) instead of the
     server's index, by the evidence-only verifier unless a pipeline is named."""
-    source = ("Marie Curie was a Polish and naturalised-French physicist and chemist. She was born in Warsaw. "
-              "The Danube flows through Vienna, Bratislava, Budapest and Belgrade.")
-    r = texts.post("/api/texts", json={"text": "Marie Curie was born in Paris. The Danube flows through Budapest.",
-                                       "evidence": [source]})
+    source = (
+        "Marie Curie was a Polish and naturalised-French physicist and chemist. She was born in Warsaw. "
+        "The Danube flows through Vienna, Bratislava, Budapest and Belgrade."
+    )
+    r = texts.post(
+        "/api/texts",
+        json={"text": "Marie Curie was born in Paris. The Danube flows through Budapest.", "evidence": [source]},
+    )
     assert r.status_code == 202, r.text
     accepted = r.json()
     assert accepted["pipeline"] == "verifier"
     events = read_sse(texts, f"/api/checks/{accepted['id']}/events")
     claims = {d["text"]: d for kind, _, d in events if kind == "step" and d["stage"] == "text_claim"}
-    assert {t: c["outcome"] for t, c in claims.items()} == {"Marie Curie was born in Paris.": "refuted",
-                                                            "The Danube flows through Budapest.": "supported"}
+    assert {t: c["outcome"] for t, c in claims.items()} == {
+        "Marie Curie was born in Paris.": "refuted",
+        "The Danube flows through Budapest.": "supported",
+    }
     assert {e["source"] for c in claims.values() for e in c["evidence"]} == {"evidence-1"}  # not the index's
     r = texts.post("/api/texts", json={"text": "A claim.", "evidence": ["  "]})
     assert r.status_code == 400 and r.json()["error"] == "evidence_empty"
@@ -157,8 +187,11 @@ def test_claims_arrive_one_by_one_while_the_text_is_checked(slow, stub):
     run_id = start_text(slow, text=ARTICLE, extract="rules")["id"]  # "auto" would ask the stub for the claims
     seen: list[tuple[float, str, dict]] = []
     read_sse(slow, f"/api/checks/{run_id}/events", on_event=lambda e: seen.append((time.monotonic(), e[0], e[2])))
-    checked = [t for t, kind, d in seen if kind == "step" and d["stage"] == "text_claim"
-               and d["outcome"] in ("supported", "refuted")]
+    checked = [
+        t
+        for t, kind, d in seen
+        if kind == "step" and d["stage"] == "text_claim" and d["outcome"] in ("supported", "refuted")
+    ]
     extraction = next(t for t, kind, d in seen if kind == "step" and d["stage"] == "text_extraction")
     assert len(checked) == 3
     # the text and its claims came first, then each verdict as its model call returned (0.2 s each)
@@ -166,19 +199,36 @@ def test_claims_arrive_one_by_one_while_the_text_is_checked(slow, stub):
     assert seen[-1][1] == "done" and seen[-1][2]["verdict"]["label"] == "Factuality 67%"
 
 
-def test_over_a_server_with_parallel_slots_claims_are_checked_together_and_told_in_text_order(server_factory,
-                                                                                                index):
+def test_over_a_server_with_parallel_slots_claims_are_checked_together_and_told_in_text_order(server_factory, index):
     stub = StubServer(rules_responder(TEXT_RULES, delay=0.4))
     try:
-        srv = server_factory(["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--index", index,
-                              "--rate-limit", "0", "--concurrency", "3"], name="texts-parallel")
+        srv = server_factory(
+            [
+                "--model",
+                "stub-model",
+                "--base-url",
+                stub.url,
+                "--no-cache",
+                "--index",
+                index,
+                "--rate-limit",
+                "0",
+                "--concurrency",
+                "3",
+            ],
+            name="texts-parallel",
+        )
         with httpx.Client(base_url=srv.url, timeout=60) as client:
             run_id = start_text(client, text=ARTICLE, extract="rules")["id"]
             seen: list[tuple[float, str, dict]] = []
-            read_sse(client, f"/api/checks/{run_id}/events",
-                     on_event=lambda e: seen.append((time.monotonic(), e[0], e[2])))
-        decided = [(t, d["text"]) for t, kind, d in seen if kind == "step" and d["stage"] == "text_claim"
-                   and d["outcome"] in ("supported", "refuted")]
+            read_sse(
+                client, f"/api/checks/{run_id}/events", on_event=lambda e: seen.append((time.monotonic(), e[0], e[2]))
+            )
+        decided = [
+            (t, d["text"])
+            for t, kind, d in seen
+            if kind == "step" and d["stage"] == "text_claim" and d["outcome"] in ("supported", "refuted")
+        ]
         extraction = next(t for t, kind, d in seen if kind == "step" and d["stage"] == "text_extraction")
         assert [text for _, text in decided] == [BORN, NOBEL, DANUBE]  # in the text's order
         assert stub.max_active == 3  # the three checkable claims were at the server at once
@@ -205,6 +255,7 @@ def test_deleting_a_running_text_check_stops_it(slow, stub):
 
 # -- reports -------------------------------------------------------------------------------------------------
 
+
 def test_reports_show_the_text_with_each_claim_coloured_by_its_verdict(texts):
     text = ARTICLE + " Who wrote <script>alert('x')</script> in <b>bold</b>?"  # a question: not checked
     run_id = start_text(texts, text=text)["id"]
@@ -213,7 +264,10 @@ def test_reports_show_the_text_with_each_claim_coloured_by_its_verdict(texts):
     assert md.status_code == 200 and md.headers["content-type"].startswith("text/markdown")
     assert f'filename="veracity-{run_id}.md"' in md.headers["content-disposition"]
     assert md.text.startswith("# Fact-check of pasted text")
-    assert f"**Refuted** {DANUBE}" in md.text and "| Factuality (supported / decided) | 67% (2 of 3 decided claims supported) |" in md.text
+    assert (
+        f"**Refuted** {DANUBE}" in md.text
+        and "| Factuality (supported / decided) | 67% (2 of 3 decided claims supported) |" in md.text
+    )
     assert "evidence: Danube: The Danube is the second-longest river in Europe." in md.text
     assert "<script>" not in md.text
     page = texts.get(f"/api/checks/{run_id}/report.html")
@@ -228,18 +282,24 @@ def test_reports_show_the_text_with_each_claim_coloured_by_its_verdict(texts):
 
 # -- files ---------------------------------------------------------------------------------------------------
 
+
 def test_uploaded_files_are_read_like_check_text_reads_them(texts):
-    html = (f"<html><head><title>Two rivers</title><script>var x = 1;</script></head><body><article><p>{DANUBE}"
-            "</p><p>Do you like rivers?</p></article></body></html>")
+    html = (
+        f"<html><head><title>Two rivers</title><script>var x = 1;</script></head><body><article><p>{DANUBE}"
+        "</p><p>Do you like rivers?</p></article></body></html>"
+    )
     accepted = start_text(texts, file={"data": b64(html.encode()), "filename": "rivers.html"})
     assert accepted["title"] == "Two rivers" and accepted["source_kind"] == "html"
     run = wait_for(texts, accepted["id"], finished)
     assert run["text"]["origin"] == "rivers.html" and "var x" not in run["text"]["text"]
-    assert [(c["text"], c["outcome"]) for c in run["text"]["claims"]] == [(DANUBE, "refuted"),
-                                                                          ("Do you like rivers?", "not_checkable")]
+    assert [(c["text"], c["outcome"]) for c in run["text"]["claims"]] == [
+        (DANUBE, "refuted"),
+        ("Do you like rivers?", "not_checkable"),
+    ]
 
-    accepted = start_text(texts, file={"data": "data:application/pdf;base64," + b64(pdf_bytes(BORN)),
-                                       "filename": "born.pdf"})
+    accepted = start_text(
+        texts, file={"data": "data:application/pdf;base64," + b64(pdf_bytes(BORN)), "filename": "born.pdf"}
+    )
     assert accepted["source_kind"] == "pdf"
     run = wait_for(texts, accepted["id"], finished)
     assert [(c["text"], c["outcome"]) for c in run["text"]["claims"]] == [(BORN, "supported")]
@@ -255,23 +315,26 @@ def test_uploaded_files_are_read_like_check_text_reads_them(texts):
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + b"\x00" * 40
 
 
-@pytest.mark.parametrize("body,status,code,says", [
-    ({"text": "  \n "}, 400, "text_empty", "the text is empty"),
-    ({}, 400, "text_empty", "send the text to check as `text`"),
-    ({"text": ARTICLE, "file": {"data": b64(b"x")}}, 400, "text_and_file", "not both"),
-    ({"text": "Paris\x00is\x00in\x00France."}, 415, "text_binary", "binary data"),
-    ({"file": {"data": b64(PNG), "filename": "photo.png"}}, 415, "text_binary", "file photo.png is binary data"),
-    ({"file": {"data": "not base64 !!", "filename": "a.txt"}}, 400, "file_encoding", "not valid base64"),
-    ({"file": {"data": b64(b"%PDF-1.4 broken"), "filename": "a.pdf"}}, 400, "file_unreadable", "a.pdf"),
-    ({"file": {"data": b64(b""), "filename": "empty.txt"}}, 400, "text_empty", "is empty"),
-    ({"text": ARTICLE, "max_claims": 11}, 400, "max_claims_too_high", "checks at most 10 claims"),
-    ({"text": ARTICLE, "max_claims": 0}, 422, "invalid_request", "max_claims"),
-    ({"text": ARTICLE, "extract": "magic"}, 422, "invalid_request", "extract"),
-    ({"text": ARTICLE, "pipeline": "nope"}, 400, "unknown_pipeline", "unknown pipeline 'nope'"),
-    ({"text": ARTICLE, "pipeline": "answer-check"}, 400, "input_not_supported", "claim pipeline"),
-    ({"text": ARTICLE, "model": "gguf:/etc/passwd"}, 400, "unknown_model", "this server offers"),
-    ({"text": 42}, 422, "invalid_request", "text"),
-])
+@pytest.mark.parametrize(
+    "body,status,code,says",
+    [
+        ({"text": "  \n "}, 400, "text_empty", "the text is empty"),
+        ({}, 400, "text_empty", "send the text to check as `text`"),
+        ({"text": ARTICLE, "file": {"data": b64(b"x")}}, 400, "text_and_file", "not both"),
+        ({"text": "Paris\x00is\x00in\x00France."}, 415, "text_binary", "binary data"),
+        ({"file": {"data": b64(PNG), "filename": "photo.png"}}, 415, "text_binary", "file photo.png is binary data"),
+        ({"file": {"data": "not base64 !!", "filename": "a.txt"}}, 400, "file_encoding", "not valid base64"),
+        ({"file": {"data": b64(b"%PDF-1.4 broken"), "filename": "a.pdf"}}, 400, "file_unreadable", "a.pdf"),
+        ({"file": {"data": b64(b""), "filename": "empty.txt"}}, 400, "text_empty", "is empty"),
+        ({"text": ARTICLE, "max_claims": 11}, 400, "max_claims_too_high", "checks at most 10 claims"),
+        ({"text": ARTICLE, "max_claims": 0}, 422, "invalid_request", "max_claims"),
+        ({"text": ARTICLE, "extract": "magic"}, 422, "invalid_request", "extract"),
+        ({"text": ARTICLE, "pipeline": "nope"}, 400, "unknown_pipeline", "unknown pipeline 'nope'"),
+        ({"text": ARTICLE, "pipeline": "answer-check"}, 400, "input_not_supported", "claim pipeline"),
+        ({"text": ARTICLE, "model": "gguf:/etc/passwd"}, 400, "unknown_model", "this server offers"),
+        ({"text": 42}, 422, "invalid_request", "text"),
+    ],
+)
 def test_bad_texts_say_what_to_fix(texts, body, status, code, says):
     r = texts.post("/api/texts", json={"pipeline": "direct", **body})
     assert r.status_code == status, r.text
@@ -316,10 +379,14 @@ def test_the_claim_budget_leaves_the_rest_listed_but_not_checked(texts):
 
 # -- the token and the rate limit ------------------------------------------------------------------------------
 
+
 def test_texts_need_the_token_and_count_against_the_rate_limit(server_factory, index):
     model = write_rules(server_factory.base / "text-rules-auth.json", TEXT_RULES)
-    srv = server_factory(["--model", model, "--index", index, "--rate-limit", "1"],
-                         env_extra={"VERACITY_API_TOKEN": TOKEN}, name="texts-auth")
+    srv = server_factory(
+        ["--model", model, "--index", index, "--rate-limit", "1"],
+        env_extra={"VERACITY_API_TOKEN": TOKEN},
+        name="texts-auth",
+    )
     with httpx.Client(base_url=srv.url, timeout=30) as c:
         r = c.post("/api/texts", json={"text": ARTICLE})
         assert r.status_code == 401 and r.json()["error"] == "unauthorized"
@@ -333,9 +400,19 @@ def test_texts_need_the_token_and_count_against_the_rate_limit(server_factory, i
 
 # -- the page, without JavaScript --------------------------------------------------------------------------------
 
+
 def test_the_page_form_checks_a_text_and_reopens_it_with_the_passages_coloured(texts):
-    r = texts.post("/checks", data={"mode": "text", "text": ARTICLE, "pipeline": "direct", "qa": "closed-book",
-                                    "extract": "rules", "max_claims": "5"})
+    r = texts.post(
+        "/checks",
+        data={
+            "mode": "text",
+            "text": ARTICLE,
+            "pipeline": "direct",
+            "qa": "closed-book",
+            "extract": "rules",
+            "max_claims": "5",
+        },
+    )
     assert r.status_code == 303, r.text
     run_id = r.headers["location"].rsplit("/", 1)[1]
     run = wait_for(texts, run_id, finished)
@@ -348,8 +425,11 @@ def test_the_page_form_checks_a_text_and_reopens_it_with_the_passages_coloured(t
     assert f">{ARTICLE}</textarea>" in page  # the form, ready to check the text again
     r = texts.post("/checks", data={"mode": "text", "text": " ", "pipeline": "direct"})
     assert r.status_code == 400 and "the text is empty" in r.text and "<form" in r.text
-    up = texts.post("/checks", data={"mode": "text", "text": "", "pipeline": "direct", "extract": "auto"},
-                    files={"text_file": ("born.txt", BORN.encode(), "text/plain")})
+    up = texts.post(
+        "/checks",
+        data={"mode": "text", "text": "", "pipeline": "direct", "extract": "auto"},
+        files={"text_file": ("born.txt", BORN.encode(), "text/plain")},
+    )
     assert up.status_code == 303
     run = wait_for(texts, up.headers["location"].rsplit("/", 1)[1], finished)
     assert run["text"]["origin"] == "born.txt" and run["label"] == "Factuality 100%"

@@ -11,7 +11,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from conftest import rules_responder, write_rules
 from stub_server import StubServer
 from test_server_browser import browser, page  # noqa: F401  (the browser and page fixtures)
@@ -26,9 +25,22 @@ def text_site(server_factory):
 
     Index.build(TEXT_DOCS, server_factory.base / "browser-text-idx")
     stub = StubServer(rules_responder(TEXT_RULES, delay=0.6))
-    srv = server_factory(["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0",
-                          "--concurrency", "1", "--index", str(server_factory.base / "browser-text-idx")],
-                         name="browser-texts")
+    srv = server_factory(
+        [
+            "--model",
+            "stub-model",
+            "--base-url",
+            stub.url,
+            "--no-cache",
+            "--rate-limit",
+            "0",
+            "--concurrency",
+            "1",
+            "--index",
+            str(server_factory.base / "browser-text-idx"),
+        ],
+        name="browser-texts",
+    )
     yield srv.url
     stub.close()
 
@@ -134,7 +146,8 @@ def test_upload_a_file_and_check_its_text(page, text_site):  # noqa: F811
     page.get_by_label("Claims found by").select_option("rules")
     html = f"<html><head><title>Rivers</title></head><body><article><p>{DANUBE}</p></article></body></html>"
     page.get_by_label("Or upload a file").set_input_files(
-        [{"name": "rivers.html", "mimeType": "text/html", "buffer": html.encode()}])
+        [{"name": "rivers.html", "mimeType": "text/html", "buffer": html.encode()}]
+    )
     expect(page.get_by_label("Text", exact=True)).to_be_disabled()  # the file is checked, not the box
     page.get_by_role("button", name="Check text").click()
     expect(page.locator("#run-h")).to_have_text("Rivers")
@@ -173,7 +186,10 @@ def test_the_live_status_says_which_claim_is_checked_n_of_m_and_the_time_so_far(
     # the claims in the order they are checked, each while it is in progress; none of the claims not sent to
     # the pipeline (3 is a question, 5 ambiguous) reads as the one being checked
     assert [s.split(":")[0] for s in dict.fromkeys(s.split(" (")[0] for s in seen)] == [
-        "Checking claim 1 of 3", "Checking claim 2 of 3", "Checking claim 3 of 3"], seen
+        "Checking claim 1 of 3",
+        "Checking claim 2 of 3",
+        "Checking claim 3 of 3",
+    ], seen
     assert seen[0].startswith(f"Checking claim 1 of 3: {BORN}") and any(DANUBE in s for s in seen), seen
     assert not any("Ambiguous" in s or "Not checkable" in s for s in page.evaluate("window.statuses"))
     expect(page.locator("#run-elapsed")).to_have_count(0)  # the finished run says its time instead
@@ -213,8 +229,9 @@ def test_a_finished_text_stays_in_view_on_a_phone_and_the_focus_moves_without_a_
         top = page.locator("#text-view").evaluate("e => e.getBoundingClientRect().top")
         expect(page.locator(".verdict")).to_be_visible()
         expect(page.locator("#verdict-h")).to_be_focused()
-        box = page.locator("#text-view").evaluate("e => { const r = e.getBoundingClientRect(); "
-                                                  "return [r.top, r.bottom, window.innerHeight]; }")
+        box = page.locator("#text-view").evaluate(
+            "e => { const r = e.getBoundingClientRect(); return [r.top, r.bottom, window.innerHeight]; }"
+        )
         assert box[0] < box[2] and box[1] > 0, box  # the coloured text is on the screen
         assert abs(box[0] - top) < 2, (top, box)  # where it was: no jump to the summary
     finally:
@@ -225,8 +242,7 @@ def test_the_text_counter_warns_over_the_limit_before_submitting(page, server_fa
     from playwright.sync_api import expect
 
     model = write_rules(server_factory.base / "rules-none.json", {"rules": []})
-    srv = server_factory(["--model", model, "--max-text-mb", "0.05", "--rate-limit", "0"],
-                         name="browser-small-texts")
+    srv = server_factory(["--model", model, "--max-text-mb", "0.05", "--rate-limit", "0"], name="browser-small-texts")
     page.goto(srv.url + "/")
     page.get_by_role("radio", name="Check a text").check()
     expect(page.locator("#text-hint")).to_contain_text("At most 50.0 kB.")
@@ -237,12 +253,12 @@ def test_the_text_counter_warns_over_the_limit_before_submitting(page, server_fa
     expect(count).to_have_text("30000 characters: 60.0 kB, 10.0 kB over the limit of 50.0 kB")
     expect(count).to_have_class(re.compile(r"\bover\b"))
     assert count.evaluate("e => getComputedStyle(e).color") != page.locator("#text-hint").evaluate(
-        "e => getComputedStyle(e).color")
+        "e => getComputedStyle(e).color"
+    )
 
 
 def test_a_failed_claim_of_a_text_is_said_plainly_with_its_details_behind_a_toggle(page, server_factory):  # noqa: F811
     from playwright.sync_api import expect
-
     from stub_server import chat_response, message_text
 
     prompt_quote = "Is this claim true or false? The Rhine flows through Basel and more words follow here"
@@ -254,8 +270,22 @@ def test_a_failed_claim_of_a_text_is_said_plainly_with_its_details_behind_a_togg
 
     stub = StubServer(respond)
     try:
-        srv = server_factory(["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0",
-                              "--decisions", "parse", "--endpoint", "chat"], name="browser-text-failure")
+        srv = server_factory(
+            [
+                "--model",
+                "stub-model",
+                "--base-url",
+                stub.url,
+                "--no-cache",
+                "--rate-limit",
+                "0",
+                "--decisions",
+                "parse",
+                "--endpoint",
+                "chat",
+            ],
+            name="browser-text-failure",
+        )
         page.goto(srv.url + "/")
         page.get_by_role("radio", name="Check a text").check()
         page.get_by_label("Text", exact=True).fill("The Danube flows through Vienna. The Rhine flows through Basel.")

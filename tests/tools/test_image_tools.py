@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from PIL import ExifTags, Image
 
+from veracity.image_files import image_from_bytes
 from veracity.images import geolocate
 from veracity.images.collection import ImageCollection, LocalImageProvider
-from veracity.images.files import image_from_bytes
 from veracity.images.geolocate import NO_WEIGHTS, Geolocator
 from veracity.tools.base import ImageStore, ToolCall
 from veracity.tools.image_tools import Geolocate, ImageMetadataTool, ReverseSearch
@@ -41,13 +41,32 @@ def provider(tmp_path):
     root = tmp_path / "pics"
     root.mkdir()
     records = [
-        ("old.png", {"caption": "Tanks in the streets during the 2014 parade rehearsal",
-                     "page_url": "https://archive.example/2014/parade", "page_title": "Parade rehearsal",
-                     "date": "2014-05-03"}),
-        ("new.png", {"caption": "Storm damage on the coast", "page_url": "https://news.example/storm",
-                     "page_title": "Storm hits the coast", "date": "2024-02-01"}),
-        ("checked.png", {"caption": "Fact check: this photo is old", "page_url": "https://www.snopes.com/fact-check/x",
-                         "page_title": "Snopes"}),
+        (
+            "old.png",
+            {
+                "caption": "Tanks in the streets during the 2014 parade rehearsal",
+                "page_url": "https://archive.example/2014/parade",
+                "page_title": "Parade rehearsal",
+                "date": "2014-05-03",
+            },
+        ),
+        (
+            "new.png",
+            {
+                "caption": "Storm damage on the coast",
+                "page_url": "https://news.example/storm",
+                "page_title": "Storm hits the coast",
+                "date": "2024-02-01",
+            },
+        ),
+        (
+            "checked.png",
+            {
+                "caption": "Fact check: this photo is old",
+                "page_url": "https://www.snopes.com/fact-check/x",
+                "page_title": "Snopes",
+            },
+        ),
     ]
     for seed, (name, fields) in enumerate(records, start=1):
         picture(seed).save(root / name)
@@ -107,10 +126,16 @@ class FailingProvider:
         raise self.exc
 
 
-@pytest.mark.parametrize("exc,expected", [
-    (NotSupported("SearXNG has no reverse image search"), "the broken search provider has no reverse image search (SearXNG"),
-    (SearchError("search provider serper: HTTP 403 (bad key)"), "HTTP 403 (bad key)"),
-])
+@pytest.mark.parametrize(
+    "exc,expected",
+    [
+        (
+            NotSupported("SearXNG has no reverse image search"),
+            "the broken search provider has no reverse image search (SearXNG",
+        ),
+        (SearchError("search provider serper: HTTP 403 (bad key)"), "HTTP 403 (bad key)"),
+    ],
+)
 def test_provider_failures_are_errors_not_exceptions(exc, expected):
     out = ReverseSearch(FailingProvider(exc)).run("<image:1>", call_with(image_file(picture(1))))
     assert expected in out.error and out.results == []
@@ -121,8 +146,16 @@ class ListProvider:
 
     def reverse(self, image, k):
         self.asked = k
-        return [SearchHit(title=f"Page {i}", url=f"https://site{i}.example/p", snippet=f"snippet {i}",
-                          date="2010-01-01", image_url=f"https://img.example/{i}.jpg") for i in range(10)]
+        return [
+            SearchHit(
+                title=f"Page {i}",
+                url=f"https://site{i}.example/p",
+                snippet=f"snippet {i}",
+                date="2010-01-01",
+                image_url=f"https://img.example/{i}.jpg",
+            )
+            for i in range(10)
+        ]
 
 
 def test_web_provider_hits_are_capped_at_k():
@@ -162,8 +195,9 @@ def test_tool_descriptions_for_the_planner(provider):
 def test_geolocate_without_weights_is_unavailable():
     tool = Geolocate(Geolocator.from_config(None))
     assert tool.unavailable() == NO_WEIGHTS
-    assert tool.unavailable() == ("geolocation needs local GeoCLIP/CLIP weights (set defame.geoclip_weights); "
-                                  "none configured")
+    assert tool.unavailable() == (
+        "geolocation needs local GeoCLIP/CLIP weights (set defame.geoclip_weights); none configured"
+    )
     out = tool.run("<image:1>", call_with(image_file(picture(1))))
     assert out.error == NO_WEIGHTS and out.results == []
 
@@ -234,8 +268,9 @@ def test_place_names_come_only_from_an_offline_geocoder(monkeypatch):
     monkeypatch.setitem(sys.modules, "reverse_geocoder", None)  # not installed
     assert geolocate.place_names([(48.85, 2.29)]) == [None]
     fake = types.ModuleType("reverse_geocoder")
-    fake.search = lambda coords, mode, verbose: [{"name": "Paris", "admin1": "Ile-de-France", "cc": "FR"}
-                                                 for _ in coords]
+    fake.search = lambda coords, mode, verbose: [
+        {"name": "Paris", "admin1": "Ile-de-France", "cc": "FR"} for _ in coords
+    ]
     monkeypatch.setitem(sys.modules, "reverse_geocoder", fake)
     assert geolocate.place_names([(48.85, 2.29)]) == ["Paris, Ile-de-France, FR"]
     text = Geolocator(None).describe([geolocate.GeoGuess(48.85, 2.29, 0.5)])
@@ -279,5 +314,6 @@ def test_a_match_without_a_page_does_not_repeat_its_caption(tmp_path):
     (tmp_path / "pics" / "a.txt").write_text("a caption and nothing else")
     provider = LocalImageProvider(ImageCollection.build(tmp_path / "pics"))
     out = ReverseSearch(provider).run("<image:1>", call_with(image_file(picture(9))))
-    assert out.results[0].text == ("a caption and nothing else\nFound with no page title or URL.\n"
-                                   "Match: an exact copy of the image.")
+    assert out.results[0].text == (
+        "a caption and nothing else\nFound with no page title or URL.\nMatch: an exact copy of the image."
+    )

@@ -9,9 +9,29 @@ import itertools
 import json
 
 import pytest
+from conftest import veracity_cmd
+from worlds import (
+    ANSWER,
+    DECIDE,
+    DOCS,
+    FC_CTS,
+    LETTER,
+    OPT_CTS,
+    OPT_LI,
+    PLAIN_CTS,
+    PLAIN_LI,
+    Q_CTS,
+    Q_LI,
+    QUERY,
+    REASON,
+    config,
+    letter,
+    rate,
+    write_query,
+)
 
 from veracity.errors import UserError
-from veracity.eval.datasets import EvalItem
+from veracity.eval.datasets.records import EvalItem
 from veracity.llm import Model
 from veracity.llm.scripted import ScriptedBackend
 from veracity.retrieval import Index
@@ -20,10 +40,6 @@ from veracity.training.sampling import SAMPLES, read_samples, sample_dataset
 from veracity.training.split import load_or_make_split, make_split
 from veracity.training.training import TrainSettings, train
 from veracity.types import Claim
-
-from conftest import veracity_cmd
-from worlds import (DOCS, FC_CTS, LETTER, OPT_CTS, OPT_LI, PLAIN_CTS, PLAIN_LI, Q_CTS, Q_LI, QUERY, DECIDE,
-                       ANSWER, REASON, config, letter, rate, write_query)
 
 
 def item(qid, question, options, gold):
@@ -40,15 +56,19 @@ def rules():
     def answer(req):
         return PLAIN_LI if "lithium" in req.messages[-1][1] else next(cts)
 
-    return [(QUERY, write_query), (REASON, " The passage addresses this statement."), (DECIDE, rate),
-            (ANSWER, answer), (LETTER, letter)]
+    return [
+        (QUERY, write_query),
+        (REASON, " The passage addresses this statement."),
+        (DECIDE, rate),
+        (ANSWER, answer),
+        (LETTER, letter),
+    ]
 
 
 def sample(out, items=ITEMS, k=2):
     backend = ScriptedBackend(rules())
     model = Model(backend)
-    n = sample_dataset(items, out, config(), model, model, Index.from_documents(DOCS).retriever(), k=k,
-                       temperature=0.8)
+    n = sample_dataset(items, out, config(), model, model, Index.from_documents(DOCS).retriever(), k=k, temperature=0.8)
     return n, backend
 
 
@@ -102,9 +122,17 @@ def test_build_writes_sft_from_passing_answers_and_pairs_from_best_vs_worst(tmp_
 
 def write_failing_samples(out):
     out.mkdir(parents=True, exist_ok=True)
-    row = {"id": "t:cts", "question": Q_CTS, "options": OPT_CTS, "gold": "A", "prompt": "Q?\nANSWER:",
-           "samples": [{"text": PLAIN_CTS, "letter": "B", "score": 1 / 3},
-                       {"text": "It is a tendon disorder.", "letter": "B", "score": 0.0}]}
+    row = {
+        "id": "t:cts",
+        "question": Q_CTS,
+        "options": OPT_CTS,
+        "gold": "A",
+        "prompt": "Q?\nANSWER:",
+        "samples": [
+            {"text": PLAIN_CTS, "letter": "B", "score": 1 / 3},
+            {"text": "It is a tendon disorder.", "letter": "B", "score": 0.0},
+        ],
+    }
     (out / SAMPLES).write_text(json.dumps(row) + "\n")
 
 
@@ -123,12 +151,14 @@ def test_cli_build_then_train_with_no_passing_answers(tmp_path, cli_env):
 
     out = tmp_path / "run"
     write_failing_samples(out)
-    r = subprocess.run(veracity_cmd() + ["selftrain", "build", "--out", str(out)], capture_output=True, env=cli_env,
-                       timeout=120)
+    r = subprocess.run(
+        veracity_cmd() + ["selftrain", "build", "--out", str(out)], capture_output=True, env=cli_env, timeout=120
+    )
     assert r.returncode == 0, r.stderr.decode()
     assert "no answer scored 1.0" in r.stdout.decode()
-    r = subprocess.run(veracity_cmd() + ["selftrain", "train", "--out", str(out)], capture_output=True,
-                       env=cli_env, timeout=120)
+    r = subprocess.run(
+        veracity_cmd() + ["selftrain", "train", "--out", str(out)], capture_output=True, env=cli_env, timeout=120
+    )
     err = r.stderr.decode()
     assert r.returncode == 2 and "is empty: no sampled answer scored 1.0" in err and len(err.strip().splitlines()) == 1
 
@@ -142,8 +172,11 @@ def test_one_real_training_step_saves_a_model_that_loads_as_a_backend(tmp_path, 
 
     sample(tmp_path)
     build_sets(tmp_path)
-    info = train(tmp_path, "embedded", TrainSettings(method=method, max_steps=1, batch_size=1, limit=1,
-                                                     max_length=384, threads=2))
+    info = train(
+        tmp_path,
+        "embedded",
+        TrainSettings(method=method, max_steps=1, batch_size=1, limit=1, max_length=384, threads=2),
+    )
     assert info["steps"] == 1 and (tmp_path / "model" / "config.json").is_file()
     backend = make_backend(load_config(overrides={"model": info["backend"], "n_threads": 2}, env={}))
     choice = backend.choose(CompletionRequest.of("Is the sky blue? Answer yes or no."), ["yes", "no"])
@@ -154,21 +187,34 @@ def test_one_real_training_step_saves_a_model_that_loads_as_a_backend(tmp_path, 
 def test_evaluate_compares_models_on_the_held_apart_questions_only(tmp_path):
     from worlds import CLI_RULES
 
-    from veracity.eval.datasets import Dataset
+    from veracity.eval.datasets.records import Dataset
     from veracity.training.evaluation import evaluate, to_text
 
     before = tmp_path / "before.json"
     before.write_text(json.dumps(CLI_RULES))  # answers PLAIN_CTS: letter B, wrong
-    after_rules = {"rules": [r if r["match"] != "ANSWER:$" else {"match": "ANSWER:$", "reply": FC_CTS}
-                             for r in CLI_RULES["rules"]]}
+    after_rules = {
+        "rules": [r if r["match"] != "ANSWER:$" else {"match": "ANSWER:$", "reply": FC_CTS} for r in CLI_RULES["rules"]]
+    }
     after = tmp_path / "after.json"
     after.write_text(json.dumps(after_rules))
-    ds = Dataset(name="mirage:t", setting="multiple-choice", labels=("A", "B", "C"), metric="accuracy",
-                 items=[ITEMS[0], item("t:other", "Unused question?", OPT_CTS, "A")])
-    (tmp_path / "split.json").write_text(json.dumps({"dataset": "mirage:t", "seed": 0, "n_eval": 1,
-                                                     "eval_ids": ["t:cts"], "train_ids": ["t:other"]}))
-    table = evaluate(tmp_path, ds, {"before": f"scripted:{before}", "after": f"scripted:{after}"},
-                     config(cache=False), Index.from_documents(DOCS).retriever(), progress=False)
+    ds = Dataset(
+        name="mirage:t",
+        setting="multiple-choice",
+        labels=("A", "B", "C"),
+        metric="accuracy",
+        items=[ITEMS[0], item("t:other", "Unused question?", OPT_CTS, "A")],
+    )
+    (tmp_path / "split.json").write_text(
+        json.dumps({"dataset": "mirage:t", "seed": 0, "n_eval": 1, "eval_ids": ["t:cts"], "train_ids": ["t:other"]})
+    )
+    table = evaluate(
+        tmp_path,
+        ds,
+        {"before": f"scripted:{before}", "after": f"scripted:{after}"},
+        config(cache=False),
+        Index.from_documents(DOCS).retriever(),
+        progress=False,
+    )
     assert [(r["model"], r["n"], r["accuracy"]) for r in table] == [("before", 1, 0.0), ("after", 1, 1.0)]
     assert table[1]["mean_score"] == 1.0 and table[0]["mean_score"] == pytest.approx(1 / 3)
     assert table[0]["predicted"] == {"B": 1} and table[1]["predicted"] == {"A": 1}

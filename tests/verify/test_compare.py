@@ -12,19 +12,36 @@ def fig(f1: float, ece: float, n: int = 100, top20: float = 90.0) -> dict:
 def folder(tmp_path, name: str, chosen: str, figures: dict, seed: int = 31):
     out = tmp_path / name
     out.mkdir()
-    (out / "verifier.json").write_text(json.dumps({"name": name, "chosen": chosen, "figures": figures,
-                                                   "calibrated_with": {"seed": seed}}))
+    (out / "verifier.json").write_text(
+        json.dumps({"name": name, "chosen": chosen, "figures": figures, "calibrated_with": {"seed": seed}})
+    )
     return out
 
 
 def test_the_candidate_is_set_against_the_verifier_to_beat_per_set_and_in_all(tmp_path, capsys):
-    a = folder(tmp_path, "shipped", "cross_encoder", {
-        "cross_encoder": {"fm2": fig(68.1, 0.018), "check_covid": fig(62.6, 0.059, 227), "snli": fig(75.0, 0.03)},
-        "stacked": {"fm2": fig(60.0, 0.1)}})
-    b = folder(tmp_path, "candidate", "stacked", {
-        "cross_encoder": {"fm2": fig(99.0, 0.01)},
-        "stacked": {"fm2": fig(70.4, 0.02), "check_covid": fig(60.3, 0.04, 230), "snli": fig(75.0, 0.07),
-                    "summedits": fig(50.0, 0.2)}})
+    a = folder(
+        tmp_path,
+        "shipped",
+        "cross_encoder",
+        {
+            "cross_encoder": {"fm2": fig(68.1, 0.018), "check_covid": fig(62.6, 0.059, 227), "snli": fig(75.0, 0.03)},
+            "stacked": {"fm2": fig(60.0, 0.1)},
+        },
+    )
+    b = folder(
+        tmp_path,
+        "candidate",
+        "stacked",
+        {
+            "cross_encoder": {"fm2": fig(99.0, 0.01)},
+            "stacked": {
+                "fm2": fig(70.4, 0.02),
+                "check_covid": fig(60.3, 0.04, 230),
+                "snli": fig(75.0, 0.07),
+                "summedits": fig(50.0, 0.2),
+            },
+        },
+    )
     assert main(["verifier", "compare", str(a), str(b)]) == 0
     out = capsys.readouterr().out
     # each side's shipped decision: the cross-encoder of A, the stacker of B
@@ -69,7 +86,7 @@ def test_one_folder_is_compared_with_the_shipped_verifier(tmp_path, capsys):
 
 
 def test_a_training_or_calibration_into_another_folder_ends_with_how_it_stands_against_the_shipped(tmp_path, capsys):
-    from veracity.verify.commands import _against_shipped
+    from veracity.cli.verifier import _against_shipped
     from veracity.verify.model import WEIGHTS_DIR
 
     shipped = json.loads((WEIGHTS_DIR / "verifier.json").read_text())

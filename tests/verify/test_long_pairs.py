@@ -1,8 +1,8 @@
 """Long training pairs fitted to what the pipelines read (`veracity verifier train --long-pairs window`)."""
 
-from veracity.verify.data import Pair
-from veracity.verify.long_pairs import fit_long_pairs
-from veracity.verify.train import describe_fitted, model_card
+from veracity.verify.training.card import describe_fitted, model_card
+from veracity.verify.training.data import Pair
+from veracity.verify.training.long_pairs import fit_long_pairs
 
 
 def words(text: str) -> int:
@@ -50,8 +50,10 @@ def test_with_keep_unsure_a_pair_whose_claim_no_one_window_holds_stays_cut():
     kept, fitted = fit_long_pairs([*pairs, sure], words, 40, keep_unsure=True)
     assert kept[:2] == pairs and kept[2].evidence != EVIDENCE and PAGE[3] in kept[2].evidence
     assert fitted.to_json() == {"windowed": {"fm2": 1}, "dropped": {}, "kept_cut": {"compound": 2}}
-    assert "2 supported or refuted ones kept cut, their claim's words found in no one window (compound 2;" \
+    assert (
+        "2 supported or refuted ones kept cut, their claim's words found in no one window (compound 2;"
         in describe_fitted(fitted.to_json())
+    )
 
 
 def test_not_enough_information_and_not_supported_hold_in_any_window():
@@ -65,8 +67,10 @@ def test_not_enough_information_and_not_supported_hold_in_any_window():
 def test_a_pair_that_cannot_be_windowed_stays_cut():
     long_claim = " ".join(["word"] * 12) + " bridge."  # leaves under 32 pieces for the evidence at 40
     one_sentence = " ".join(["stone"] * 60) + "."
-    pairs = [Pair(long_claim, EVIDENCE, "supported", "summedits"),
-             Pair("Stone bridge.", one_sentence, "supported", "fm2")]
+    pairs = [
+        Pair(long_claim, EVIDENCE, "supported", "summedits"),
+        Pair("Stone bridge.", one_sentence, "supported", "fm2"),
+    ]
     kept, fitted = fit_long_pairs(pairs, words, 40)
     assert kept == pairs and not fitted.windowed and not fitted.dropped
 
@@ -76,12 +80,26 @@ def test_the_model_card_says_what_the_fitting_did_and_how_to_train_so():
     text = describe_fitted(fitted)
     assert text.startswith("722 longer pairs of the last training stage were read in the window")
     assert "(factcheck_gpt 366, summedits 356)" in text and "302 supported or refuted ones dropped" in text
-    settings = {"name": "v", "weights": "verifier.safetensors", "sha256": "0" * 64, "base": "b", "max_length": 128,
-                "temperature": 1.0, "binary_rule": "supported_vs_refuted",
-                "settings": {"epochs": 1, "lr": 2e-5, "batch_size": 32, "max_length": 128, "frozen_layers": 0,
-                             "seed": 53, "threads": 2, "long_pairs": "window"},
-                "data": {"train_pairs": 3, "fitted_to_windows": fitted,
-                         "cut_at_max_length": {"summedits": [39, 399]}}}
+    settings = {
+        "name": "v",
+        "weights": "verifier.safetensors",
+        "sha256": "0" * 64,
+        "base": "b",
+        "max_length": 128,
+        "temperature": 1.0,
+        "binary_rule": "supported_vs_refuted",
+        "settings": {
+            "epochs": 1,
+            "lr": 2e-5,
+            "batch_size": 32,
+            "max_length": 128,
+            "frozen_layers": 0,
+            "seed": 53,
+            "threads": 2,
+            "long_pairs": "window",
+        },
+        "data": {"train_pairs": 3, "fitted_to_windows": fitted, "cut_at_max_length": {"summedits": [39, 399]}},
+    }
     card = model_card(settings)
     assert "--seed 53 --threads 2 --long-pairs window" in card
     assert "128 word pieces per pair; 722 longer pairs" in card and "39 of the last training stage's 399" in card
@@ -91,8 +109,9 @@ def test_the_model_card_says_what_the_fitting_did_and_how_to_train_so():
 def test_training_with_long_pairs_window_reads_the_fitted_pairs(tmp_path, monkeypatch):
     import pytest
 
-    from veracity.verify import train as T
-    from veracity.verify.data import TrainingData
+    from veracity.verify.training import loop
+    from veracity.verify.training.data import TrainingData
+    from veracity.verify.training.settings import TrainSettings
 
     long_pair = Pair("The bridge opened to horse traffic in 1871.", EVIDENCE, "supported", "fm2+distractors")
     short_pair = Pair("The bridge is made of stone.", PAGE[0], "supported", "fm2")
@@ -105,12 +124,12 @@ def test_training_with_long_pairs_window_reads_the_fitted_pairs(tmp_path, monkey
         read["pairs"] = pairs
         raise Stop
 
-    monkeypatch.setattr(T, "_batches", batches)
+    monkeypatch.setattr(loop, "_batches", batches)
     data = TrainingData([long_pair, short_pair], [], [], [], [], [], {})
     for long_pairs in ("cut", "window", "window-or-cut"):
-        s = T.TrainSettings(max_length=48, frozen_layers=6, seed=3, threads=1, long_pairs=long_pairs)
+        s = TrainSettings(max_length=48, frozen_layers=6, seed=3, threads=1, long_pairs=long_pairs)
         with pytest.raises(Stop):
-            T.fine_tune(data, tmp_path, s, progress=False)
+            loop.fine_tune(data, tmp_path, s, progress=False)
         if long_pairs == "cut":
             assert read["pairs"] == [long_pair, short_pair]
         else:

@@ -7,12 +7,15 @@ import re
 from collections import defaultdict
 
 import pytest
-
 from conftest import ROOT
-from veracity.eval.metrics import expected_calibration_error, reliability_bins
-from veracity.verify.data import Pair, TrainingData
-from veracity.verify.sources import SOURCES, part_of, read_sources
-from veracity.verify.train import TrainSettings, decisions, pair_loss, uncertain_threshold
+
+from veracity.metrics import expected_calibration_error, reliability_bins
+from veracity.verify.training.data import Pair, TrainingData
+from veracity.verify.training.fits import uncertain_threshold
+from veracity.verify.training.loop import pair_loss
+from veracity.verify.training.metrics import decisions
+from veracity.verify.training.settings import TrainSettings
+from veracity.verify.training.sources import SOURCES, part_of, read_sources
 
 TRAINING = ROOT.parent / "shared" / "training"
 
@@ -100,16 +103,24 @@ def test_reliability_bins_and_ece():
 
 
 def _tiny_data() -> TrainingData:
-    facts = [("The bridge opened in 1883.", "The bridge was opened in 1883 after years of work."),
-             ("The river is 300 km long.", "The river runs for 300 km through the valley."),
-             ("Anna was born in Oslo.", "Anna was born in Oslo in 1950 and studied law."),
-             ("The tower is red.", "The tower was painted red in 1990.")]
+    facts = [
+        ("The bridge opened in 1883.", "The bridge was opened in 1883 after years of work."),
+        ("The river is 300 km long.", "The river runs for 300 km through the valley."),
+        ("Anna was born in Oslo.", "Anna was born in Oslo in 1950 and studied law."),
+        ("The tower is red.", "The tower was painted red in 1990."),
+    ]
     train = []
     for claim, ev in facts:
-        train += [Pair(claim, ev, "supported", "t"), Pair(claim.replace("1883", "1925").replace("300", "900")
-                                                          .replace("Oslo", "Rome").replace("red", "blue"), ev,
-                                                          "refuted", "t"),
-                  Pair(claim, "Bananas grow in warm places.", "not_supported", "t")]
+        train += [
+            Pair(claim, ev, "supported", "t"),
+            Pair(
+                claim.replace("1883", "1925").replace("300", "900").replace("Oslo", "Rome").replace("red", "blue"),
+                ev,
+                "refuted",
+                "t",
+            ),
+            Pair(claim, "Bananas grow in warm places.", "not_supported", "t"),
+        ]
     return TrainingData(train, [], [], [], [], [], {})
 
 
@@ -117,16 +128,17 @@ def _tiny_data() -> TrainingData:
 def test_a_run_stopped_mid_epoch_goes_on_from_its_checkpoint_to_the_same_weights(tmp_path, monkeypatch):
     import torch
 
-    from veracity.verify import train as T
+    from veracity.verify.training import loop
 
-    s = TrainSettings(epochs=2, lr=5e-5, batch_size=2, max_length=32, frozen_layers=5, seed=3, threads=1,
-                      checkpoint_every=2)
+    s = TrainSettings(
+        epochs=2, lr=5e-5, batch_size=2, max_length=32, frozen_layers=5, seed=3, threads=1, checkpoint_every=2
+    )
     (tmp_path / "whole").mkdir()
-    whole, _ = T.fine_tune(_tiny_data(), tmp_path / "whole", s, progress=False)
+    whole, _ = loop.fine_tune(_tiny_data(), tmp_path / "whole", s, progress=False)
 
     (tmp_path / "stopped").mkdir()
     calls = {"n": 0}
-    real = T.pair_loss
+    real = loop.pair_loss
 
     def stop_after_five(logits, labels):
         calls["n"] += 1
@@ -134,13 +146,13 @@ def test_a_run_stopped_mid_epoch_goes_on_from_its_checkpoint_to_the_same_weights
             raise KeyboardInterrupt  # killed in the first epoch, after the checkpoint at batch 4
         return real(logits, labels)
 
-    monkeypatch.setattr(T, "pair_loss", stop_after_five)
+    monkeypatch.setattr(loop, "pair_loss", stop_after_five)
     with pytest.raises(KeyboardInterrupt):
-        T.fine_tune(_tiny_data(), tmp_path / "stopped", s, progress=False)
+        loop.fine_tune(_tiny_data(), tmp_path / "stopped", s, progress=False)
     state = torch.load(tmp_path / "stopped" / "checkpoint.pt", weights_only=False)
     assert (state["epoch"], state["batch"]) == (0, 4)
-    monkeypatch.setattr(T, "pair_loss", real)
-    resumed, _ = T.fine_tune(_tiny_data(), tmp_path / "stopped", s, progress=False)
+    monkeypatch.setattr(loop, "pair_loss", real)
+    resumed, _ = loop.fine_tune(_tiny_data(), tmp_path / "stopped", s, progress=False)
     a, b = whole.state_dict(), resumed.state_dict()
     changed = [k for k in a if k.startswith("classifier.")]
     assert changed and all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
@@ -151,8 +163,11 @@ def test_the_most_decisive_of_several_passages_is_tempered_and_one_passage_is_no
 
     one = [{"supported": 0.9, "refuted": 0.05, "nei": 0.05}]
     assert aggregate(one, 1, temperature=2.0).probabilities == one[0]
-    several = [{"supported": 0.3, "refuted": 0.2, "nei": 0.5}, {"supported": 0.9, "refuted": 0.05, "nei": 0.05},
-               {"supported": 0.5, "refuted": 0.1, "nei": 0.4}]
+    several = [
+        {"supported": 0.3, "refuted": 0.2, "nei": 0.5},
+        {"supported": 0.9, "refuted": 0.05, "nei": 0.05},
+        {"supported": 0.5, "refuted": 0.1, "nei": 0.4},
+    ]
     v = aggregate(several, 2, temperature=2.0)
     assert v.passage == 1 and v.label == "supported"
     assert 0.5 < v.probabilities["supported"] < 0.9 and math.isclose(sum(v.probabilities.values()), 1.0)
@@ -172,7 +187,7 @@ PAGE = [
 
 
 def test_two_part_claims_are_supported_only_when_both_parts_are_in_the_evidence():
-    from veracity.verify.synthetic import compound_pairs
+    from veracity.verify.training.synthetic import compound_pairs
 
     triples = compound_pairs(PAGE, random.Random(5), count=60)
     assert {lab for _, _, lab in triples} == {"supported", "refuted", "nei"}
@@ -188,19 +203,28 @@ def test_two_part_claims_are_supported_only_when_both_parts_are_in_the_evidence(
             assert not all(in_evidence), (claim, evidence, label)
         assert len(evidence.split(". ")) >= 2  # several sentences, as multi-hop evidence reads
     # a changed fact refutes the claim even when its other part is not in the evidence
-    refuted = [[any(p.strip(" .").lower() in s.lower() for s in PAGE if s in e) for p in c.split(", and ")]
-               for c, e, lab in triples if lab == "refuted"]
+    refuted = [
+        [any(p.strip(" .").lower() in s.lower() for s in PAGE if s in e) for p in c.split(", and ")]
+        for c, e, lab in triples
+        if lab == "refuted"
+    ]
     assert [0 < r.count(False) for r in refuted].count(True) == len(refuted)
     assert 0 < sum(r.count(False) == 2 for r in refuted) < len(refuted)
 
 
 REAL = [  # (claim, evidence, label) as the sources give them, VitaminC's spacing included
-    ("The Danube flows through ten countries .", "The Danube flows through ten countries , more than any other "
-     "river .", "supported"),
+    (
+        "The Danube flows through ten countries .",
+        "The Danube flows through ten countries , more than any other river .",
+        "supported",
+    ),
     ("The Danube flows through four countries .", "The Danube flows through ten countries .", "refuted"),
     ("Mount Everest is in Asia.", "Mount Everest is Earth's highest mountain, in the Himalayas of Asia.", "supported"),
-    ("Mount Everest was first climbed in 1960.", "Mount Everest was first climbed in 1953 by Hillary and Norgay.",
-     "refuted"),
+    (
+        "Mount Everest was first climbed in 1960.",
+        "Mount Everest was first climbed in 1953 by Hillary and Norgay.",
+        "refuted",
+    ),
     ("The Nile is longer than 6,000 km.", "The Nile flows north through eleven countries.", "nei"),
     ("Paris is the capital of France.", "Paris is the capital and largest city of France.", "supported"),
     ("Ottawa is the capital of Canada.", "Ottawa is the capital city of Canada.", "supported"),
@@ -209,7 +233,7 @@ REAL = [  # (claim, evidence, label) as the sources give them, VitaminC's spacin
 
 
 def test_joined_real_claims_carry_the_label_their_parts_give_and_their_evidence_is_all_there():
-    from veracity.verify.synthetic import joined_pairs
+    from veracity.verify.training.synthetic import joined_pairs
 
     triples = joined_pairs(REAL, random.Random(3), count=200)
     assert len(triples) == 200 and {lab for _, _, lab in triples} == {"supported", "refuted", "nei"}
@@ -227,8 +251,11 @@ def test_joined_real_claims_carry_the_label_their_parts_give_and_their_evidence_
             assert " ".join(evidence_of[c].split()).replace(" ,", ",").replace(" .", ".") in evidence
         assert len(claim.split()) + len(evidence.split()) <= 95
     # one false part refutes the claim even beside a part its evidence does not settle, not always
-    kinds_of_refuted = [sorted(label_of[c] for c in label_of if c.strip(" .").lower() in claim.lower())
-                        for claim, _, label in triples if label == "refuted"]
+    kinds_of_refuted = [
+        sorted(label_of[c] for c in label_of if c.strip(" .").lower() in claim.lower())
+        for claim, _, label in triples
+        if label == "refuted"
+    ]
     beside = sum("nei" in k for k in kinds_of_refuted)
     assert 0 < beside < len(kinds_of_refuted)
 
@@ -237,7 +264,7 @@ def test_training_runs_on_the_cpu_here_and_a_missing_gpu_is_a_clear_error():
     import torch
 
     from veracity.errors import UserError
-    from veracity.verify.train import training_device
+    from veracity.verify.training.settings import training_device
 
     if torch.cuda.is_available():
         pytest.skip("this machine has a CUDA GPU")
@@ -248,9 +275,10 @@ def test_training_runs_on_the_cpu_here_and_a_missing_gpu_is_a_clear_error():
 
 
 def test_the_several_passages_temperature_is_fitted_on_what_verify_many_returns_for_two_label_claims():
-    from veracity.verify.data import Pair
     from veracity.verify.result import Verification, several_temperature
-    from veracity.verify.train import fit_aggregate_temperature, several_passages
+    from veracity.verify.training.data import Pair
+    from veracity.verify.training.fits import fit_aggregate_temperature
+    from veracity.verify.training.metrics import several_passages
 
     class Overconfident:  # says supported 0.95 to every claim, whatever its passages
         seen: list = []
@@ -281,7 +309,7 @@ def test_the_several_passages_temperature_grows_with_the_count_of_passages_chose
     decisive of many looks surer than it is): the fitted temperature keeps the first and tempers the second, and a
     fixed number still reads as one temperature for every count."""
     from veracity.verify.result import Verification, aggregate, describe_several, several_temperature
-    from veracity.verify.train import fit_aggregate_temperature
+    from veracity.verify.training.fits import fit_aggregate_temperature
 
     class Overconfident:
         def verify_many(self, items):
@@ -308,7 +336,7 @@ def test_the_two_label_probability_for_arrays_is_binary_label_s():
     import numpy as np
 
     from veracity.verify.result import binary_label
-    from veracity.verify.train import two_label_probability
+    from veracity.verify.training.fits import two_label_probability
 
     rng = random.Random(5)
     rules = ["supported_vs_refuted", "supported_vs_rest", {"name": "fitted", "weights": [0.8, -0.8, 0.3], "bias": -0.2}]
@@ -318,7 +346,8 @@ def test_the_two_label_probability_for_arrays_is_binary_label_s():
         for rule in rules:
             name, q = binary_label(p[0], p[1], rule)
             assert float(two_label_probability(np.log(np.asarray(p)), rule)) == pytest.approx(
-                q if name == "supported" else 1 - q, abs=1e-6)
+                q if name == "supported" else 1 - q, abs=1e-6
+            )
 
 
 def _two_label_readings(n: int, seed: int) -> tuple[list[list[float]], list[str]]:
@@ -337,9 +366,9 @@ def _two_label_readings(n: int, seed: int) -> tuple[list[list[float]], list[str]
 
 
 def test_the_fitted_two_label_rule_learns_where_not_enough_information_leans_and_is_calibrated():
-    from veracity.eval.metrics import expected_calibration_error
+    from veracity.metrics import expected_calibration_error
     from veracity.verify.result import binary_label, describe_rule
-    from veracity.verify.train import fit_two_label_rule
+    from veracity.verify.training.fits import fit_two_label_rule
 
     probs, gold = _two_label_readings(2000, 1)
     rule = fit_two_label_rule(probs, gold, ["a"] * 1000 + ["b"] * 1000, seed=0)
@@ -366,7 +395,7 @@ def test_the_fitted_two_label_rule_leaves_a_reading_of_nothing_but_nei_to_its_bi
     log-probabilities, such a reading was decided by their small difference times log(1e-6) (Supported 0.78 on a
     claim whose evidence says nothing of it). Supported and refuted now weigh the same and opposite."""
     from veracity.verify.result import binary_label
-    from veracity.verify.train import fit_two_label_rule
+    from veracity.verify.training.fits import fit_two_label_rule
 
     rng = random.Random(4)
     probs, gold = [], []
@@ -386,18 +415,22 @@ def test_the_fitted_two_label_rule_leaves_a_reading_of_nothing_but_nei_to_its_bi
 
 
 def test_the_two_label_rule_is_fitted_only_on_sources_with_two_labels():
-    from veracity.verify.data import Pair
-    from veracity.verify.train import TWO_LABEL_MIN, choose_two_label_rule
+    from veracity.verify.training.data import Pair
+    from veracity.verify.training.fits import TWO_LABEL_MIN, choose_two_label_rule
 
     probs, gold = _two_label_readings(400, 3)
     pairs = [Pair("c", "e", g, "fm2") for g in gold]
     # a three-way source whose refuted pairs are read as sure refutations, and its nei pairs as nei
     three = [([0.05, 0.9, 0.05], "refuted"), ([0.1, 0.1, 0.8], "nei"), ([0.9, 0.05, 0.05], "supported")] * 300
-    rule, scores = choose_two_label_rule(probs + [p for p, _ in three],
-                                         pairs + [Pair("c", "e", g, "snli") for _, g in three], seed=0)
+    rule, scores = choose_two_label_rule(
+        probs + [p for p, _ in three], pairs + [Pair("c", "e", g, "snli") for _, g in three], seed=0
+    )
     alone, _ = choose_two_label_rule(probs, pairs, seed=0)
-    assert rule == alone and rule["name"] == "fitted" and set(scores) == {"supported_vs_refuted",
-                                                                          "supported_vs_rest", "fitted"}
+    assert (
+        rule == alone
+        and rule["name"] == "fitted"
+        and set(scores) == {"supported_vs_refuted", "supported_vs_rest", "fitted"}
+    )
     few = pairs[: TWO_LABEL_MIN - 1]
     named, scores = choose_two_label_rule(probs[: len(few)], few, seed=0)
     assert named == max(scores, key=scores.get) and "fitted" not in scores
@@ -418,9 +451,9 @@ def _rest_readings(n: int, seed: int) -> tuple[list[list[float]], list[str]]:
 
 
 def test_the_fitted_rule_against_the_rest_moves_where_supported_is_decided():
-    from veracity.eval.metrics import macro_f1
+    from veracity.metrics import macro_f1
     from veracity.verify.result import binary_label
-    from veracity.verify.train import fit_rest_rule
+    from veracity.verify.training.fits import fit_rest_rule
 
     probs, gold = _rest_readings(3000, 1)
     groups = ["a"] * 1500 + ["b"] * 1500
@@ -438,22 +471,25 @@ def test_the_fitted_rule_against_the_rest_moves_where_supported_is_decided():
 
     def f1(rule):
         pred = [binary_label(s, r, rule)[0] for s, r, _ in test_probs]
-        return macro_f1(test_gold, [x if x == "supported" else "not_supported" for x in pred],
-                        ["supported", "not_supported"])
+        return macro_f1(
+            test_gold, [x if x == "supported" else "not_supported" for x in pred], ["supported", "not_supported"]
+        )
 
     assert f1(balanced) > f1("supported_vs_rest") + 0.1
 
 
 def test_the_rule_against_the_rest_is_fitted_only_on_not_supported_sources():
-    from veracity.verify.data import Pair
-    from veracity.verify.train import TWO_LABEL_MIN, choose_rest_rule, figures
+    from veracity.verify.training.data import Pair
+    from veracity.verify.training.fits import TWO_LABEL_MIN, choose_rest_rule
+    from veracity.verify.training.metrics import figures
 
     probs, gold = _rest_readings(600, 3)
     pairs = [Pair("c", "e", g, "summedits") for g in gold]
     # a two-label source read far surer: were it pooled in, the rule would move
     two = [([0.9, 0.05, 0.05], "supported"), ([0.05, 0.9, 0.05], "refuted")] * 300
-    rule, chosen = choose_rest_rule(probs + [p for p, _ in two], pairs + [Pair("c", "e", g, "fm2") for _, g in two],
-                                    seed=0)
+    rule, chosen = choose_rest_rule(
+        probs + [p for p, _ in two], pairs + [Pair("c", "e", g, "fm2") for _, g in two], seed=0
+    )
     alone, _ = choose_rest_rule(probs, pairs, seed=0)
     assert rule == alone and rule["name"] == "fitted_vs_rest"
     assert set(chosen) == {"supported_vs_rest", "fitted", "fitted_balanced"}
@@ -463,8 +499,10 @@ def test_the_rule_against_the_rest_is_fitted_only_on_not_supported_sources():
     sure_few = [[0.8, 0.1, 0.1] if g == "supported" else [0.2, 0.4, 0.4] for g in few_gold]
     both = pairs + [Pair("c", "e", g, "begin") for g in few_gold]
     rule_fitted, mixed = choose_rest_rule(probs + sure_few, both, seed=0)
-    each = [figures(pr, ps, "supported_vs_refuted", rule_fitted)["macro_f1"]
-            for pr, ps in ((probs, pairs), (sure_few, both[len(pairs):]))]
+    each = [
+        figures(pr, ps, "supported_vs_refuted", rule_fitted)["macro_f1"]
+        for pr, ps in ((probs, pairs), (sure_few, both[len(pairs) :]))
+    ]
     assert max(mixed.values()) == round(sum(each) / 2, 2)
     # readings that already decide at one half keep the named rule: a fitted one is no better there
     sure = [[0.9, 0.05, 0.05] if g == "supported" else [0.1, 0.45, 0.45] for g in gold]
@@ -474,22 +512,24 @@ def test_the_rule_against_the_rest_is_fitted_only_on_not_supported_sources():
     assert named == "supported_vs_rest" and set(scores) == {"supported_vs_rest"}
     # no such source: the named rule
     assert choose_rest_rule([p for p, _ in two], [Pair("c", "e", g, "fm2") for _, g in two], seed=0) == (
-        "supported_vs_rest", {})
+        "supported_vs_rest",
+        {},
+    )
 
     import json
 
     from veracity.verify.model import WEIGHTS_DIR
-    from veracity.verify.train import model_card
+    from veracity.verify.training.card import model_card
 
     settings = json.loads((WEIGHTS_DIR / "verifier.json").read_text(encoding="utf-8"))
     card = model_card({**settings, "not_supported_rule": rule, "not_supported_rule_on_calibration": chosen})
     at = 1 / (1 + math.exp(rule["bias"] / rule["weight"]))
-    assert f"Supported / not-supported sets use `fitted: supported with probability logistic(" in card
+    assert "Supported / not-supported sets use `fitted: supported with probability logistic(" in card
     assert f"supported from {at:.2f}`" in card and "'fitted_balanced': " in card
 
 
 def test_joined_claims_against_some_of_their_parts_evidence_are_refuted_only_when_a_false_parts_evidence_is_there():
-    from veracity.verify.synthetic import joined_pairs
+    from veracity.verify.training.synthetic import joined_pairs
 
     triples = joined_pairs(REAL, random.Random(5), count=300, partial=True)
     assert len(triples) == 300 and {lab for _, _, lab in triples} == {"refuted", "nei"}
@@ -503,8 +543,11 @@ def test_joined_claims_against_some_of_their_parts_evidence_are_refuted_only_whe
         false_there = any(label_of[c] == "refuted" for c in present)
         assert label == ("refuted" if false_there else "nei"), (claim, evidence, label)
     # a supported joined claim read against one part's evidence is among them, and is nei
-    assert any(all(label_of[c] == "supported" for c in label_of if c.strip(" .").lower() in claim.lower())
-               for claim, _, label in triples if label == "nei")
+    assert any(
+        all(label_of[c] == "supported" for c in label_of if c.strip(" .").lower() in claim.lower())
+        for claim, _, label in triples
+        if label == "nei"
+    )
 
 
 def test_training_counts_per_source_the_pairs_it_cuts_at_the_maximum_length_and_the_model_card_says_so():
@@ -513,13 +556,16 @@ def test_training_counts_per_source_the_pairs_it_cuts_at_the_maximum_length_and_
     from transformers import AutoTokenizer
 
     from veracity.verify.model import WEIGHTS_DIR, base_model_path
-    from veracity.verify.train import cut_by_source, model_card
+    from veracity.verify.training.card import model_card
+    from veracity.verify.training.draw import cut_by_source
 
     tok = AutoTokenizer.from_pretrained(base_model_path(), local_files_only=True)
     page = " ".join(["The bridge crosses the river near the old town."] * 6)  # ~60 word pieces
-    pairs = [Pair("The bridge opened in 1883.", page, "supported", "pages"),
-             Pair("The bridge opened in 1883.", "It opened in 1883.", "supported", "pages"),
-             Pair("A short claim.", "A short passage.", "nei", "short")]
+    pairs = [
+        Pair("The bridge opened in 1883.", page, "supported", "pages"),
+        Pair("The bridge opened in 1883.", "It opened in 1883.", "supported", "pages"),
+        Pair("A short claim.", "A short passage.", "nei", "short"),
+    ]
     cut = cut_by_source(pairs, tok, 32)
     assert cut == {"pages": [1, 2], "short": [0, 1]} and list(cut) == ["pages", "short"]  # the most cut first
     assert cut_by_source(pairs, tok, 128) == {"pages": [0, 2], "short": [0, 1]}
@@ -537,10 +583,12 @@ def test_a_draw_with_a_cap_per_source_keeps_the_mix_order_and_no_source_dominate
     import json
 
     from veracity.verify.model import WEIGHTS_DIR
-    from veracity.verify.train import model_card, training_draw
+    from veracity.verify.training.card import model_card
+    from veracity.verify.training.draw import training_draw
 
-    mix = ([Pair(f"big {i}", "e", "supported", "vitaminc_real") for i in range(10)]
-           + [Pair(f"small {i}", "e", "refuted", "check_covid") for i in range(3)])
+    mix = [Pair(f"big {i}", "e", "supported", "vitaminc_real") for i in range(10)] + [
+        Pair(f"small {i}", "e", "refuted", "check_covid") for i in range(3)
+    ]
     random.Random(5).shuffle(mix)
     drawn = training_draw(mix, per_source=4)
     assert [p.source for p in drawn].count("vitaminc_real") == 4 and [p.source for p in drawn].count("check_covid") == 3
@@ -566,7 +614,7 @@ def test_the_training_command_refuses_a_cap_per_source_below_one(capsys):
 def test_a_calibration_with_another_seed_counts_the_pairs_the_weights_were_trained_on(monkeypatch, tmp_path):
     # weights whose training stopped before its own calibration are counted from the training's draw, not from the
     # calibration's (another seed shuffles the mix otherwise: the model card would list pairs never read)
-    from veracity.verify import train as T
+    from veracity.verify.training import draw
 
     def mix(seed: int) -> TrainingData:
         pairs = [Pair(f"claim {i}", "e", "supported", "vitaminc_real" if i % 3 else "check_covid") for i in range(30)]
@@ -574,13 +622,13 @@ def test_a_calibration_with_another_seed_counts_the_pairs_the_weights_were_train
         return TrainingData(pairs, [], [], [], [], [], {})
 
     built: list[int] = []
-    monkeypatch.setattr(T, "build", lambda root, seed=13, **kw: (built.append(seed), mix(seed))[1])
+    monkeypatch.setattr(draw, "build", lambda root, seed=13, **kw: (built.append(seed), mix(seed))[1])
     calibration = mix(31)
     s = TrainSettings(seed=31, limit=8, per_source=5)
-    pool = T.trained_pool(tmp_path, {"seed": 37, "limit": 8, "per_source": 5}, s, calibration)
+    pool = draw.trained_pool(tmp_path, {"seed": 37, "limit": 8, "per_source": 5}, s, calibration)
     assert built == [37] and pool == mix(37).train != calibration.train
-    assert T.training_draw(pool, 8, 5) == T.training_draw(mix(37).train, 8, 5)
-    assert T.trained_pool(tmp_path, {"seed": 31}, s, calibration) is calibration.train and built == [37]
+    assert draw.training_draw(pool, 8, 5) == draw.training_draw(mix(37).train, 8, 5)
+    assert draw.trained_pool(tmp_path, {"seed": 31}, s, calibration) is calibration.train and built == [37]
 
 
 def test_weights_trained_with_same_subject_pairs_are_counted_from_that_mix(monkeypatch, tmp_path, capsys):
@@ -589,8 +637,9 @@ def test_weights_trained_with_same_subject_pairs_are_counted_from_that_mix(monke
     import json
 
     from veracity.cli import main
-    from veracity.verify import train as T
     from veracity.verify.model import WEIGHTS_DIR
+    from veracity.verify.training import draw
+    from veracity.verify.training.card import model_card
 
     built: list[tuple[int, int]] = []
 
@@ -599,17 +648,17 @@ def test_weights_trained_with_same_subject_pairs_are_counted_from_that_mix(monke
         pairs = [Pair(f"claim {i}", "e", "nei", "same-subject" if i < same_subject else "fm2") for i in range(20)]
         return TrainingData(pairs, [], [], [], [], [], {})
 
-    monkeypatch.setattr(T, "build", mix)
+    monkeypatch.setattr(draw, "build", mix)
     calibration = mix(tmp_path, 31)
     s = TrainSettings(seed=31)
-    pool = T.trained_pool(tmp_path, {"seed": 31, "same_subject": 4}, s, calibration)
+    pool = draw.trained_pool(tmp_path, {"seed": 31, "same_subject": 4}, s, calibration)
     assert built[-1] == (31, 4) and sum(p.source == "same-subject" for p in pool) == 4
-    assert T.trained_pool(tmp_path, {"seed": 31}, s, calibration) is calibration.train
+    assert draw.trained_pool(tmp_path, {"seed": 31}, s, calibration) is calibration.train
     settings = json.loads((WEIGHTS_DIR / "verifier.json").read_text(encoding="utf-8"))
     settings.pop("averaged_from", None)  # a trained verifier's card (an averaged one's gives its stages' commands)
-    assert "--same-subject 4000" not in T.model_card(settings)
+    assert "--same-subject 4000" not in model_card(settings)
     settings["settings"] = {**settings["settings"], "limit": 30000, "same_subject": 4000}
-    assert "--limit 30000 --same-subject 4000" in T.model_card(settings)
+    assert "--limit 30000 --same-subject 4000" in model_card(settings)
     assert main(["verifier", "train", "--same-subject", "-1", "--out", "/nonexistent"]) != 0
     assert "--same-subject must be at least 0" in capsys.readouterr().err
 
@@ -633,16 +682,19 @@ def test_averaged_verifiers_are_the_mean_of_their_tensors_with_the_base_model_wh
     import torch
     from safetensors.torch import load_file
 
-    from veracity.verify.average import _base_state, average
     from veracity.verify.model import WEIGHTS_DIR, CrossEncoderVerifier, sha256
-    from veracity.verify.train import model_card
+    from veracity.verify.training.average import _base_state, average
+    from veracity.verify.training.card import model_card
 
     shipped = load_file(str(WEIGHTS_DIR / "verifier.safetensors"))
     settings = json.loads((WEIGHTS_DIR / "verifier.json").read_text(encoding="utf-8"))
     settings.pop("averaged_from", None)  # two trained verifiers (the shipped one is an average itself)
     layer0 = "bert.encoder.layer.0.attention.self.query.weight"
-    other = {k: (v.float() * 0.5).half() if k.startswith("classifier.") else v
-             for k, v in shipped.items() if not k.startswith("bert.encoder.layer.0.")}  # trained with layer 0 frozen
+    other = {
+        k: (v.float() * 0.5).half() if k.startswith("classifier.") else v
+        for k, v in shipped.items()
+        if not k.startswith("bert.encoder.layer.0.")
+    }  # trained with layer 0 frozen
     _verifier_folder(tmp_path / "a", shipped, {**settings, "train_seconds": 900})
     _verifier_folder(tmp_path / "b", other, {**settings, "train_seconds": 700})
     written = average([tmp_path / "a", tmp_path / "b"], tmp_path / "mean")
@@ -671,7 +723,7 @@ def test_averaging_refuses_one_folder_a_folder_without_weights_and_tensors_of_ot
 
     from veracity.cli import main
     from veracity.errors import UserError
-    from veracity.verify.average import average
+    from veracity.verify.training.average import average
 
     _verifier_folder(tmp_path / "a", {"classifier.weight": torch.zeros(3, 384, dtype=torch.float16)}, {})
     _verifier_folder(tmp_path / "b", {"classifier.weight": torch.zeros(2, 384, dtype=torch.float16)}, {})
@@ -684,8 +736,9 @@ def test_averaging_refuses_one_folder_a_folder_without_weights_and_tensors_of_ot
     with pytest.raises(UserError, match="classifier.weight has different shapes"):
         average([tmp_path / "a", tmp_path / "b"], tmp_path / "out")
     assert not (tmp_path / "out").exists()  # nothing half-written
-    assert main(["verifier", "average", str(tmp_path / "a"), "--out", str(tmp_path / "out"),
-                 "--data", str(tmp_path)]) != 0
+    assert (
+        main(["verifier", "average", str(tmp_path / "a"), "--out", str(tmp_path / "out"), "--data", str(tmp_path)]) != 0
+    )
     assert "training data not found" in capsys.readouterr().err
     assert {f: (tmp_path / "a" / f).read_bytes() for f in before} == before  # the folders read are left as they were
 
@@ -694,8 +747,8 @@ def test_the_average_command_calibrates_the_folder_it_wrote(tmp_path, monkeypatc
     import json
 
     from veracity.cli import main
-    from veracity.verify import train
     from veracity.verify.model import WEIGHTS_DIR
+    from veracity.verify.training import calibration
 
     (tmp_path / "data" / "fm2").mkdir(parents=True)
     for name in ("a", "b"):
@@ -705,13 +758,35 @@ def test_the_average_command_calibrates_the_folder_it_wrote(tmp_path, monkeypatc
     seen = {}
 
     def calibrate(out, data, s):
-        seen.update(out=out, data=data, seed=s.seed, threads=s.threads,
-                    averaged=json.loads((out / "verifier.json").read_text(encoding="utf-8"))["averaged_from"])
+        seen.update(
+            out=out,
+            data=data,
+            seed=s.seed,
+            threads=s.threads,
+            averaged=json.loads((out / "verifier.json").read_text(encoding="utf-8"))["averaged_from"],
+        )
         return {"temperature": 1.0, "binary_rule": {}, "figures": {}, "ms_per_pair": 0}
 
-    monkeypatch.setattr(train, "calibrate", calibrate)
-    assert main(["verifier", "average", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "m"),
-                 "--data", str(tmp_path / "data"), "--seed", "31", "--threads", "2"]) == 0
+    monkeypatch.setattr(calibration, "calibrate", calibrate)
+    assert (
+        main(
+            [
+                "verifier",
+                "average",
+                str(tmp_path / "a"),
+                str(tmp_path / "b"),
+                "--out",
+                str(tmp_path / "m"),
+                "--data",
+                str(tmp_path / "data"),
+                "--seed",
+                "31",
+                "--threads",
+                "2",
+            ]
+        )
+        == 0
+    )
     assert seen["out"] == tmp_path / "m" and seen["data"] == tmp_path / "data"
     assert (seen["seed"], seen["threads"]) == (31, 2) and len(seen["averaged"]) == 2
 
@@ -724,13 +799,17 @@ def test_an_averaged_verifier_lists_what_each_of_its_folders_was_trained_on(tmp_
 
     import torch
 
-    from veracity.verify import train as T
-    from veracity.verify.average import average
+    from veracity.verify.training import draw
+    from veracity.verify.training.average import average
+    from veracity.verify.training.card import model_card
 
     state = {"classifier.weight": torch.zeros(3, 384, dtype=torch.float16)}
     counted = {"train_pairs": 5, "train_by_source": {"fm2": 5}}
-    _verifier_folder(tmp_path / "a", state, {"settings": {"seed": 31}, "train_seconds": 900,
-                                             "data": {**counted, "calibration_pairs": 7}})
+    _verifier_folder(
+        tmp_path / "a",
+        state,
+        {"settings": {"seed": 31}, "train_seconds": 900, "data": {**counted, "calibration_pairs": 7}},
+    )
     _verifier_folder(tmp_path / "b", state, {"settings": {"seed": 43, "limit": 4}, "train_seconds": 700})
     inner = average([tmp_path / "a", tmp_path / "b"], tmp_path / "ab")
     assert inner["averaged_from"][0]["data"] == counted and "data" not in inner["averaged_from"][1]
@@ -740,22 +819,34 @@ def test_an_averaged_verifier_lists_what_each_of_its_folders_was_trained_on(tmp_
     assert "data" not in outer["averaged_from"][0]  # the average's `data` (its first folder's) is not its draw
 
     def mix(root, seed=13, same_subject=0, **kw):
-        pairs = [Pair(f"claim {i}", "e", "supported", "vitaminc_real" if (i + seed) % 2 else "check_covid")
-                 for i in range(10)]
+        pairs = [
+            Pair(f"claim {i}", "e", "supported", "vitaminc_real" if (i + seed) % 2 else "check_covid")
+            for i in range(10)
+        ]
         return TrainingData(pairs, [], [], [], [], [], {})
 
     built: list[int] = []
-    monkeypatch.setattr(T, "build", lambda root, seed=13, **kw: (built.append(seed), mix(root, seed))[1])
-    T.count_draws(outer["averaged_from"], tmp_path, TrainSettings(seed=31), mix(tmp_path, 31), tok=None)
+    monkeypatch.setattr(draw, "build", lambda root, seed=13, **kw: (built.append(seed), mix(root, seed))[1])
+    draw.count_draws(outer["averaged_from"], tmp_path, TrainSettings(seed=31), mix(tmp_path, 31), tok=None)
     assert sorted(built) == [43, 53]  # the folders whose calibration did not count their draw
     assert outer["averaged_from"][0]["averaged_from"][1]["data"] == {
-        "train_pairs": 4, "train_by_source": {"vitaminc_real": 2, "check_covid": 2}}
+        "train_pairs": 4,
+        "train_by_source": {"vitaminc_real": 2, "check_covid": 2},
+    }
     assert outer["averaged_from"][1]["data"]["train_pairs"] == 3
 
-    card = T.model_card({**json.loads((tmp_path / "abc" / "verifier.json").read_text(encoding="utf-8")),
-                         "averaged_from": outer["averaged_from"], "name": "v", "base": "b", "max_length": 128,
-                         "binary_rule": "supported_vs_refuted",
-                         "data": {**counted, "calibration_pairs": 7}, "figures": {}})
+    card = model_card(
+        {
+            **json.loads((tmp_path / "abc" / "verifier.json").read_text(encoding="utf-8")),
+            "averaged_from": outer["averaged_from"],
+            "name": "v",
+            "base": "b",
+            "max_length": 128,
+            "binary_rule": "supported_vs_refuted",
+            "data": {**counted, "calibration_pairs": 7},
+            "figures": {},
+        }
+    )
     line = next(x for x in card.splitlines() if x.startswith("- Training draw of each averaged folder"))
     a, b = tmp_path / "a", tmp_path / "b"
     assert f"{tmp_path / 'ab'}: the average of ({a}: 5 pairs {{'fm2': 5}}; {b}: 4 pairs" in line
@@ -772,34 +863,40 @@ def test_a_training_is_calibrated_with_the_shipped_verifiers_seed_unless_told_ot
     import torch
 
     from veracity.cli import main
-    from veracity.verify import train as T
-    from veracity.verify.compare import calibration_seed
     from veracity.verify.model import WEIGHTS_DIR
+    from veracity.verify.training import train
+    from veracity.verify.training.card import model_card
+    from veracity.verify.training.compare import calibration_seed
+    from veracity.verify.training.draw import fitted_draw
 
     (tmp_path / "data" / "fm2").mkdir(parents=True)
     training = TrainingData([Pair("c", "e", "supported", "fm2")], [], [], [], [], [], {})
-    monkeypatch.setattr(T, "build", lambda root, seed=13, **kw: training)
-    monkeypatch.setattr(T, "fine_tune", lambda data, out, s, progress=True: (torch.nn.Linear(2, 3), None))
+    monkeypatch.setattr(train, "build", lambda root, seed=13, **kw: training)
+    monkeypatch.setattr(train, "fine_tune", lambda data, out, s, progress=True: (torch.nn.Linear(2, 3), None))
     calls = []
 
     def calibrate(out, root, s, *, data=None):
         calls.append((s.seed, data))
         return {"sha256": "", "temperature": 1.0, "binary_rule": {}, "figures": {}, "ms_per_pair": 0}
 
-    monkeypatch.setattr(T, "calibrate", calibrate)
+    monkeypatch.setattr(train, "calibrate", calibrate)
     shipped = calibration_seed(json.loads((WEIGHTS_DIR / "verifier.json").read_text(encoding="utf-8")))
     args = ["verifier", "train", "--data", str(tmp_path / "data"), "--seed", "53"]
     assert main([*args, "--out", str(tmp_path / "a")]) == 0
     assert calls[-1] == (shipped, None) and shipped != 53  # its own draw, as `veracity verifier calibrate` makes it
     written = json.loads((tmp_path / "a" / "verifier.json").read_text(encoding="utf-8"))["settings"]
     assert (written["seed"], written["calibration_seed"]) == (53, shipped)
-    assert f"--seed 53 --threads 1 --calibration-seed {shipped}" in T.model_card(
-        {**json.loads((WEIGHTS_DIR / "verifier.json").read_text(encoding="utf-8")), "settings": written,
-         "averaged_from": None})
+    assert f"--seed 53 --threads 1 --calibration-seed {shipped}" in model_card(
+        {
+            **json.loads((WEIGHTS_DIR / "verifier.json").read_text(encoding="utf-8")),
+            "settings": written,
+            "averaged_from": None,
+        }
+    )
     assert main([*args, "--out", str(tmp_path / "b"), "--calibration-seed", "53"]) == 0
     assert calls[-1] == (53, training)  # the training's own data, drawn once
     with pytest.raises(Exception, match="long_pairs 'sliding'"):
-        T.fitted_draw([], {"long_pairs": "sliding"}, None, 32)
+        fitted_draw([], {"long_pairs": "sliding"}, None, 32)
     capsys.readouterr()
 
 
@@ -809,8 +906,9 @@ def test_a_verifier_trained_at_one_length_can_be_calibrated_to_read_another(tmp_
     import json
 
     from veracity.cli import main
-    from veracity.verify import train as T
     from veracity.verify.model import WEIGHTS_DIR
+    from veracity.verify.training import calibration
+    from veracity.verify.training.card import model_card
 
     (tmp_path / "data" / "fm2").mkdir(parents=True)
     folder = tmp_path / "v"
@@ -818,26 +916,44 @@ def test_a_verifier_trained_at_one_length_can_be_calibrated_to_read_another(tmp_
     for f in ("verifier.json", "verifier.safetensors"):
         (folder / f).write_bytes((WEIGHTS_DIR / f).read_bytes())
     read = []
-    monkeypatch.setattr(T, "calibrate", lambda out, root, s: read.append(
-        json.loads((out / "verifier.json").read_text(encoding="utf-8"))["max_length"]) or {
-        "temperature": 1.0, "binary_rule": {}, "figures": {}, "ms_per_pair": 0})
+    monkeypatch.setattr(
+        calibration,
+        "calibrate",
+        lambda out, root, s: (
+            read.append(json.loads((out / "verifier.json").read_text(encoding="utf-8"))["max_length"])
+            or {"temperature": 1.0, "binary_rule": {}, "figures": {}, "ms_per_pair": 0}
+        ),
+    )
     args = ["verifier", "calibrate", "--out", str(folder), "--data", str(tmp_path / "data")]
     assert main([*args, "--max-length", "600"]) != 0
     assert "--max-length must be between 16 and 512" in capsys.readouterr().err and read == []
     trained = json.loads((WEIGHTS_DIR / "verifier.json").read_text(encoding="utf-8"))["settings"]["max_length"]
     other = 192 if trained != 192 else 320  # a length the shipped weights were not trained at
-    assert main(["verifier", "calibrate", "--out", str(folder), "--data", str(tmp_path / "none"),
-                 "--max-length", str(other)]) != 0
+    assert (
+        main(
+            [
+                "verifier",
+                "calibrate",
+                "--out",
+                str(folder),
+                "--data",
+                str(tmp_path / "none"),
+                "--max-length",
+                str(other),
+            ]
+        )
+        != 0
+    )
     assert "training data not found" in capsys.readouterr().err and read == []
     assert (folder / "verifier.json").read_bytes() == (WEIGHTS_DIR / "verifier.json").read_bytes()  # left as it was
     assert main([*args, "--max-length", str(other)]) == 0 and read == [other]
     assert main(args) == 0 and read == [other, other]  # it goes on reading what it was set to
     settings = json.loads((folder / "verifier.json").read_text(encoding="utf-8"))
     settings.pop("averaged_from", None)
-    card = T.model_card(settings)
+    card = model_card(settings)
     assert settings["settings"]["max_length"] == trained
     assert f"**Maximum length:** {other} word pieces per pair (trained on pairs of at most {trained};" in card
     assert f"were longer than {trained} and were cut" in card
-    assert "(trained on" not in T.model_card({**settings, "max_length": trained})
+    assert "(trained on" not in model_card({**settings, "max_length": trained})
     assert main(["verifier", "train", "--max-length", "1024", "--out", str(tmp_path / "t")]) != 0
     assert "--max-length must be at most 512" in capsys.readouterr().err

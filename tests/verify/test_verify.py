@@ -7,20 +7,23 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, veracity_cmd
+
+from veracity.verify import evidence_text
 from veracity.verify.decide import EvidenceDecision, label_for, probability_of
-from veracity.verify import evidence_text, synthetic
-from veracity.verify.data import fm2_part, read_fm2
-from veracity.verify.lexical import FEATURES, LexicalModel, features, fit_lexical
+from veracity.verify.lexical import FEATURES, LexicalModel, features
 from veracity.verify.model import WEIGHTS_DIR, Verification, aggregate
 from veracity.verify.result import describe_rule
+from veracity.verify.training import synthetic
+from veracity.verify.training.data import fm2_part, read_fm2
+from veracity.verify.training.fits import fit_lexical
 
 TRAINING = ROOT.parent / "shared" / "training"
 SHIPPED = (WEIGHTS_DIR / "verifier.json").is_file()
 
 
 # -- synthetic edits -----------------------------------------------------------------------------------
+
 
 def test_number_edit_changes_a_year_and_nothing_else():
     s = "The bridge opened in 1883 after fourteen years of work."
@@ -35,8 +38,9 @@ def test_negation_is_added_after_the_auxiliary_and_removed_when_present():
 
 
 def test_name_swap_uses_another_name_of_the_same_page():
-    out = synthetic.swap_name("The film starred Julie Andrews as Maria.", ["Plummer", "Andrews", "Wise"],
-                              random.Random(1))
+    out = synthetic.swap_name(
+        "The film starred Julie Andrews as Maria.", ["Plummer", "Andrews", "Wise"], random.Random(1)
+    )
     assert out is not None and out != "The film starred Julie Andrews as Maria."
     assert any(n in out for n in ("Plummer", "Wise"))
 
@@ -54,6 +58,7 @@ def test_pairs_from_a_page_have_the_three_labels_and_refuted_claims_differ_from_
 
 
 # -- lexical features and baseline ---------------------------------------------------------------------
+
 
 def test_features_see_a_missing_number_and_a_negation_mismatch():
     same = dict(zip(FEATURES, features("The tower is 300 metres tall.", "The tower is 300 metres tall.")))
@@ -79,28 +84,33 @@ def test_a_fitted_lexical_model_learns_overlap_and_round_trips_through_json():
 
 # -- aggregation and labels ----------------------------------------------------------------------------
 
+
 def test_the_most_decisive_candidate_decides_and_names_its_passage():
     a = {"supported": 0.2, "refuted": 0.1, "nei": 0.7}
     b = {"supported": 0.1, "refuted": 0.8, "nei": 0.1}
     joined = {"supported": 0.3, "refuted": 0.3, "nei": 0.4}
     v = aggregate([a, b, joined], 2)
     assert v.label == "refuted" and v.passage == 1 and v.per_passage == [a, b]
-    v = aggregate([a, {"supported": 0.3, "refuted": 0.2, "nei": 0.5}, {"supported": 0.9, "refuted": 0.05,
-                                                                       "nei": 0.05}], 2)
+    v = aggregate(
+        [a, {"supported": 0.3, "refuted": 0.2, "nei": 0.5}, {"supported": 0.9, "refuted": 0.05, "nei": 0.05}], 2
+    )
     assert v.label == "supported" and v.passage is None  # only the passages together settle it
     assert aggregate([], 0).label == "nei"
 
 
 def test_labels_map_onto_the_callers_label_set():
-    v = Verification({"supported": 0.3, "refuted": 0.2, "nei": 0.5}, 0,
-                     [{"supported": 0.3, "refuted": 0.2, "nei": 0.5}])
+    v = Verification(
+        {"supported": 0.3, "refuted": 0.2, "nei": 0.5}, 0, [{"supported": 0.3, "refuted": 0.2, "nei": 0.5}]
+    )
     assert label_for(v, ("Supported", "Refuted"), "supported_vs_refuted")[0] == "Supported"  # 0.3 vs 0.2
     assert label_for(v, ("Supported", "Refuted"), "supported_vs_rest")[0] == "Refuted"  # 0.3 vs 0.7
     four = ("Supported", "Refuted", "Not Enough Evidence", "Conflicting Evidence/Cherrypicking")
     assert label_for(v, four, "supported_vs_refuted") == ("Not Enough Evidence", 0.5)
-    split = Verification({"supported": 0.7, "refuted": 0.2, "nei": 0.1}, 0,
-                         [{"supported": 0.7, "refuted": 0.2, "nei": 0.1}, {"supported": 0.1, "refuted": 0.8,
-                                                                           "nei": 0.1}])
+    split = Verification(
+        {"supported": 0.7, "refuted": 0.2, "nei": 0.1},
+        0,
+        [{"supported": 0.7, "refuted": 0.2, "nei": 0.1}, {"supported": 0.1, "refuted": 0.8, "nei": 0.1}],
+    )
     assert label_for(split, four, "supported_vs_refuted")[0] == "Conflicting Evidence/Cherrypicking"
     with pytest.raises(ValueError, match="two labels or more"):
         label_for(v, ("Accurate",), "supported_vs_refuted")
@@ -108,13 +118,17 @@ def test_labels_map_onto_the_callers_label_set():
 
 
 def test_the_verifiers_probability_of_any_label_of_the_callers_set():
-    v = Verification({"supported": 0.1, "refuted": 0.3, "nei": 0.6}, None,
-                     [{"supported": 0.6, "refuted": 0.1, "nei": 0.3}, {"supported": 0.1, "refuted": 0.7, "nei": 0.2}])
+    v = Verification(
+        {"supported": 0.1, "refuted": 0.3, "nei": 0.6},
+        None,
+        [{"supported": 0.6, "refuted": 0.1, "nei": 0.3}, {"supported": 0.1, "refuted": 0.7, "nei": 0.2}],
+    )
     two = ("Supported", "Refuted")
     assert probability_of(v, "Refuted", two, "supported_vs_refuted") == pytest.approx(0.75)  # 0.3 / (0.1 + 0.3)
     assert probability_of(v, "Supported", two, "supported_vs_refuted") == pytest.approx(0.25)
-    assert probability_of(v, "Not Supported", ("Supported", "Not Supported"), "supported_vs_refuted") == \
-        pytest.approx(0.9)  # LEAF's set: the supported mass against all the rest
+    assert probability_of(v, "Not Supported", ("Supported", "Not Supported"), "supported_vs_refuted") == pytest.approx(
+        0.9
+    )  # LEAF's set: the supported mass against all the rest
     four = ("Supported", "Refuted", "Not Enough Evidence", "Conflicting Evidence/Cherrypicking")
     assert [probability_of(v, x, four, "supported_vs_refuted") for x in four[:3]] == [0.1, 0.3, 0.6]
     assert probability_of(v, four[3], four, "supported_vs_refuted") == pytest.approx(0.6 * 0.7)
@@ -137,17 +151,21 @@ def test_a_supported_or_not_set_is_read_by_the_artifacts_rule_against_the_rest()
     assert probability_of(v, "Not Supported", ns, "supported_vs_refuted", rest) == pytest.approx(1 - p)
     assert "supported from 0.39" in describe_rule(rest)
     flat = {"name": "fitted_vs_rest", "weight": 0.0, "bias": -0.4}  # a fit that learnt nothing of the reading
-    assert describe_rule(flat).endswith("not supported at any reading") and label_for(
-        Verification({"supported": 0.99, "refuted": 0.0, "nei": 0.01}, None, []), ns, "supported_vs_refuted",
-        flat)[0] == "Not Supported"
+    assert (
+        describe_rule(flat).endswith("not supported at any reading")
+        and label_for(
+            Verification({"supported": 0.99, "refuted": 0.0, "nei": 0.01}, None, []), ns, "supported_vs_refuted", flat
+        )[0]
+        == "Not Supported"
+    )
     # a set of supported and refuted keeps the two-label rule: 0.45 against 0.15
-    assert label_for(v, ("Supported", "Refuted"), "supported_vs_refuted", rest) == ("Supported",
-                                                                                      pytest.approx(0.75))
+    assert label_for(v, ("Supported", "Refuted"), "supported_vs_refuted", rest) == ("Supported", pytest.approx(0.75))
 
 
 def test_a_label_chosen_against_an_undecisive_reading_gets_the_verifiers_probability_and_a_reason():
-    v = Verification({"supported": 0.1, "refuted": 0.3, "nei": 0.6}, 0, [{"supported": 0.1, "refuted": 0.3,
-                                                                           "nei": 0.6}])
+    v = Verification(
+        {"supported": 0.1, "refuted": 0.3, "nei": 0.6}, 0, [{"supported": 0.1, "refuted": 0.3, "nei": 0.6}]
+    )
     labels = ("Supported", "Refuted", "Not Enough Information")
     d = EvidenceDecision(*label_for(v, labels, "supported_vs_refuted"), v, "", labels, "supported_vs_refuted")
     assert not d.decisive and d.label == "Not Enough Information"
@@ -162,15 +180,18 @@ def test_a_label_chosen_against_an_undecisive_reading_gets_the_verifiers_probabi
 def test_in_a_two_label_set_an_undecisive_reading_that_leans_the_other_way_takes_the_label():
     """Supported / Refuted, nei 0.6: not decisive, but the verifier gives Refuted 0.75 and the model's Supported
     0.25; the verdict takes Refuted with 0.75 (below the threshold: uncertain) and says what the model chose."""
-    v = Verification({"supported": 0.1, "refuted": 0.3, "nei": 0.6}, 0, [{"supported": 0.1, "refuted": 0.3,
-                                                                           "nei": 0.6}])
+    v = Verification(
+        {"supported": 0.1, "refuted": 0.3, "nei": 0.6}, 0, [{"supported": 0.1, "refuted": 0.3, "nei": 0.6}]
+    )
     two = ("Supported", "Refuted")
     d = EvidenceDecision(*label_for(v, two, "supported_vs_refuted"), v, "", two, "supported_vs_refuted", 0.8)
     assert not d.decisive and d.label == "Refuted"
     label, p, why = d.undecided("Supported")
     assert label == "Refuted" and p == pytest.approx(0.75)
-    assert why == ("the sources read do not settle the claim (the trained verifier reads Refuted, 0.75, and gives "
-                   "Supported 0.25); the language model chose Supported")
+    assert why == (
+        "the sources read do not settle the claim (the trained verifier reads Refuted, 0.75, and gives "
+        "Supported 0.25); the language model chose Supported"
+    )
     assert d.undecided("Refuted") == ("Refuted", pytest.approx(0.75), "")
     assert d.undecided("Unverified")[0] == "Unverified"  # a label outside the set (a parse failure's) stands
     # three labels without a not-enough-information one (AVeriTeC-like, less nei): the model's label stands
@@ -191,8 +212,9 @@ def test_in_a_two_label_set_a_sure_two_label_reading_is_decisive_even_when_nei_i
     assert not EvidenceDecision(label, p, v, "", two, "supported_vs_refuted", 0.95).decisive  # not sure enough
     assert not EvidenceDecision(label, p, v, "", two, "supported_vs_refuted").decisive  # no threshold: as before
     three = ("Supported", "Refuted", "Not Enough Information")
-    assert not EvidenceDecision(*label_for(v, three, "supported_vs_refuted"), v, "", three, "supported_vs_refuted",
-                                0.5).decisive  # with a nei label, nei 0.55 is the reading
+    assert not EvidenceDecision(
+        *label_for(v, three, "supported_vs_refuted"), v, "", three, "supported_vs_refuted", 0.5
+    ).decisive  # with a nei label, nei 0.55 is the reading
 
 
 def test_evidence_text_is_the_bare_text_as_the_verifier_was_trained_on():
@@ -200,6 +222,7 @@ def test_evidence_text_is_the_bare_text_as_the_verifier_was_trained_on():
 
 
 # -- training data -------------------------------------------------------------------------------------
+
 
 @pytest.mark.skipif(not (TRAINING / "fm2").is_dir(), reason="../shared/training is absent")
 def test_fm2_is_split_by_page_with_no_page_on_two_sides():
@@ -214,10 +237,13 @@ def test_fm2_is_split_by_page_with_no_page_on_two_sides():
 
 
 def test_off_topic_pairs_put_a_claim_against_another_sources_passage_as_not_enough_information():
-    from veracity.verify.data import OFFTOPIC_WORDS, Pair, offtopic_pairs, offtopic_passages
+    from veracity.verify.training.data import OFFTOPIC_WORDS, Pair, offtopic_pairs, offtopic_passages
 
-    pool = [Pair(f"Claim {i} of {src}.", f"Passage {i} of {src}.", "supported", src)
-            for src in ("a", "b", "c") for i in range(20)]
+    pool = [
+        Pair(f"Claim {i} of {src}.", f"Passage {i} of {src}.", "supported", src)
+        for src in ("a", "b", "c")
+        for i in range(20)
+    ]
     pool.append(Pair("A long one.", " ".join(["word"] * (OFFTOPIC_WORDS + 1)), "refuted", "d"))
     out = offtopic_pairs(pool, pool, random.Random(0), 30)
     assert len(out) == 30 and {p.label for p in out} == {"nei"} and {p.source for p in out} == {"offtopic"}
@@ -234,21 +260,31 @@ def test_off_topic_pairs_put_a_claim_against_another_sources_passage_as_not_enou
 
 
 def test_evidence_about_another_subject_names_someone_else_everywhere_and_is_not_enough_information():
-    from veracity.verify.data import Pair, other_subject_pairs
+    from veracity.verify.training.data import Pair, other_subject_pairs
 
     assert synthetic.subject("The Eiffel Tower was completed in 1889.") == "Eiffel Tower"
     assert synthetic.subject("As of 27 March, Sao Tome had no case.") is None  # its first name is not its subject
-    changed = synthetic.other_subject("Michael Vick is American.", "Michael Dwayne Vick (born 1980) is a former "
-                                      "American quarterback; Vick played 13 seasons.", "Gegard Mousasi")
+    changed = synthetic.other_subject(
+        "Michael Vick is American.",
+        "Michael Dwayne Vick (born 1980) is a former American quarterback; Vick played 13 seasons.",
+        "Gegard Mousasi",
+    )
     assert changed == "Gegard Mousasi (born 1980) is a former American quarterback; Gegard Mousasi played 13 seasons."
     # evidence that does not name the subject, or a replacement that shares its name, gives nothing
     assert synthetic.other_subject("Mara Lind was born in Riga.", "She was born in Riga.", "John Smith") is None
     assert synthetic.other_subject("Mara Lind was born in Riga.", "Mara Lind was born in Riga.", "Anna Lind") is None
-    pool = [Pair(f"{first} Smith{i} was born in {city}.", f"{first} Smith{i} was born in {city} in 1950.", "supported",
-                 "vitaminc_real") for i, (first, city) in enumerate([("Anna", "Riga"), ("Boris", "Oslo"),
-                                                                      ("Carla", "Lima"), ("Dmitri", "Kyiv")])]
-    out = other_subject_pairs(pool + [Pair("Snow is cold.", "Snow is cold.", "supported", "snli")],
-                              random.Random(0), 10)
+    pool = [
+        Pair(
+            f"{first} Smith{i} was born in {city}.",
+            f"{first} Smith{i} was born in {city} in 1950.",
+            "supported",
+            "vitaminc_real",
+        )
+        for i, (first, city) in enumerate([("Anna", "Riga"), ("Boris", "Oslo"), ("Carla", "Lima"), ("Dmitri", "Kyiv")])
+    ]
+    out = other_subject_pairs(
+        pool + [Pair("Snow is cold.", "Snow is cold.", "supported", "snli")], random.Random(0), 10
+    )
     assert len(out) == 4 and {p.label for p in out} == {"nei"} and {p.source for p in out} == {"other-subject"}
     for p in out:
         own = synthetic.subject(p.claim)
@@ -257,7 +293,7 @@ def test_evidence_about_another_subject_names_someone_else_everywhere_and_is_not
 
 
 def test_a_sentence_on_another_point_about_the_subject_is_not_enough_information():
-    from veracity.verify.data import Pair, same_subject_pairs
+    from veracity.verify.training.data import Pair, same_subject_pairs
 
     def pair(claim, evidence, label="supported", source="fever_symmetric"):
         return Pair(claim, evidence, label, source)
@@ -267,10 +303,16 @@ def test_a_sentence_on_another_point_about_the_subject_is_not_enough_information
     river = pair("The Orrin Bridge crosses the Pirita.", "The Pirita river runs under the Orrin Bridge.")
     edited = pair("The Orrin Bridge was painted red.", "The Orrin Bridge was never painted blue.", "refuted")
     dated = pair("The Orrin Bridge was renovated in 1990.", "The Orrin Bridge was closed in 1985.")
-    pool = [built, where, river, edited, dated,
-            pair("The Orrin Bridge is a toll bridge.", "The Orrin Bridge carries the old Narva road."),
-            pair("Many of the schools closed in March.", "Many artists cite Fripp as an influence."),
-            pair("Snow is cold.", "Snow is frozen water.", source="snli")]
+    pool = [
+        built,
+        where,
+        river,
+        edited,
+        dated,
+        pair("The Orrin Bridge is a toll bridge.", "The Orrin Bridge carries the old Narva road."),
+        pair("Many of the schools closed in March.", "Many artists cite Fripp as an influence."),
+        pair("Snow is cold.", "Snow is frozen water.", source="snli"),
+    ]
     out = same_subject_pairs(pool, random.Random(0), 100)
     assert out and {p.label for p in out} == {"nei"} and {p.source for p in out} == {"same-subject"}
     read = {(p.claim, p.evidence) for p in out}
@@ -288,17 +330,23 @@ def test_a_sentence_on_another_point_about_the_subject_is_not_enough_information
 
 # -- the shipped verifier ------------------------------------------------------------------------------
 
+
 @pytest.mark.skipif(not SHIPPED, reason="no trained verifier in verify/weights")
 def test_the_shipped_verifier_tells_support_from_a_changed_fact_and_from_an_unrelated_passage():
     from veracity.verify import load_verifier
 
     v = load_verifier()
     ev = "The Eiffel Tower was completed in 1889 and is 330 metres tall."
-    ok, wrong, unrelated = v.verify_many([
-        ("The Eiffel Tower was completed in 1889.", [ev]),
-        ("The Eiffel Tower was completed in 1925.", [ev]),
-        ("The Eiffel Tower was completed in 1889.", ["Bananas are rich in potassium and grow in tropical climates."]),
-    ])
+    ok, wrong, unrelated = v.verify_many(
+        [
+            ("The Eiffel Tower was completed in 1889.", [ev]),
+            ("The Eiffel Tower was completed in 1925.", [ev]),
+            (
+                "The Eiffel Tower was completed in 1889.",
+                ["Bananas are rich in potassium and grow in tropical climates."],
+            ),
+        ]
+    )
     assert ok.label == "supported"
     assert wrong.probabilities["refuted"] > wrong.probabilities["supported"]
     assert unrelated.label == "nei"
@@ -312,15 +360,21 @@ def test_the_shipped_verifier_reads_evidence_about_someone_else_as_not_settling_
     from veracity.verify import load_verifier
 
     v = load_verifier()
-    readings = v.verify_many([
-        ("Marie Curie was born in Warsaw.", ["Albert Einstein was born in Ulm."]),
-        ("Lionel Messi plays for Inter Miami.", ["Cristiano Ronaldo plays for Al Nassr."]),
-        ("The Chrysler Building was completed in 1889.", ["The Eiffel Tower was completed in 1889 and is 330 metres "
-                                                          "tall."]),
-        ("Photosynthesis takes place in chloroplasts.", ["Kestrel Bay is a 1998 novel written by Mara Lind.",
-                                                         "The Orrin Bridge is a stone bridge in Tallinn."]),
-        ("Marie Curie was born in Warsaw.", ["Marie Curie was born in Paris."]),
-    ])
+    readings = v.verify_many(
+        [
+            ("Marie Curie was born in Warsaw.", ["Albert Einstein was born in Ulm."]),
+            ("Lionel Messi plays for Inter Miami.", ["Cristiano Ronaldo plays for Al Nassr."]),
+            (
+                "The Chrysler Building was completed in 1889.",
+                ["The Eiffel Tower was completed in 1889 and is 330 metres tall."],
+            ),
+            (
+                "Photosynthesis takes place in chloroplasts.",
+                ["Kestrel Bay is a 1998 novel written by Mara Lind.", "The Orrin Bridge is a stone bridge in Tallinn."],
+            ),
+            ("Marie Curie was born in Warsaw.", ["Marie Curie was born in Paris."]),
+        ]
+    )
     assert [r.label for r in readings] == ["nei", "nei", "nei", "nei", "refuted"]
 
 
@@ -334,12 +388,18 @@ def test_the_shipped_verifier_refutes_a_claim_with_one_false_part_beside_parts_i
 
     v = load_verifier()
     assert v.binary_rule["name"] == "fitted"
-    readings = v.verify_many([
-        ("Marie Curie was born in Paris and won three Nobel Prizes.",
-         ["Marie Curie was born in Warsaw, then part of the Russian Empire."]),
-        ("The Eiffel Tower was completed in 1925 and is visited by millions of tourists every year.",
-         ["The Eiffel Tower was completed in 1889 for the World's Fair."]),
-    ])
+    readings = v.verify_many(
+        [
+            (
+                "Marie Curie was born in Paris and won three Nobel Prizes.",
+                ["Marie Curie was born in Warsaw, then part of the Russian Empire."],
+            ),
+            (
+                "The Eiffel Tower was completed in 1925 and is visited by millions of tourists every year.",
+                ["The Eiffel Tower was completed in 1889 for the World's Fair."],
+            ),
+        ]
+    )
     for r in readings:
         label, p = label_for(r, ("Supported", "Refuted"), v.binary_rule)
         assert r.label == "refuted" and label == "Refuted" and p > 0.75
@@ -358,14 +418,27 @@ def test_the_shipped_weights_match_their_recorded_hash():
 
 @pytest.mark.skipif(not SHIPPED, reason="no trained verifier in verify/weights")
 def test_verifier_cli_check_and_info(cli_env):
-    out = subprocess.run(veracity_cmd() + ["verifier", "check", "Paris is the capital of France.", "--evidence",
-                                           "Paris is the capital and largest city of France.", "--json"],
-                         capture_output=True, text=True, env=cli_env, timeout=300)
+    out = subprocess.run(
+        veracity_cmd()
+        + [
+            "verifier",
+            "check",
+            "Paris is the capital of France.",
+            "--evidence",
+            "Paris is the capital and largest city of France.",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=cli_env,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["label"] == "supported" and set(data["probabilities"]) == {"supported", "refuted", "nei"}
-    info = subprocess.run(veracity_cmd() + ["verifier", "info"], capture_output=True, text=True, env=cli_env,
-                          timeout=120)
+    info = subprocess.run(
+        veracity_cmd() + ["verifier", "info"], capture_output=True, text=True, env=cli_env, timeout=120
+    )
     assert info.returncode == 0 and "sha256" in info.stdout and "fm2_heldout" in info.stdout
 
 
@@ -374,32 +447,70 @@ def test_a_changed_weights_file_is_refused(tmp_path):
     from veracity.verify.model import _load_cross_encoder
 
     (tmp_path / "verifier.safetensors").write_bytes(b"not weights")
-    (tmp_path / "verifier.json").write_text(json.dumps({"labels": ["supported", "refuted", "nei"],
-                                                        "weights": "verifier.safetensors", "sha256": "0" * 64}))
+    (tmp_path / "verifier.json").write_text(
+        json.dumps({"labels": ["supported", "refuted", "nei"], "weights": "verifier.safetensors", "sha256": "0" * 64})
+    )
     with pytest.raises(UserError, match="hash"):
         _load_cross_encoder(str(tmp_path))
 
 
 # -- the pipelines in an evaluation --------------------------------------------------------------------
 
+
 @pytest.mark.skipif(not SHIPPED, reason="no trained verifier in verify/weights")
 def test_verifier_and_lexical_pipelines_in_an_evaluation_with_majority_and_coverage(tmp_path, cli_env):
     rows = [
-        {"id": "a", "claim": "The Nile flows into the Mediterranean Sea.", "label": "Supported",
-         "evidence": ["The Nile flows north and drains into the Mediterranean Sea."]},
-        {"id": "b", "claim": "Mount Everest is 5,000 metres high.", "label": "Refuted",
-         "evidence": ["Mount Everest is 8,849 metres high, the highest mountain above sea level."]},
-        {"id": "c", "claim": "The Beatles were formed in Liverpool in 1960.", "label": "Supported",
-         "evidence": ["The Beatles were an English rock band formed in Liverpool in 1960."]},
-        {"id": "d", "claim": "Marie Curie was born in Berlin.", "label": "Refuted",
-         "evidence": ["Marie Curie was born in Warsaw, in what was then the Kingdom of Poland."]},
+        {
+            "id": "a",
+            "claim": "The Nile flows into the Mediterranean Sea.",
+            "label": "Supported",
+            "evidence": ["The Nile flows north and drains into the Mediterranean Sea."],
+        },
+        {
+            "id": "b",
+            "claim": "Mount Everest is 5,000 metres high.",
+            "label": "Refuted",
+            "evidence": ["Mount Everest is 8,849 metres high, the highest mountain above sea level."],
+        },
+        {
+            "id": "c",
+            "claim": "The Beatles were formed in Liverpool in 1960.",
+            "label": "Supported",
+            "evidence": ["The Beatles were an English rock band formed in Liverpool in 1960."],
+        },
+        {
+            "id": "d",
+            "claim": "Marie Curie was born in Berlin.",
+            "label": "Refuted",
+            "evidence": ["Marie Curie was born in Warsaw, in what was then the Kingdom of Poland."],
+        },
     ]
     data = tmp_path / "claims.jsonl"
     data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    out = subprocess.run(veracity_cmd() + ["eval", "--dataset", "jsonl", "--path", str(data), "--pipeline", "verifier",
-                                           "--pipeline", "lexical", "--out", str(tmp_path / "run"), "--no-progress",
-                                           "--no-plots", "--model", "scripted:" + str(_no_calls(tmp_path))],
-                         capture_output=True, text=True, env=cli_env, timeout=600)
+    out = subprocess.run(
+        veracity_cmd()
+        + [
+            "eval",
+            "--dataset",
+            "jsonl",
+            "--path",
+            str(data),
+            "--pipeline",
+            "verifier",
+            "--pipeline",
+            "lexical",
+            "--out",
+            str(tmp_path / "run"),
+            "--no-progress",
+            "--no-plots",
+            "--model",
+            "scripted:" + str(_no_calls(tmp_path)),
+        ],
+        capture_output=True,
+        text=True,
+        env=cli_env,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr
     report = (tmp_path / "run" / "report.md").read_text()
     assert "| verifier | 4 |" in report and "| lexical | 4 |" in report and "majority class" in report
@@ -433,11 +544,13 @@ def test_auto_uses_the_verifier_with_the_embedded_default_only():
     assert verifier_enabled(auto.verifier, f"gguf:{DEFAULT_MODEL_NAME}")
     assert not verifier_enabled(auto.verifier, "scripted") and not verifier_enabled(auto.verifier, "gpt-4o-mini")
     assert verifier_enabled(load_config(overrides={"verifier.use": "on"}, env={}).verifier, "scripted")
-    assert not verifier_enabled(load_config(overrides={"verifier.use": "off"}, env={}).verifier,
-                                f"gguf:{DEFAULT_MODEL_NAME}")
+    assert not verifier_enabled(
+        load_config(overrides={"verifier.use": "off"}, env={}).verifier, f"gguf:{DEFAULT_MODEL_NAME}"
+    )
 
 
 # -- reading a long passage whole ------------------------------------------------------------------------
+
 
 def test_a_passage_too_long_for_the_model_is_read_in_overlapping_windows_of_whole_sentences():
     from veracity.verify.windows import windows
@@ -456,7 +569,8 @@ def test_a_passage_too_long_for_the_model_is_read_in_overlapping_windows_of_whol
     for a, b in zip(out, out[1:]):  # consecutive windows share one sentence
         assert split(a)[-1] == split(b)[0]
     assert windows(5, "Short passage. Two sentences.", count, max_length=48, split=split) == [
-        "Short passage. Two sentences."]
+        "Short passage. Two sentences."
+    ]
     assert windows(30, text, count, max_length=48, split=split) == [text]  # under 32 left: read as it is
 
 
@@ -465,20 +579,22 @@ def test_the_verifier_reads_the_end_of_a_passage_longer_than_its_window():
     from veracity.verify import load_verifier
 
     v = load_verifier()
-    filler = ("The bridge crosses the East River between Manhattan and Brooklyn. Its towers are built of limestone, "
-              "granite and Rosendale cement. The main span is supported by four steel cables. Pedestrians and "
-              "cyclists use an elevated promenade above the roadway. The structure was designed by John Augustus "
-              "Roebling, and his son Washington Roebling oversaw much of the work after his father's death. Emily "
-              "Warren Roebling supervised construction in the later years. Several workers died during the "
-              "construction, and many more suffered from caisson disease. The bridge has been renovated several "
-              "times, most recently in the 2010s. It is a National Historic Landmark. Its deck carries six lanes "
-              "of traffic on two levels of roadway. The anchorages are massive blocks of masonry on each shore. "
-              "Painters, photographers and poets have made the bridge a subject of their work. It appears in many "
-              "films and on postcards of the city. Tolls were once charged to cross it on foot, by carriage and by "
-              "train. Elevated trains and streetcars ran across it until the middle of the twentieth century. "
-              "Its cables were spun on site from thousands of galvanized steel wires. A fraud by one supplier of "
-              "wire was discovered during the work, and extra wires were added to make up for it. Ferries had "
-              "carried people across the river before it was built. ")
+    filler = (
+        "The bridge crosses the East River between Manhattan and Brooklyn. Its towers are built of limestone, "
+        "granite and Rosendale cement. The main span is supported by four steel cables. Pedestrians and "
+        "cyclists use an elevated promenade above the roadway. The structure was designed by John Augustus "
+        "Roebling, and his son Washington Roebling oversaw much of the work after his father's death. Emily "
+        "Warren Roebling supervised construction in the later years. Several workers died during the "
+        "construction, and many more suffered from caisson disease. The bridge has been renovated several "
+        "times, most recently in the 2010s. It is a National Historic Landmark. Its deck carries six lanes "
+        "of traffic on two levels of roadway. The anchorages are massive blocks of masonry on each shore. "
+        "Painters, photographers and poets have made the bridge a subject of their work. It appears in many "
+        "films and on postcards of the city. Tolls were once charged to cross it on foot, by carriage and by "
+        "train. Elevated trains and streetcars ran across it until the middle of the twentieth century. "
+        "Its cables were spun on site from thousands of galvanized steel wires. A fraud by one supplier of "
+        "wire was discovered during the work, and extra wires were added to make up for it. Ferries had "
+        "carried people across the river before it was built. "
+    )
     ev = filler + "The Brooklyn Bridge was opened to traffic on May 24, 1883."
     claim = "The Brooklyn Bridge opened in 1883."
     assert len(v.tokenizer(claim, ev)["input_ids"]) > v.max_length  # the dated sentence lies past the cut
@@ -523,16 +639,24 @@ def test_a_sentence_that_reads_the_other_label_puts_its_passage_in_doubt():
     whole = Verification({"supported": 0.78, "refuted": 0.2, "nei": 0.02}, 0, [])
     passage = "The Danube is the second-longest river in Europe. The Yangtze is the longest river in Asia."
     sentences = sentences_to_read(whole, [passage])
-    assert sentences == ["The Danube is the second-longest river in Europe.",
-                         "The Yangtze is the longest river in Asia."]
+    assert sentences == [
+        "The Danube is the second-longest river in Europe.",
+        "The Yangtze is the longest river in Asia.",
+    ]
     readings = [{"supported": 0.06, "refuted": 0.92, "nei": 0.02}, {"supported": 0.49, "refuted": 0.14, "nei": 0.37}]
     v = settle(whole, sentences, readings)
     assert v.probabilities == pytest.approx({"supported": 0.42, "refuted": 0.56, "nei": 0.02})
     assert v.label == "refuted" and v.per_passage is whole.per_passage and v.passage == 0
-    assert v.conflict == {"sentence": sentences[0], "label": "refuted", "probability": 0.92,
-                          "passage_label": "supported", "passage_probability": 0.78}
+    assert v.conflict == {
+        "sentence": sentences[0],
+        "label": "refuted",
+        "probability": 0.92,
+        "passage_label": "supported",
+        "passage_probability": 0.78,
+    }
     assert 'its sentence "The Danube is the second-longest river in Europe." alone reads refuted (0.92)' in describe(
-        v.conflict)
+        v.conflict
+    )
     weak = [{"supported": 0.1, "refuted": CONFLICT_AT - 0.01, "nei": 0.11}, readings[1]]
     assert settle(whole, sentences, weak) is whole
     sure = Verification({"supported": 0.91, "refuted": 0.07, "nei": 0.02}, 0, [])  # surer than the sentence's 0.92?
@@ -559,20 +683,31 @@ def test_no_confident_verdict_from_a_passage_whose_own_sentence_says_otherwise()
 
     v = load_verifier()
     ev = "The Danube is the second-longest river in Europe, after the Volga. The Yangtze is the longest river in Asia."
-    doubt, agree = v.verify_many([("The Danube is the longest river in Asia.", [ev]),
-                                  ("The Danube is the second-longest river in Europe.", [ev])])
+    doubt, agree = v.verify_many(
+        [
+            ("The Danube is the longest river in Asia.", [ev]),
+            ("The Danube is the second-longest river in Europe.", [ev]),
+        ]
+    )
     whole = doubt.per_passage[0]  # the passage read whole leans supported (0.73 with the shipped weights)
     assert whole["supported"] > max(whole["refuted"], whole["nei"])
     assert doubt.conflict and doubt.conflict["sentence"].startswith("The Danube is the second-longest")
     assert doubt.confidence < uncertain_threshold(VerifierConfig())
     assert agree.conflict is None and agree.label == "supported" and agree.probabilities == agree.per_passage[0]
     # a first sentence silent on the date reads refuted (0.89) but less surely than the passage reads supported
-    built = v.verify("The Orrin Bridge was built in 1871.",
-                     ["The Orrin Bridge is a stone bridge in Tallinn, Estonia. It was built in 1871."])
+    built = v.verify(
+        "The Orrin Bridge was built in 1871.",
+        ["The Orrin Bridge is a stone bridge in Tallinn, Estonia. It was built in 1871."],
+    )
     assert built.conflict is None and built.label == "supported"
     tracer = Tracer()
-    d = check_evidence(VerifierConfig(), tracer, "The Danube is the longest river in Asia.",
-                       [Evidence(text=ev, source="atlas")], ("Supported", "Refuted"))
+    d = check_evidence(
+        VerifierConfig(),
+        tracer,
+        "The Danube is the longest river in Asia.",
+        [Evidence(text=ev, source="atlas")],
+        ("Supported", "Refuted"),
+    )
     assert d.confidence < uncertain_threshold(VerifierConfig())
     assert "alone reads refuted" in d.rationale and "where the passage read supported" in d.rationale
     step = next(s for s in tracer.to_list() if s["stage"] == "evidence_verifier")
@@ -593,7 +728,8 @@ def test_a_two_label_verdict_says_how_its_rule_read_the_three_probabilities():
     assert label == "Supported" and 0.5 <= p < 0.51
     said = explain(v, label, passages, "v", two_label=p)
     assert said.startswith("Label Supported: decided by the 2 passages read together")
-    assert said.endswith("supported 0.28, refuted 0.41, nei 0.31; read for a choice of two labels (the two-label "
-                         "rule), Supported 0.50.")
+    assert said.endswith(
+        "supported 0.28, refuted 0.41, nei 0.31; read for a choice of two labels (the two-label rule), Supported 0.50."
+    )
     three = explain(v, "Refuted", passages, "v")  # a set with nei: the most probable of the three, nothing added
     assert three.endswith("nei 0.31.") and "two labels" not in three

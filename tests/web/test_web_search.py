@@ -27,14 +27,21 @@ def serper(web, **kw):
     return SerperSearch("test-key", base_url=web.url(), timeout=kw.pop("timeout", 5), **kw)
 
 
-ORGANIC = {"organic": [
-    {"title": "Orrin Bridge opens", "link": "https://news.example/orrin", "snippet": "The bridge opened.",
-     "date": "Mar 5, 2024", "position": 1},
-    {"title": "No date", "link": "https://blog.example/b", "snippet": "Blog post."},
-    {"title": "Relative", "link": "https://c.example/c", "snippet": "x", "date": "2 days ago"},
-    {"title": "No link"},
-    "junk",
-]}
+ORGANIC = {
+    "organic": [
+        {
+            "title": "Orrin Bridge opens",
+            "link": "https://news.example/orrin",
+            "snippet": "The bridge opened.",
+            "date": "Mar 5, 2024",
+            "position": 1,
+        },
+        {"title": "No date", "link": "https://blog.example/b", "snippet": "Blog post."},
+        {"title": "Relative", "link": "https://c.example/c", "snippet": "x", "date": "2 days ago"},
+        {"title": "No link"},
+        "junk",
+    ]
+}
 
 
 # --------------------------------------------------------------------------- Serper
@@ -64,11 +71,22 @@ def test_serper_no_cutoff_and_partial_cutoff(web):
 
 
 def test_serper_images(web):
-    web.routes["/images"] = Reply(body={"images": [
-        {"title": "Bridge at night", "imageUrl": "https://img.example/b.jpg", "link": "https://news.example/p",
-         "thumbnailUrl": "https://t.example/b.jpg", "source": "News Example", "imageWidth": 800, "imageHeight": 600},
-        {"title": "no image url", "link": "https://x.example"},
-    ]})
+    web.routes["/images"] = Reply(
+        body={
+            "images": [
+                {
+                    "title": "Bridge at night",
+                    "imageUrl": "https://img.example/b.jpg",
+                    "link": "https://news.example/p",
+                    "thumbnailUrl": "https://t.example/b.jpg",
+                    "source": "News Example",
+                    "imageWidth": 800,
+                    "imageHeight": 600,
+                },
+                {"title": "no image url", "link": "https://x.example"},
+            ]
+        }
+    )
     hits = serper(web).images("orrin bridge", 5)
     assert web.requests[-1].path == "/images" and web.requests[-1].json() == {"q": "orrin bridge", "num": 5}
     assert len(hits) == 1
@@ -77,13 +95,17 @@ def test_serper_images(web):
 
 
 def test_serper_reverse_needs_public_url(web):
-    web.routes["/lens"] = Reply(body={
-        "organic": [{"title": "Match", "link": "https://a.example/1", "imageUrl": "https://a.example/1.jpg",
-                     "source": "A"}],
-        "visual_matches": [{"title": "Same", "link": "https://a.example/1"},
-                           {"title": "Other", "link": "https://b.example/2",
-                            "thumbnailUrl": "https://b.example/t.jpg"}],
-    })
+    web.routes["/lens"] = Reply(
+        body={
+            "organic": [
+                {"title": "Match", "link": "https://a.example/1", "imageUrl": "https://a.example/1.jpg", "source": "A"}
+            ],
+            "visual_matches": [
+                {"title": "Same", "link": "https://a.example/1"},
+                {"title": "Other", "link": "https://b.example/2", "thumbnailUrl": "https://b.example/t.jpg"},
+            ],
+        }
+    )
     s = serper(web)
     hits = s.reverse(SimpleNamespace(source="https://cdn.example/photo.jpg"), 5)
     assert web.requests[-1].path == "/lens" and web.requests[-1].json() == {"url": "https://cdn.example/photo.jpg"}
@@ -97,13 +119,16 @@ def test_serper_reverse_needs_public_url(web):
     assert len(web.requests) == n  # nothing was sent
 
 
-@pytest.mark.parametrize("status, body, match", [
-    (401, {"message": "Unauthorized."}, r"rejected the API key .*HTTP 401.*check SERPER_API_KEY"),
-    (403, {"message": "Unauthorized."}, r"rejected the API key .*HTTP 403.*check SERPER_API_KEY"),
-    (429, {"message": "Too many requests"}, r"quota exceeded \(HTTP 429"),
-    (400, {"message": "Not enough credits"}, r"quota exceeded \(HTTP 400: Not enough credits"),
-    (400, {"message": "Query is required"}, r"rejected the request: HTTP 400: Query is required"),
-])
+@pytest.mark.parametrize(
+    "status, body, match",
+    [
+        (401, {"message": "Unauthorized."}, r"rejected the API key .*HTTP 401.*check SERPER_API_KEY"),
+        (403, {"message": "Unauthorized."}, r"rejected the API key .*HTTP 403.*check SERPER_API_KEY"),
+        (429, {"message": "Too many requests"}, r"quota exceeded \(HTTP 429"),
+        (400, {"message": "Not enough credits"}, r"quota exceeded \(HTTP 400: Not enough credits"),
+        (400, {"message": "Query is required"}, r"rejected the request: HTTP 400: Query is required"),
+    ],
+)
 def test_serper_http_errors(web, status, body, match):
     web.routes["/search"] = Reply(status, body)
     with pytest.raises(SearchError, match=match) as e:
@@ -157,12 +182,22 @@ def test_unreachable_provider(monkeypatch):
 
 # --------------------------------------------------------------------------- SearXNG
 
-SEARX = {"query": "q", "results": [
-    {"url": "https://news.example/a", "title": "A", "content": "About A.", "publishedDate": "2024-03-05T00:00:00",
-     "engines": ["bing"], "score": 1.5},
-    {"url": "https://news.example/b", "title": "B", "content": "About B.", "publishedDate": None},
-    {"title": "no url"},
-], "unresponsive_engines": []}
+SEARX = {
+    "query": "q",
+    "results": [
+        {
+            "url": "https://news.example/a",
+            "title": "A",
+            "content": "About A.",
+            "publishedDate": "2024-03-05T00:00:00",
+            "engines": ["bing"],
+            "score": 1.5,
+        },
+        {"url": "https://news.example/b", "title": "B", "content": "About B.", "publishedDate": None},
+        {"title": "no url"},
+    ],
+    "unresponsive_engines": [],
+}
 
 
 def test_searxng_web(web):
@@ -172,19 +207,29 @@ def test_searxng_web(web):
     assert req.method == "GET" and req.path == "/search"
     assert req.query == {"q": "orrin bridge", "format": "json", "categories": "general"}
     assert [(h.url, h.title, h.snippet, h.date) for h in hits] == [
-        ("https://news.example/a", "A", "About A.", "2024-03-05"), ("https://news.example/b", "B", "About B.", None)]
+        ("https://news.example/a", "A", "About A.", "2024-03-05"),
+        ("https://news.example/b", "B", "About B.", None),
+    ]
     assert hits[0].score == 1.5
     assert len(SearxngSearch(web.url("/search"), timeout=5).web("x", 1)) == 1  # a URL ending in /search works too
     assert web.requests[-1].path == "/search"
 
 
 def test_searxng_images(web):
-    web.routes["/search"] = Reply(body={"results": [
-        {"url": "https://news.example/p", "title": "Bridge", "img_src": "https://img.example/b.jpg",
-         "thumbnail_src": "https://img.example/t.jpg"},
-        {"url": "https://news.example/q", "title": "Proxied", "img_src": "/image_proxy?url=abc"},
-        {"url": "https://news.example/r", "title": "No image"},
-    ]})
+    web.routes["/search"] = Reply(
+        body={
+            "results": [
+                {
+                    "url": "https://news.example/p",
+                    "title": "Bridge",
+                    "img_src": "https://img.example/b.jpg",
+                    "thumbnail_src": "https://img.example/t.jpg",
+                },
+                {"url": "https://news.example/q", "title": "Proxied", "img_src": "/image_proxy?url=abc"},
+                {"url": "https://news.example/r", "title": "No image"},
+            ]
+        }
+    )
     hits = SearxngSearch(web.url(), timeout=5).images("bridge", 5)
     assert web.requests[-1].query["categories"] == "images"
     assert [h.image_url for h in hits] == ["https://img.example/b.jpg", web.url("/image_proxy?url=abc")]
@@ -216,11 +261,18 @@ def test_searxng_has_no_reverse_search():
 
 @pytest.fixture(scope="module")
 def index():
-    return Index.from_documents([
-        Document(id="orrin", title="Orrin Bridge", text="The Orrin Bridge is a stone bridge in Tallinn, Estonia.",
-                 url="https://wiki.example/orrin", date="2019-06-01"),
-        Document(id="tower", title="Kell Tower", text="Kell Tower is a clock tower in Tartu."),
-    ])
+    return Index.from_documents(
+        [
+            Document(
+                id="orrin",
+                title="Orrin Bridge",
+                text="The Orrin Bridge is a stone bridge in Tallinn, Estonia.",
+                url="https://wiki.example/orrin",
+                date="2019-06-01",
+            ),
+            Document(id="tower", title="Kell Tower", text="Kell Tower is a clock tower in Tartu."),
+        ]
+    )
 
 
 def test_local_search(index):

@@ -30,15 +30,20 @@ from veracity.web import wikipedia as wiki_mod
 from veracity.web.base import NotSupported, SearchError
 from veracity.web.scrape import Scraper
 from veracity.web.search import make_provider
-from veracity.web.wikipedia import WikipediaRetriever, WikipediaSearch, wikipedia_retriever
+from veracity.web.wikipedia import WikipediaSearch
+from veracity.web.wikipedia_retriever import WikipediaRetriever, wikipedia_retriever
 
 API_PATH = "/{lang}/w/api.php"
 
-EVEREST_INTRO = ("Mount Everest is Earth's highest mountain above sea level, located in the Mahalangur Himal "
-                 "sub-range of the Himalayas.")
-EVEREST_BODY = ("Its elevation of 8,849 metres was most recently established in 2020 by the Chinese and Nepali "
-                "authorities.\n\nThe first recorded ascent was in 1953, by Tenzing Norgay and Edmund Hillary, who "
-                "reached the summit on 29 May after a long expedition from the south.")
+EVEREST_INTRO = (
+    "Mount Everest is Earth's highest mountain above sea level, located in the Mahalangur Himal "
+    "sub-range of the Himalayas."
+)
+EVEREST_BODY = (
+    "Its elevation of 8,849 metres was most recently established in 2020 by the Chinese and Nepali "
+    "authorities.\n\nThe first recorded ascent was in 1953, by Tenzing Norgay and Edmund Hillary, who "
+    "reached the summit on 29 May after a long expedition from the south."
+)
 K2_INTRO = "K2 is the second-highest mountain on Earth, after Mount Everest, in the Karakoram range."
 K2_BODY = "It was first climbed in 1954 by an Italian expedition led by Ardito Desio."
 NILE_INTRO = "The Nile is a major river in northeastern Africa."
@@ -90,8 +95,15 @@ class FakeWiki:
                 return Reply(body=self.search(q))
             if "extracts" in q.get("prop", "").split("|"):
                 return Reply(body=self.extracts(q))
-            return Reply(body={"error": {"code": "badvalue", "info": "Unrecognized parameters.",
-                                         "docref": "See https://en.wikipedia.org/w/api.php for API usage."}})
+            return Reply(
+                body={
+                    "error": {
+                        "code": "badvalue",
+                        "info": "Unrecognized parameters.",
+                        "docref": "See https://en.wikipedia.org/w/api.php for API usage.",
+                    }
+                }
+            )
         finally:
             with self._lock:
                 self.in_flight -= 1
@@ -108,12 +120,17 @@ class FakeWiki:
         for _, pageid, found in scored[: int(q.get("srlimit", 10))]:
             snippet = self.pages[pageid][1][:80]
             for w in found:
-                snippet = re.sub(rf"\b({re.escape(w)})\b", r'<span class="searchmatch">\1</span>', snippet,
-                                 count=1, flags=re.I)
-            results.append({"ns": 0, "title": self.pages[pageid][0], "pageid": pageid,
-                            "snippet": snippet.replace("'", "&#039;")})
-        return {"batchcomplete": True, "continue": {"sroffset": len(results), "continue": "-||"},
-                "query": {"searchinfo": {"totalhits": len(scored)}, "search": results}}
+                snippet = re.sub(
+                    rf"\b({re.escape(w)})\b", r'<span class="searchmatch">\1</span>', snippet, count=1, flags=re.I
+                )
+            results.append(
+                {"ns": 0, "title": self.pages[pageid][0], "pageid": pageid, "snippet": snippet.replace("'", "&#039;")}
+            )
+        return {
+            "batchcomplete": True,
+            "continue": {"sroffset": len(results), "continue": "-||"},
+            "query": {"searchinfo": {"totalhits": len(scored)}, "search": results},
+        }
 
     def extracts(self, q: dict) -> dict:
         ids = [int(x) for x in q["pageids"].split("|")]
@@ -125,18 +142,33 @@ class FakeWiki:
             if pageid not in self.pages:
                 pages.append({"pageid": pageid, "missing": True})
                 continue
-            page = {"pageid": pageid, "ns": 0, "title": self.pages[pageid][0], "contentmodel": "wikitext",
-                    "pagelanguage": self.language, "pagelanguagehtmlcode": self.language, "pagelanguagedir": "ltr",
-                    "touched": "2024-05-01T10:00:00Z", "lastrevid": 1000 + pageid, "length": 5000,
-                    "fullurl": self.url(pageid), "editurl": self.url(pageid).replace("/wiki/", "/w/index.php?title=")
-                    + "&action=edit", "canonicalurl": self.url(pageid)}
+            page = {
+                "pageid": pageid,
+                "ns": 0,
+                "title": self.pages[pageid][0],
+                "contentmodel": "wikitext",
+                "pagelanguage": self.language,
+                "pagelanguagehtmlcode": self.language,
+                "pagelanguagedir": "ltr",
+                "touched": "2024-05-01T10:00:00Z",
+                "lastrevid": 1000 + pageid,
+                "length": 5000,
+                "fullurl": self.url(pageid),
+                "editurl": self.url(pageid).replace("/wiki/", "/w/index.php?title=") + "&action=edit",
+                "canonicalurl": self.url(pageid),
+            }
             if intro or n == start:  # whole articles: one extract per request
                 page["extract"] = self.text(pageid, intro)
             pages.append(page)
         if not intro and len(ids) - start > 1:
-            out = {"continue": {"excontinue": start + 1, "continue": "||info"},
-                   "warnings": {"extracts": {"warnings": "\"exlimit\" was too large for a whole article extracts "
-                                                         "request, lowered to 1."}}}
+            out = {
+                "continue": {"excontinue": start + 1, "continue": "||info"},
+                "warnings": {
+                    "extracts": {
+                        "warnings": '"exlimit" was too large for a whole article extracts request, lowered to 1.'
+                    }
+                },
+            }
         out["query"] = {"pages": pages}
         return out
 
@@ -173,9 +205,17 @@ def test_search_then_one_batched_extracts_request_in_the_language_edition(web):
     search, extracts = web.requests
     assert search.path == extracts.path == "/de/w/api.php"  # the edition's endpoint
     assert search.method == "GET"
-    assert search.query == {"action": "query", "list": "search", "srsearch": "Mount Everest Himalayas", "srlimit": "3",
-                            "srnamespace": "0", "srprop": "snippet", "format": "json", "formatversion": "2",
-                            "maxlag": "5"}
+    assert search.query == {
+        "action": "query",
+        "list": "search",
+        "srsearch": "Mount Everest Himalayas",
+        "srlimit": "3",
+        "srnamespace": "0",
+        "srprop": "snippet",
+        "format": "json",
+        "formatversion": "2",
+        "maxlag": "5",
+    }
     assert extracts.query["prop"] == "extracts|info" and extracts.query["inprop"] == "url"
     assert extracts.query["exintro"] == "1" and extracts.query["explaintext"] == "1"
     assert extracts.query["pageids"] == "21|22" and extracts.query["maxlag"] == "5"  # both articles, one request
@@ -217,7 +257,7 @@ def test_configuration_and_the_flag(tmp_path):
         load_config(overrides={"defame.wikipedia_url": "file:///etc/passwd"}, env={})
     import argparse
 
-    from veracity.cli_options import config_from, pipeline_options
+    from veracity.cli.options import config_from, pipeline_options
 
     parser = argparse.ArgumentParser(parents=[pipeline_options()])
     parser.add_argument("--config")
@@ -237,10 +277,21 @@ def test_429_with_retry_after_is_waited_for_then_succeeds(web, fake):
 
 
 def test_maxlag_error_is_retried_after_the_wait_it_asks(web, fake):
-    fake.queue = [Reply(body={"error": {"code": "maxlag", "info": "Waiting for 10.64.16.8: 7 seconds lagged",
-                                        "host": "10.64.16.8", "lag": 7, "type": "db",
-                                        "docref": "See https://en.wikipedia.org/w/api.php for API usage."}},
-                        headers={"Retry-After": "1", "X-Database-Lag": "7"})]
+    fake.queue = [
+        Reply(
+            body={
+                "error": {
+                    "code": "maxlag",
+                    "info": "Waiting for 10.64.16.8: 7 seconds lagged",
+                    "host": "10.64.16.8",
+                    "lag": 7,
+                    "type": "db",
+                    "docref": "See https://en.wikipedia.org/w/api.php for API usage.",
+                }
+            },
+            headers={"Retry-After": "1", "X-Database-Lag": "7"},
+        )
+    ]
     assert [m.title for m in wiki(web, backoff=0.05).find("Nile", 3)] == ["Nile"]
     assert fake.times[1] - fake.times[0] >= 0.95
 
@@ -263,14 +314,25 @@ def test_retries_are_bounded_and_a_long_retry_after_is_not_cut_short(web, fake):
 
 
 def test_the_apis_error_json_is_one_line(web, fake):
-    fake.queue = [Reply(body={"error": {"code": "badvalue", "info": "Unrecognized value for parameter \"list\":\n"
-                                        "serach.", "docref": "See https://en.wikipedia.org/w/api.php."},
-                              "servedby": "mw1234"})]
+    fake.queue = [
+        Reply(
+            body={
+                "error": {
+                    "code": "badvalue",
+                    "info": 'Unrecognized value for parameter "list":\nserach.',
+                    "docref": "See https://en.wikipedia.org/w/api.php.",
+                },
+                "servedby": "mw1234",
+            }
+        )
+    ]
     with pytest.raises(SearchError) as e:
         wiki(web).find("Nile", 3)
     message = str(e.value)
-    assert message == (f"search provider wikipedia at {web.url('/en/w/api.php')}: API error badvalue: "
-                       "Unrecognized value for parameter \"list\": serach.")
+    assert message == (
+        f"search provider wikipedia at {web.url('/en/w/api.php')}: API error badvalue: "
+        'Unrecognized value for parameter "list": serach.'
+    )
     assert len(fake.times) == 1  # not retried
     fake.queue = [Reply(403, "Please set a user-agent and respect our robot policy")]
     with pytest.raises(SearchError, match=r"rejected the request: HTTP 403: Please set a user-agent"):
@@ -341,7 +403,7 @@ def test_defame_web_search_quotes_the_extracts_without_scraping(web, fake):
     assert [e.source for e in out.results] == ["Mount Everest", "K2"]
     everest = out.results[0]
     assert everest.text == EVEREST_INTRO and everest.url == fake.url(21)
-    assert everest.text == EVEREST_INTRO[everest.quote_start:everest.quote_end]
+    assert everest.text == EVEREST_INTRO[everest.quote_start : everest.quote_end]
     assert everest.source_sha256 == sha(EVEREST_INTRO) and everest.retrieved_at
     assert everest.found_by["tool"] == "web_search" and everest.found_by["provider"] == "wikipedia"
     assert everest.found_by["pageid"] == 21 and everest.found_by["rank"] == 1
@@ -351,8 +413,9 @@ def test_defame_web_search_quotes_the_extracts_without_scraping(web, fake):
 def test_the_toolbox_uses_the_configured_edition_and_endpoint(web, fake):
     from veracity.defame.toolbox import build_toolbox
 
-    box = build_toolbox(DefameConfig(search="wikipedia", wikipedia_language="de",
-                                     wikipedia_url=web.url(API_PATH), scrape=False), None)
+    box = build_toolbox(
+        DefameConfig(search="wikipedia", wikipedia_language="de", wikipedia_url=web.url(API_PATH), scrape=False), None
+    )
     provider = box.tools["web_search"].provider
     assert isinstance(provider, WikipediaSearch) and provider.api_url == web.url("/de/w/api.php")
     assert box.tools["image_search"].unavailable()
@@ -373,13 +436,21 @@ def test_retriever_passages_are_exact_slices_of_the_whole_extract(web, fake):
     assert "1953" in top.text and "Hillary" in top.text
     for e in found:
         source = text if e.source == "Mount Everest" else whole(K2_INTRO, K2_BODY)
-        assert e.text == source[e.quote_start:e.quote_end]
+        assert e.text == source[e.quote_start : e.quote_end]
         assert e.source_sha256 == sha(source)
         assert e.url == fake.url(21 if e.source == "Mount Everest" else 22)
     assert [e.found_by["rank"] for e in found] == [1, 2, 3]
-    assert top.found_by == {"tool": "wikipedia", "retriever": "wikipedia", "language": "en",
-                            "api": web.url("/en/w/api.php"), "pageid": 21, "extract": "whole",
-                            "query": "first ascent Everest 1953 Hillary", "rank": 1, "score": top.score}
+    assert top.found_by == {
+        "tool": "wikipedia",
+        "retriever": "wikipedia",
+        "language": "en",
+        "api": web.url("/en/w/api.php"),
+        "pageid": 21,
+        "extract": "whole",
+        "query": "first ascent Everest 1953 Hillary",
+        "rank": 1,
+        "score": top.score,
+    }
     assert top.score > 0 and top.retrieved_at.endswith("+00:00")
     # passages that match the query come first, in the API's order of articles, best first within one
     everest = [e for e in found if e.source == "Mount Everest" and e.score > 0]
@@ -387,8 +458,10 @@ def test_retriever_passages_are_exact_slices_of_the_whole_extract(web, fake):
 
 
 def test_retriever_of_the_configuration(web, fake):
-    config = load_config(overrides={"defame.wikipedia_url": web.url(API_PATH), "defame.wikipedia_language": "en",
-                                    "defame.timeout": 3}, env={})
+    config = load_config(
+        overrides={"defame.wikipedia_url": web.url(API_PATH), "defame.wikipedia_language": "en", "defame.timeout": 3},
+        env={},
+    )
     retriever = wikipedia_retriever(config)
     assert retriever.wiki.api_url == web.url("/en/w/api.php") and retriever.wiki.timeout == 3
     assert retriever.search("Nile river", 2)[0].source == "Nile"
@@ -402,11 +475,13 @@ CLAIM = "Mount Everest is 8,849 metres high."
 
 def check_report(tmp_path, web) -> str:
     """What `veracity check --pipeline verifier --search wikipedia --json` writes, run here over the replay."""
-    config = load_config(overrides={"cache": False, "defame.search": "wikipedia",
-                                    "defame.wikipedia_url": web.url(API_PATH)}, env={})
+    config = load_config(
+        overrides={"cache": False, "defame.search": "wikipedia", "defame.wikipedia_url": web.url(API_PATH)}, env={}
+    )
     with wikipedia_retriever(config) as retriever:
-        result = run_check(Claim(CLAIM), get_pipeline("verifier", config), Model(ScriptedBackend([])), config,
-                           retriever=retriever)
+        result = run_check(
+            Claim(CLAIM), get_pipeline("verifier", config), Model(ScriptedBackend([])), config, retriever=retriever
+        )
     path = tmp_path / "report.json"
     path.write_text(json.dumps(result.to_dict()))
     return str(path)
@@ -425,7 +500,7 @@ def test_a_check_over_wikipedia_and_its_recheck_through_the_api(tmp_path, web, f
     height = next(e for e in evidence if "8,849" in e["text"])
     text = whole(EVEREST_INTRO, EVEREST_BODY)
     assert height["source"] == "Mount Everest" and height["url"] == fake.url(21)
-    assert height["text"] == text[height["quote_start"]:height["quote_end"]]
+    assert height["text"] == text[height["quote_start"] : height["quote_end"]]
     assert height["source_sha256"] == sha(text) and height["found_by"]["retriever"] == "wikipedia"
 
     code, doc = recheck_json(capsys, report, "--allow-private-addresses")
@@ -453,13 +528,25 @@ def test_a_check_over_wikipedia_and_its_recheck_through_the_api(tmp_path, web, f
 
 def test_defame_evidence_is_rechecked_by_its_lead_section(tmp_path, web, fake, capsys):
     out = WebSearch(make_provider("wikipedia", url=web.url(API_PATH), timeout=5), None, k=2).run(
-        "Mount Everest", ToolCall())
-    trace = [{"stage": "claim", "t": 0, "text": CLAIM, "pipeline": "defame", "model": "m"},
-             {"stage": "action", "t": 0.1, "round": 1, **out.to_dict()},
-             {"stage": "verdict", "t": 0.2, "label": "Supported", "rationale": "", "confidence": 0.9}]
+        "Mount Everest", ToolCall()
+    )
+    trace = [
+        {"stage": "claim", "t": 0, "text": CLAIM, "pipeline": "defame", "model": "m"},
+        {"stage": "action", "t": 0.1, "round": 1, **out.to_dict()},
+        {"stage": "verdict", "t": 0.2, "label": "Supported", "rationale": "", "confidence": 0.9},
+    ]
     path = tmp_path / "defame.json"
-    path.write_text(json.dumps({"claim": {"text": CLAIM}, "pipeline": "defame", "model": "m",
-                                "verdict": {"label": "Supported", "confidence": 0.9}, "trace": trace}))
+    path.write_text(
+        json.dumps(
+            {
+                "claim": {"text": CLAIM},
+                "pipeline": "defame",
+                "model": "m",
+                "verdict": {"label": "Supported", "confidence": 0.9},
+                "trace": trace,
+            }
+        )
+    )
     fake.pages[22] = ("K2", K2_INTRO.replace("Karakoram", "Himalaya"), K2_BODY)
     n = len(web.requests)
     code, doc = recheck_json(capsys, str(path), "--allow-private-addresses")

@@ -24,12 +24,12 @@ class EvidenceVerifier(Pipeline):
     #: a claim pipeline that can answer any label set with supported/refuted/not-enough-information meanings
     labels = BINARY_LABELS
 
-    def __init__(self, config: "Config", name: str = "") -> None:
+    def __init__(self, config: Config, name: str = "") -> None:
         self.name = name or self.verifier_kind
         self.config = config
         self.top_k = config.verifier.top_k
 
-    def needs_retriever(self, config: "Config") -> bool:
+    def needs_retriever(self, config: Config) -> bool:
         return True
 
     def check(self, claim: Claim, ctx: Context) -> Verdict:
@@ -46,7 +46,15 @@ class LexicalBaseline(EvidenceVerifier):
     verifier_kind = "lexical"
 
 
-register("verifier", "Evidence-only: retrieve top-k passages, the trained verifier decides (no LLM call)",
-         kind=EvidenceVerifier, index="always")(EvidenceVerifier)
-register("lexical", "Word-overlap baseline: retrieve top-k passages, a logistic regression on overlap decides",
-         kind=LexicalBaseline, index="always")(LexicalBaseline)
+register(
+    "verifier",
+    "Evidence-only: retrieve top-k passages, the trained verifier decides (no LLM call)",
+    kind=EvidenceVerifier,
+    index="always",
+)(EvidenceVerifier)
+register(
+    "lexical",
+    "Word-overlap baseline: retrieve top-k passages, a logistic regression on overlap decides",
+    kind=LexicalBaseline,
+    index="always",
+)(LexicalBaseline)

@@ -18,8 +18,15 @@ class Direct(Step):
     confidence: float | None = None
 
     def fold(self, view: Fold) -> None:
-        view.append({"kind": "reasoning", "stage": self.kind, "label": self.label, "rationale": "",
-                     "confidence": self.confidence})
+        view.append(
+            {
+                "kind": "reasoning",
+                "stage": self.kind,
+                "label": self.label,
+                "rationale": "",
+                "confidence": self.confidence,
+            }
+        )
 
 
 @step_type

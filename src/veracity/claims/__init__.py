@@ -12,5 +12,18 @@ from .extract import METHODS, extract_claims, resolve_method
 from .sentences import Segment, sentence_spans, split_sentences
 from .types import AMBIGUOUS, CHECKABLE, MODEL, NOT_CHECKABLE, RULES, ExtractedClaim, Extraction
 
-__all__ = ["AMBIGUOUS", "CHECKABLE", "METHODS", "MODEL", "NOT_CHECKABLE", "RULES", "ExtractedClaim", "Extraction",
-           "Segment", "extract_claims", "resolve_method", "sentence_spans", "split_sentences"]
+__all__ = [
+    "AMBIGUOUS",
+    "CHECKABLE",
+    "METHODS",
+    "MODEL",
+    "NOT_CHECKABLE",
+    "RULES",
+    "ExtractedClaim",
+    "Extraction",
+    "Segment",
+    "extract_claims",
+    "resolve_method",
+    "sentence_spans",
+    "split_sentences",
+]

@@ -21,8 +21,11 @@ from .types import Span
 
 _PARTNER_CUES = frozenset("with and met married by told than beat defeated succeeded replaced".split())
 _DEMONSTRATIVES = frozenset("this that these those".split())
-_EXPLETIVE_IT = re.compile(r"^it\s+(?:is|was|has been|had been|will be|would be|seems|seemed|remains)\b"
-                           r".*\b(?:that|to)\b", re.I)
+_EXPLETIVE_IT = re.compile(
+    r"^it\s+(?:is|was|has been|had been|will be|would be|seems|seemed|remains)\b"
+    r".*\b(?:that|to)\b",
+    re.I,
+)
 _EXISTENTIAL = frozenset("is are was were has have had remain remains".split())
 
 
@@ -32,7 +35,7 @@ class Name:
     span: Span
     words: frozenset[str]
 
-    def same(self, other: "Name") -> bool:
+    def same(self, other: Name) -> bool:
         """The same entity named again ("Lanny Flaherty" ... "Flaherty")."""
         return bool(self.words & other.words)
 
@@ -45,17 +48,19 @@ def names_in(source: str, start: int, end: int) -> list[tuple[Name, str]]:
     i = 0
     while i < len(tokens):
         word = tokens[i][0]
-        if word in ("\"", "“", "”"):
-            in_quote = not in_quote if word == "\"" else word == "“"
+        if word in ('"', "“", "”"):
+            in_quote = not in_quote if word == '"' else word == "“"
             i += 1
             continue
         if in_quote or not is_capitalised(word) or word.lower() in NOT_NAMES or not word[0].isalpha():
             i += 1
             continue
         j = i + 1
-        while j < len(tokens) and (is_capitalised(tokens[j][0]) and tokens[j][0][0].isalpha()
-                                   or (tokens[j][0].lower() in NAME_JOINERS and j + 1 < len(tokens)
-                                       and is_capitalised(tokens[j + 1][0]))):
+        while j < len(tokens) and (
+            is_capitalised(tokens[j][0])
+            and tokens[j][0][0].isalpha()
+            or (tokens[j][0].lower() in NAME_JOINERS and j + 1 < len(tokens) and is_capitalised(tokens[j + 1][0]))
+        ):
             j += 1
         run = tokens[i:j]
         words = frozenset(w.lower() for w, _, _ in run if w.lower() not in NAME_JOINERS)
@@ -108,11 +113,11 @@ class Resolver:
                 self.topic = subject
             elif len(subject.words) >= len(self.topic.words):
                 self.topic = subject  # named again in full: the newer mention (a surname alone keeps the full name)
-        competitors = [n for n, before in names_in(self.source, start, end)
-                       if before in _PARTNER_CUES and len(n.words) >= 2]
+        competitors = [
+            n for n, before in names_in(self.source, start, end) if before in _PARTNER_CUES and len(n.words) >= 2
+        ]
         self.current = competitors
-        self._competitors = [n for n in competitors + self.previous
-                             if self.topic is None or not n.same(self.topic)]
+        self._competitors = [n for n in competitors + self.previous if self.topic is None or not n.same(self.topic)]
         self.previous = competitors
 
     def resolve(self, text: str) -> Resolution:
@@ -127,8 +132,9 @@ class Resolver:
             return Resolution(text, reason=f"'{words[0][0]}' refers to something said before")
         if first == "there" and len(words) > 1 and words[1][0].lower() not in _EXISTENTIAL:
             return Resolution(text, reason="'there' refers to a place named before")
-        named_at = next((s for w, s, _ in words if is_capitalised(w) and w.lower() not in NOT_NAMES
-                         and w[0].isalpha()), len(text))
+        named_at = next(
+            (s for w, s, _ in words if is_capitalised(w) and w.lower() not in NOT_NAMES and w[0].isalpha()), len(text)
+        )
         pronouns = [(w, s, e) for w, s, e in words if w.lower() in PRONOUN_CLASS]
         if not pronouns or pronouns[0][1] > named_at:
             return Resolution(text)
@@ -146,8 +152,7 @@ class Resolver:
         if self.gender is None and rivals and not self.topic_here:
             return Resolution(text, reason=f"'{word}' could mean {self.topic.text} or {rivals[-1].text}")
         if self.gender is not None and kind != self.gender:
-            return Resolution(text, reason=f"'{word}' does not refer to {self.topic.text}, and nothing else "
-                                           "named fits")
+            return Resolution(text, reason=f"'{word}' does not refer to {self.topic.text}, and nothing else named fits")
         others = {PRONOUN_CLASS[w.lower()] for w, _, _ in pronouns[1:]} - {kind}
         if others:
             return Resolution(text, reason="more than one unnamed person or thing")

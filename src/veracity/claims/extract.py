@@ -45,8 +45,9 @@ def resolve_method(method: str, model_id: str | None) -> str:
     return "rules" if not model_id or model_id.startswith(IN_PROCESS) else "model"
 
 
-def extract_claims(text: str, *, method: str = "rules", model: "RunModel | None" = None,
-                   prompts_dir: str | None = None) -> Extraction:
+def extract_claims(
+    text: str, *, method: str = "rules", model: RunModel | None = None, prompts_dir: str | None = None
+) -> Extraction:
     """The claims of `text`. `method`: rules | model | auto (see the module doc); model and auto need `model`
     for the model's decomposition."""
     used = resolve_method(method, model.model_id if model is not None else None)
@@ -64,8 +65,9 @@ def extract_claims(text: str, *, method: str = "rules", model: "RunModel | None"
         resolver.sentence(seg.start, seg.end)
         reason = not_checkable(seg.text)
         if reason:
-            result.claims.append(ExtractedClaim(finish(seg.text), [(seg.start, seg.end)], i, RULES,
-                                                NOT_CHECKABLE, reason))
+            result.claims.append(
+                ExtractedClaim(finish(seg.text), [(seg.start, seg.end)], i, RULES, NOT_CHECKABLE, reason)
+            )
             continue
         candidates = None
         if prompt is not None:
@@ -88,12 +90,20 @@ def _claim(text: str, spans: list[Span], sentence: int, how: str, resolver: Reso
         return ExtractedClaim(text, spans, sentence, how, NOT_CHECKABLE, reason)
     res = resolver.resolve(text)
     status = AMBIGUOUS if res.reason else CHECKABLE
-    return ExtractedClaim(finish(res.text), sorted(set(spans)), sentence, how, status, res.reason,
-                          context=sorted(set(res.borrowed) - set(spans)))
+    return ExtractedClaim(
+        finish(res.text),
+        sorted(set(spans)),
+        sentence,
+        how,
+        status,
+        res.reason,
+        context=sorted(set(res.borrowed) - set(spans)),
+    )
 
 
-def _model_pieces(prompt, model: "RunModel", segments: list[Segment], i: int,
-                  result: Extraction) -> list[tuple[str, list[Span], str]] | None:
+def _model_pieces(
+    prompt, model: RunModel, segments: list[Segment], i: int, result: Extraction
+) -> list[tuple[str, list[Span], str]] | None:
     """The model's grounded facts for sentence i, or None (recorded) when the rules must split it."""
     seg = segments[i]
     context = segments[i - 1].text if i else ""
@@ -106,8 +116,15 @@ def _model_pieces(prompt, model: "RunModel", segments: list[Segment], i: int,
     if reply.value == []:
         return None  # the model found no fact: the rules decide what the sentence states
     problem = "no facts" if not reply.ok else "no fact grounded in the sentence"
-    record_parse_failure(model.tracer, "claim_extraction", reply.raw, "the sentence was split by the rules "
-                         "instead", problem=problem, where=f"sentence {i + 1}", failures=result.parse_failures)
+    record_parse_failure(
+        model.tracer,
+        "claim_extraction",
+        reply.raw,
+        "the sentence was split by the rules instead",
+        problem=problem,
+        where=f"sentence {i + 1}",
+        failures=result.parse_failures,
+    )
     return None
 
 

@@ -19,8 +19,16 @@ def _line(text: str) -> str:
 
 
 EXTRACT = PromptSpec(
-    name="claims.extract", template="claims_extract", stage="claim_extraction", slots=("CONTEXT", "SENTENCE"),
-    formats={"CONTEXT": _line, "SENTENCE": _line}, max_tokens=160, stop=("\n\n", "--------", "\nCONTEXT:"),
-    parser=parse_facts, problem="no facts", fallback="the sentence was split by the rules instead")
+    name="claims.extract",
+    template="claims_extract",
+    stage="claim_extraction",
+    slots=("CONTEXT", "SENTENCE"),
+    formats={"CONTEXT": _line, "SENTENCE": _line},
+    max_tokens=160,
+    stop=("\n\n", "--------", "\nCONTEXT:"),
+    parser=parse_facts,
+    problem="no facts",
+    fallback="the sentence was split by the rules instead",
+)
 
 SPECS = (EXTRACT,)

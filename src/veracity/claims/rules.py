@@ -21,7 +21,7 @@ from .sentences import Segment
 from .types import Span
 
 CONJUNCTIONS = frozenset("and but while whereas yet so or".split())
-_QUOTES = "\"“”"
+_QUOTES = '"“”'
 MAX_ITEM_WORDS = 6
 
 
@@ -48,18 +48,20 @@ class Piece:
         return sorted({(p[0].start, p[-1].end) for p in self.parts if p})
 
     def text(self, source: str) -> str:
-        words = [_quoted(_run_text(source, p)) if i in self.quoted else _run_text(source, p)
-                 for i, p in enumerate(self.parts) if p]
+        words = [
+            _quoted(_run_text(source, p)) if i in self.quoted else _run_text(source, p)
+            for i, p in enumerate(self.parts)
+            if p
+        ]
         return finish(" ".join(w for w in words if w))
 
 
 def tokens_of(source: str, seg: Segment) -> list[Token]:
-    return [Token(m.group(), m.start(), m.end())
-            for m in WORD.finditer(source, seg.start, seg.end)]
+    return [Token(m.group(), m.start(), m.end()) for m in WORD.finditer(source, seg.start, seg.end)]
 
 
 def _run_text(source: str, run: list[Token]) -> str:
-    text = " ".join(source[run[0].start:run[-1].end].split())
+    text = " ".join(source[run[0].start : run[-1].end].split())
     text = re.sub(r",\s*([\"”’])", r"\1", text)  # "The Abyss," -> "The Abyss"
     return text.strip(" ,;:-–—")
 
@@ -93,7 +95,7 @@ def subject_of(clause: list[Token]) -> list[Token]:
         if is_verb(t.text):
             head = clause[:i]
             commas = [j for j, h in enumerate(head) if h.text == ","]
-            return head[commas[-1] + 1:] if commas else head
+            return head[commas[-1] + 1 :] if commas else head
     return []
 
 
@@ -115,13 +117,17 @@ def _clauses(tokens: list[Token]) -> list[tuple[list[Token], bool]]:
         left = tokens[start:i]
         cut = None
         if t.text == ";" and _has_verb(left):
-            rest = tokens[i + 1:]
+            rest = tokens[i + 1 :]
             cut = (i, i + 1, bool(rest) and is_verb(rest[0].text))
         elif t.low in CONJUNCTIONS and i > start and _has_verb(left):
-            rest = tokens[i + 1:]
+            rest = tokens[i + 1 :]
             after_comma = tokens[i - 1].text == ","
-            if rest and is_verb(rest[0].text) and rest[0].text.islower() and not (t.low == "so" and
-                                                                                  rest[0].low == "that"):
+            if (
+                rest
+                and is_verb(rest[0].text)
+                and rest[0].text.islower()
+                and not (t.low == "so" and rest[0].low == "that")
+            ):
                 cut = (i - 1 if after_comma else i, i + 1, True)
             elif _is_clause_start(rest) and (after_comma or rest[0].low in SUBJECT_PRONOUNS):
                 cut = (i - 1 if after_comma else i, i + 1, False)
@@ -138,18 +144,19 @@ def _clauses(tokens: list[Token]) -> list[tuple[list[Token], bool]]:
 def _relative(clause: list[Token]) -> tuple[list[Token], list[Token], list[Token]] | None:
     """(main clause, antecedent, relative clause without its pronoun) for ", which/who VERB ..." at the end."""
     for i in range(1, len(clause) - 2):
-        if clause[i].text == "," and clause[i + 1].low in ("which", "who") and _has_verb(clause[i + 2:i + 5]):
-            if any(t.text == "," for t in clause[i + 2:]):
+        if clause[i].text == "," and clause[i + 1].low in ("which", "who") and _has_verb(clause[i + 2 : i + 5]):
+            if any(t.text == "," for t in clause[i + 2 :]):
                 return None  # not at the end of the sentence: leave it whole
             before = clause[:i]
             j = len(before)
-            while j > 0 and not (before[j - 1].low in PREPOSITIONS or is_verb(before[j - 1].text)
-                                 or before[j - 1].text in ",;"):
+            while j > 0 and not (
+                before[j - 1].low in PREPOSITIONS or is_verb(before[j - 1].text) or before[j - 1].text in ",;"
+            ):
                 j -= 1
             antecedent = before[j:]
             if not antecedent or not _has_verb(before[:j]):
                 return None
-            return before, antecedent, clause[i + 2:]
+            return before, antecedent, clause[i + 2 :]
     return None
 
 
@@ -173,7 +180,7 @@ def _list_items(clause: list[Token]) -> tuple[list[Token], list[list[Token]]] | 
     if not conj:
         return None
     k = conj[-1]
-    last = body[k + 1:]
+    last = body[k + 1 :]
     if not last or len([t for t in last if t.text.isalnum()]) > MAX_ITEM_WORDS or _has_verb(last):
         return None
     items = [last]
@@ -181,7 +188,7 @@ def _list_items(clause: list[Token]) -> tuple[list[Token], list[list[Token]]] | 
     commas = [i for i in range(end) if body[i].text == ","]
     while commas:
         c = commas.pop()
-        item = body[c + 1:end]
+        item = body[c + 1 : end]
         if item and all(t.text in _QUOTES for t in item):  # the closing quote of the item before: skip it
             end = c
             continue
@@ -200,8 +207,9 @@ def _list_items(clause: list[Token]) -> tuple[list[Token], list[list[Token]]] | 
     items.insert(0, first)
     if len(items) < 2:
         return None
-    if len(items) == 2 and not all(t.text.isalpha() and t.text.islower() for it in items for t in it
-                                   if t.text not in DETERMINERS):
+    if len(items) == 2 and not all(
+        t.text.isalpha() and t.text.islower() for it in items for t in it if t.text not in DETERMINERS
+    ):
         return None
     if len(items) == 2 and any(len(it) > 3 for it in items):
         return None

@@ -81,7 +81,7 @@ def sentence_spans(text: str) -> list[Segment]:
             if not block:
                 continue
             for seg in _segmenter().segment(block):
-                piece = block[seg.start:seg.end]
+                piece = block[seg.start : seg.end]
                 lead = len(piece) - len(piece.lstrip())
                 stripped = piece.strip()
                 if not _WORDY.search(stripped):

@@ -64,12 +64,17 @@ def text_of(data: bytes, name: str, *, max_bytes: int = MAX_TEXT_BYTES) -> Sourc
             raise UserError(f"the HTML {what} has no visible text: nothing to check")
     else:
         text = data  # type: ignore[assignment]
-    return Source(clean_text_input(text, max_bytes, what=what), "standard input" if name == "-" else name, kind,
-                  title)
+    return Source(clean_text_input(text, max_bytes, what=what), "standard input" if name == "-" else name, kind, title)
 
 
-def read_source(ref: str, *, stdin: BinaryIO | None = None, allow_private: bool = False,
-                max_bytes: int = MAX_TEXT_BYTES, timeout: float = 15.0) -> Source:
+def read_source(
+    ref: str,
+    *,
+    stdin: BinaryIO | None = None,
+    allow_private: bool = False,
+    max_bytes: int = MAX_TEXT_BYTES,
+    timeout: float = 15.0,
+) -> Source:
     """The text at `ref`: "-" (standard input), an http(s) URL, or a file path."""
     if ref == "-":
         return text_of(read_limited(stdin or sys.stdin.buffer, max_bytes, "the text on"), "-", max_bytes=max_bytes)
@@ -80,14 +85,14 @@ def read_source(ref: str, *, stdin: BinaryIO | None = None, allow_private: bool 
     return text_of(read_limited(ref, max_bytes, "the text file"), ref, max_bytes=max_bytes)
 
 
-def fetch_url(url: str, *, allow_private: bool = False, max_bytes: int = MAX_TEXT_BYTES,
-              timeout: float = 15.0) -> Source:
+def fetch_url(
+    url: str, *, allow_private: bool = False, max_bytes: int = MAX_TEXT_BYTES, timeout: float = 15.0
+) -> Source:
     """A web page's main text through the guarded scraper; a page that fails to load is a one-line UserError."""
     from ..web.scrape import ScrapeError, Scraper
 
     try:
-        with Scraper(allow_private=allow_private, max_bytes=max_bytes, max_chars=max_bytes,
-                     timeout=timeout) as scraper:
+        with Scraper(allow_private=allow_private, max_bytes=max_bytes, max_chars=max_bytes, timeout=timeout) as scraper:
             page = scraper.fetch(url)
     except ScrapeError as e:
         raise UserError(str(e)) from None

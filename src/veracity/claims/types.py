@@ -34,17 +34,30 @@ class ExtractedClaim:
         return self.status == CHECKABLE
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "text": self.text, "spans": [list(s) for s in self.spans], "sentence": self.sentence,
-                "context": [list(s) for s in self.context], "method": self.method, "status": self.status,
-                "reason": self.reason}
+        return {
+            "id": self.id,
+            "text": self.text,
+            "spans": [list(s) for s in self.spans],
+            "sentence": self.sentence,
+            "context": [list(s) for s in self.context],
+            "method": self.method,
+            "status": self.status,
+            "reason": self.reason,
+        }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "ExtractedClaim":
+    def from_dict(cls, d: dict[str, Any]) -> ExtractedClaim:
         """A claim as `to_dict` wrote it (a stored run's)."""
-        return cls(text=str(d.get("text", "")), spans=[(int(s), int(e)) for s, e in d.get("spans") or []],
-                   sentence=int(d.get("sentence") or 0), method=str(d.get("method") or RULES),
-                   status=str(d.get("status") or CHECKABLE), reason=str(d.get("reason") or ""),
-                   id=int(d.get("id") or 0), context=[(int(s), int(e)) for s, e in d.get("context") or []])
+        return cls(
+            text=str(d.get("text", "")),
+            spans=[(int(s), int(e)) for s, e in d.get("spans") or []],
+            sentence=int(d.get("sentence") or 0),
+            method=str(d.get("method") or RULES),
+            status=str(d.get("status") or CHECKABLE),
+            reason=str(d.get("reason") or ""),
+            id=int(d.get("id") or 0),
+            context=[(int(s), int(e)) for s, e in d.get("context") or []],
+        )
 
 
 @dataclass
@@ -72,11 +85,16 @@ class Extraction:
         if not self.claims:
             return "the text states nothing that can be checked: it has no sentence with a claim"
         if not self.checkable:
-            return ("the text has no checkable claim: " + ", ".join(sorted({c.reason for c in self.claims}))
-                    + " only")
+            return "the text has no checkable claim: " + ", ".join(sorted({c.reason for c in self.claims})) + " only"
         return None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"method": self.method, "sentences": self.sentences, "model_sentences": self.model_sentences,
-                "fallback_sentences": self.fallback_sentences, "parse_failures": list(self.parse_failures),
-                "claims": [c.to_dict() for c in self.claims], "note": self.note}
+        return {
+            "method": self.method,
+            "sentences": self.sentences,
+            "model_sentences": self.model_sentences,
+            "fallback_sentences": self.fallback_sentences,
+            "parse_failures": list(self.parse_failures),
+            "claims": [c.to_dict() for c in self.claims],
+            "note": self.note,
+        }

@@ -18,7 +18,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ..errors import BackendError, UserError
 from ..eval.checker import CheckPlan, ItemChecker
-from ..eval.datasets import EvalItem
+from ..eval.datasets.records import EvalItem
 from ..eval.dispatch import Failed, Outcome
 from ..llm import Model, make_backend
 from .cache import RemoteCache
@@ -45,11 +45,17 @@ class CheckWorker:
     def ready(self) -> dict[str, Any]:
         """Where this actor runs and with which model, or why it could not start."""
         if self.failure is not None:
-            return {"error": f"{type(self.failure).__name__}: {self.failure}",
-                    "user_error": isinstance(self.failure, UserError)}
+            return {
+                "error": f"{type(self.failure).__name__}: {self.failure}",
+                "user_error": isinstance(self.failure, UserError),
+            }
         backend = self.checker.model.backend
-        return {"pid": os.getpid(), "node": ray.get_runtime_context().get_node_id(),
-                "model_id": backend.model_id, "backend": type(backend).__name__}
+        return {
+            "pid": os.getpid(),
+            "node": ray.get_runtime_context().get_node_id(),
+            "model_id": backend.model_id,
+            "backend": type(backend).__name__,
+        }
 
     def check(self, name: str, item: EvalItem) -> Outcome:
         try:
@@ -78,14 +84,26 @@ class ActorPool:
     to the others.
     """
 
-    def __init__(self, plan: CheckPlan, shape: ActorShape, where: list[str], index: ShippedIndex | None,
-                 cache: str | None, *, restarts: int = RESTARTS) -> None:
+    def __init__(
+        self,
+        plan: CheckPlan,
+        shape: ActorShape,
+        where: list[str],
+        index: ShippedIndex | None,
+        cache: str | None,
+        *,
+        restarts: int = RESTARTS,
+    ) -> None:
         actor = ray.remote(CheckWorker)
         self.slots = []
         for node in where:
-            options = actor.options(num_cpus=shape.cpus, max_concurrency=shape.concurrency, max_restarts=restarts,
-                                    max_task_retries=0,
-                                    scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
+            options = actor.options(
+                num_cpus=shape.cpus,
+                max_concurrency=shape.concurrency,
+                max_restarts=restarts,
+                max_task_retries=0,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
+            )
             self.slots.append(Slot(options.remote(plan, shape.threads, index, cache)))
         try:
             infos = ray.get([s.handle.ready.remote() for s in self.slots], timeout=START_TIMEOUT)
@@ -99,13 +117,17 @@ class ActorPool:
             if "error" in info:
                 self.kill()
                 raise (UserError if info["user_error"] else BackendError)(
-                    f"a Ray worker could not start: {info['error']}")
+                    f"a Ray worker could not start: {info['error']}"
+                )
         models = {(i["model_id"], i["backend"]) for i in infos}
         if len(models) > 1:
             self.kill()
-            raise UserError("the Ray workers loaded different models ("
-                            + ", ".join(sorted(m for m, _ in models)) + "): give every node the same model file")
-        (self.model_id, self.backend), = models
+            raise UserError(
+                "the Ray workers loaded different models ("
+                + ", ".join(sorted(m for m, _ in models))
+                + "): give every node the same model file"
+            )
+        ((self.model_id, self.backend),) = models
         for slot, info in zip(self.slots, infos):
             slot.pid, slot.node = info["pid"], info["node"]
 

@@ -67,6 +67,11 @@ def start_cache(path: str) -> tuple[Any, str]:
     node = ray.get_runtime_context().get_node_id()
     name = f"veracity-cache-{uuid.uuid4().hex}"
     actor = ray.remote(CacheServer).options(
-        name=name, num_cpus=0, max_concurrency=CACHE_CONCURRENCY, max_restarts=-1, max_task_retries=-1,
-        scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
+        name=name,
+        num_cpus=0,
+        max_concurrency=CACHE_CONCURRENCY,
+        max_restarts=-1,
+        max_task_retries=-1,
+        scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
+    )
     return actor.remote(str(Path(path).expanduser().resolve())), name

@@ -33,10 +33,15 @@ def connect(address: str | None) -> bool:
         ray.init(address=address or None, log_to_driver=False, logging_level=logging.WARNING)
     except (ConnectionError, RuntimeError, ValueError, ray.exceptions.RayError) as e:
         detail = " ".join(str(e).split())[:300]
-        hint = ("; if the cluster uses a token, export RAY_AUTH_MODE=token (the token is read from "
-                "~/.ray/auth_token, RAY_AUTH_TOKEN_PATH or RAY_AUTH_TOKEN)" if address else "")
-        raise UserError(f"cannot connect to the Ray cluster{f' at {address}' if address else ''}: {detail}"
-                        f"{hint}") from None
+        hint = (
+            "; if the cluster uses a token, export RAY_AUTH_MODE=token (the token is read from "
+            "~/.ray/auth_token, RAY_AUTH_TOKEN_PATH or RAY_AUTH_TOKEN)"
+            if address
+            else ""
+        )
+        raise UserError(
+            f"cannot connect to the Ray cluster{f' at {address}' if address else ''}: {detail}{hint}"
+        ) from None
     return True
 
 
@@ -49,8 +54,10 @@ def reachable(address: str, timeout: float = 5.0) -> None:
         with socket.create_connection((found.group(1), int(found.group(2))), timeout=timeout):
             pass
     except OSError as e:
-        raise UserError(f"nothing answers at the Ray address {address} ({e.strerror or e}): start the head with "
-                        "`ray start --head` and give the address it prints") from None
+        raise UserError(
+            f"nothing answers at the Ray address {address} ({e.strerror or e}): start the head with "
+            "`ray start --head` and give the address it prints"
+        ) from None
 
 
 def node_cpus() -> dict[str, float]:

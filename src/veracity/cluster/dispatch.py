@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import BackendError
 from ..eval.checker import CheckPlan
-from ..eval.datasets import EvalItem
+from ..eval.datasets.records import EvalItem
 from ..eval.dispatch import Failed, Finished, Started
 from .connect import connect, import_ray, node_cpus
 from .sizing import place, shape_actors
@@ -45,8 +45,15 @@ class RayDispatch:
     """Items checked by Ray actors: `actors` of them (default: sized to the cluster, see sizing.py), each with
     `cpus` CPUs, each checking `concurrency` items at once when its model is a server."""
 
-    def __init__(self, address: str | None = None, *, actors: int | None = None, cpus: float | None = None,
-                 concurrency: int = 1, restarts: int | None = None) -> None:
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        actors: int | None = None,
+        cpus: float | None = None,
+        concurrency: int = 1,
+        restarts: int | None = None,
+    ) -> None:
         self.address = address
         self.actors, self.cpus, self.concurrency, self.restarts = actors, cpus, concurrency, restarts
         self.retried = 0  # items sent again after their worker was lost
@@ -71,11 +78,21 @@ class RayDispatch:
         cache_name = None
         if plan.config.cache:
             self._cache, cache_name = start_cache(plan.config.cache_path)
-        self.pool = ActorPool(replace(plan, retriever=None), shape, where, index, cache_name,
-                              restarts=RESTARTS if self.restarts is None else self.restarts)
+        self.pool = ActorPool(
+            replace(plan, retriever=None),
+            shape,
+            where,
+            index,
+            cache_name,
+            restarts=RESTARTS if self.restarts is None else self.restarts,
+        )
         n, k = shape.count, self.pool.nodes
-        return Started(shape.capacity, self.pool.model_id, self.pool.backend,
-                       f"{n} Ray actor{'s' if n > 1 else ''} on {k} node{'s' if k > 1 else ''}")
+        return Started(
+            shape.capacity,
+            self.pool.model_id,
+            self.pool.backend,
+            f"{n} Ray actor{'s' if n > 1 else ''} on {k} node{'s' if k > 1 else ''}",
+        )
 
     def submit(self, name: str, item: EvalItem) -> None:
         self._send(_Job(name, item))
@@ -93,8 +110,10 @@ class RayDispatch:
         ray = import_ray()
         while True:
             if not self._jobs and not self._pings:
-                raise BackendError(f"every Ray actor is dead ({len(self.pool.slots)} started, each restarted up "
-                                   f"to its limit); {len(self._backlog)} items were not checked: run again")
+                raise BackendError(
+                    f"every Ray actor is dead ({len(self.pool.slots)} started, each restarted up "
+                    f"to its limit); {len(self._backlog)} items were not checked: run again"
+                )
             refs = [*self._jobs, *self._pings]
             ready, rest = ray.wait(refs, num_returns=1)
             if rest:
@@ -121,14 +140,19 @@ class RayDispatch:
                 slot.dead = True  # pinned to a node that is gone: no restart will ever place it
             self._lost(slot)
             if job.attempts >= ATTEMPTS:
-                out.append((job.name, job.item, Failed(f"the Ray worker checking it was lost {job.attempts} "
-                                                       f"times (last: {type(e).__name__})")))
+                out.append(
+                    (
+                        job.name,
+                        job.item,
+                        Failed(f"the Ray worker checking it was lost {job.attempts} times (last: {type(e).__name__})"),
+                    )
+                )
             else:
                 self.retried += 1
                 self._send(job)
         except ray.exceptions.RayTaskError as e:  # the check raised: the same error a run without Ray raises
             cause = getattr(e, "cause", None)
-            raise cause if isinstance(cause, BaseException) else e
+            raise cause if isinstance(cause, BaseException) else e  # noqa: B904 (the check's own error, as without Ray)
 
     def _lost(self, slot: Any) -> None:
         """Stop sending to an actor that lost an item until it answers again (Ray restarts it), or for good."""

@@ -33,8 +33,9 @@ def ray_command() -> str:
 
 
 class LocalCluster:
-    def __init__(self, nodes: int = 2, cpus: int = 1, *, env: dict[str, str] | None = None,
-                 timeout: float = 120.0) -> None:
+    def __init__(
+        self, nodes: int = 2, cpus: int = 1, *, env: dict[str, str] | None = None, timeout: float = 120.0
+    ) -> None:
         self.nodes, self.cpus, self.timeout = nodes, cpus, timeout
         self.folder = Path(tempfile.mkdtemp(prefix="vray-", dir="/tmp"))  # short: Ray's socket paths are limited
         self.token = secrets.token_hex(32)
@@ -44,13 +45,13 @@ class LocalCluster:
         self.address = ""
         self._groups: list[int] = []
 
-    def __enter__(self) -> "LocalCluster":
+    def __enter__(self) -> LocalCluster:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def start(self) -> "LocalCluster":
+    def start(self) -> LocalCluster:
         try:
             head = self._ray_start(["--head", "--port", "0", "--include-dashboard", "false"])
             found = re.search(r"ray start --address='([^']+)'", head)
@@ -65,10 +66,21 @@ class LocalCluster:
         return self
 
     def _ray_start(self, args: list[str]) -> str:
-        cmd = [ray_command(), "start", *args, "--node-ip-address", "127.0.0.1", "--num-cpus", str(self.cpus),
-               "--temp-dir", str(self.folder), "--disable-usage-stats"]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                env=self._node_env, start_new_session=True)
+        cmd = [
+            ray_command(),
+            "start",
+            *args,
+            "--node-ip-address",
+            "127.0.0.1",
+            "--num-cpus",
+            str(self.cpus),
+            "--temp-dir",
+            str(self.folder),
+            "--disable-usage-stats",
+        ]
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=self._node_env, start_new_session=True
+        )
         self._groups.append(proc.pid)  # its session: the daemons it starts stay in this process group
         try:
             out, _ = proc.communicate(timeout=self.timeout)

@@ -59,7 +59,7 @@ def folder_digest(folder: Path) -> str:
     return h.hexdigest()
 
 
-def ship(retriever: "Retriever | None") -> ShippedIndex | None:
+def ship(retriever: Retriever | None) -> ShippedIndex | None:
     """Put the retriever's index folder into the object store (driver side); None without a retriever."""
     if retriever is None:
         return None
@@ -83,7 +83,7 @@ def _put(folder: Path, mode: str | None, ray: Any) -> ShippedIndex:
     return ShippedIndex(folder_digest(folder), str(folder.resolve()), mode, files)
 
 
-def receive(shipped: ShippedIndex | None, cache_root: Path | None = None) -> "Retriever | None":
+def receive(shipped: ShippedIndex | None, cache_root: Path | None = None) -> Retriever | None:
     """The shipped index as a retriever (worker side): read in place when this node has the same folder, else
     from this node's copy, written from the object store the first time."""
     if shipped is None:

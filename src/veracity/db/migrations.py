@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import UserError
 from .connection import Database
@@ -27,7 +27,8 @@ def _types(db: Database, sql: str) -> str:
 
 def _v1(db: Database) -> None:
     """The first schema: runs, their steps (the trace, in order) and which uploaded image files each run uses."""
-    for statement in ("""
+    for statement in (
+        """
         CREATE TABLE IF NOT EXISTS runs (
             id TEXT PRIMARY KEY,
             created {REAL} NOT NULL,
@@ -44,18 +45,19 @@ def _v1(db: Database) -> None:
             result TEXT,
             seconds {REAL},
             error TEXT)""",
-                      "CREATE INDEX IF NOT EXISTS runs_created ON runs (created DESC)",
-                      """CREATE TABLE IF NOT EXISTS steps (
+        "CREATE INDEX IF NOT EXISTS runs_created ON runs (created DESC)",
+        """CREATE TABLE IF NOT EXISTS steps (
             run_id TEXT NOT NULL,
             seq INTEGER NOT NULL,
             stage TEXT NOT NULL,
             data TEXT NOT NULL,
             PRIMARY KEY (run_id, seq))""",
-                      """CREATE TABLE IF NOT EXISTS run_images (
+        """CREATE TABLE IF NOT EXISTS run_images (
             run_id TEXT NOT NULL,
             file TEXT NOT NULL,
             PRIMARY KEY (run_id, file))""",
-                      "CREATE INDEX IF NOT EXISTS run_images_file ON run_images (file)"):
+        "CREATE INDEX IF NOT EXISTS run_images_file ON run_images (file)",
+    ):
         db.execute(_types(db, statement))
 
 
@@ -71,19 +73,31 @@ def _v2(db: Database) -> None:
     """The shared queue: what a worker needs to run a run it did not accept (`request`), who runs it and until
     when (`worker`, `lease_until`, renewed by its heartbeat); `uncertain` and `rechecks` as columns (lists read
     them without parsing JSON in SQL); rate-limit buckets shared by workers."""
-    for column, kind in (("request", "TEXT"), ("worker", "TEXT"), ("lease_until", "{REAL}"),
-                         ("uncertain", "INTEGER NOT NULL DEFAULT 0"), ("rechecks", "TEXT")):
+    for column, kind in (
+        ("request", "TEXT"),
+        ("worker", "TEXT"),
+        ("lease_until", "{REAL}"),
+        ("uncertain", "INTEGER NOT NULL DEFAULT 0"),
+        ("rechecks", "TEXT"),
+    ):
         db.execute(_types(db, f"ALTER TABLE runs ADD COLUMN {column} {kind}"))
     db.execute("CREATE INDEX IF NOT EXISTS runs_queue ON runs (status, created)")
     db.execute("CREATE INDEX IF NOT EXISTS runs_rechecks ON runs (rechecks)")
-    db.execute(_types(db, "CREATE TABLE IF NOT EXISTS rate_buckets (client TEXT PRIMARY KEY, tokens {REAL} NOT NULL, "
-                          "updated {REAL} NOT NULL)"))
+    db.execute(
+        _types(
+            db,
+            "CREATE TABLE IF NOT EXISTS rate_buckets (client TEXT PRIMARY KEY, tokens {REAL} NOT NULL, "
+            "updated {REAL} NOT NULL)",
+        )
+    )
     for row in db.rows("SELECT id, options, result FROM runs WHERE pipeline = 'recheck' OR result IS NOT NULL"):
         verdict = _json(row["result"]).get("verdict")
         uncertain = 1 if isinstance(verdict, dict) and verdict.get("uncertain") else 0
         rechecks = _json(row["options"]).get("rechecks")
-        db.execute("UPDATE runs SET uncertain = ?, rechecks = ? WHERE id = ?",
-                   (uncertain, rechecks if isinstance(rechecks, str) else None, row["id"]))
+        db.execute(
+            "UPDATE runs SET uncertain = ?, rechecks = ? WHERE id = ?",
+            (uncertain, rechecks if isinstance(rechecks, str) else None, row["id"]),
+        )
     # runs a store older than leases left unfinished belong to a process that is gone: the next worker to look
     # marks them interrupted (`RunStore.reap`), keeping their steps
     db.execute("UPDATE runs SET worker = ?, lease_until = 0 WHERE status IN ('queued', 'running')", (BEFORE_LEASES,))
@@ -112,14 +126,21 @@ def migrate(db: Database) -> tuple[int, int]:
     """Bring the store to the latest schema; (version before, version after). A UserError for a newer store."""
     before = current_version(db)
     if before > LATEST:
-        raise UserError(f"the run database {db.shown()} was written by a newer veracity (schema {before}, this one "
-                        f"knows up to {LATEST}): use a newer veracity or another --db")
+        raise UserError(
+            f"the run database {db.shown()} was written by a newer veracity (schema {before}, this one "
+            f"knows up to {LATEST}): use a newer veracity or another --db"
+        )
     if before == LATEST:
         return before, before
     with db.transaction():
         db.lock(LOCK_KEY)
-        db.execute(_types(db, "CREATE TABLE IF NOT EXISTS veracity_schema (version INTEGER PRIMARY KEY, "
-                              "applied {REAL} NOT NULL, description TEXT NOT NULL)"))
+        db.execute(
+            _types(
+                db,
+                "CREATE TABLE IF NOT EXISTS veracity_schema (version INTEGER PRIMARY KEY, "
+                "applied {REAL} NOT NULL, description TEXT NOT NULL)",
+            )
+        )
     version = before
     for number, description, step in MIGRATIONS:
         with db.transaction():
@@ -128,8 +149,10 @@ def migrate(db: Database) -> tuple[int, int]:
             if number <= version:
                 continue
             step(db)
-            db.execute("INSERT INTO veracity_schema (version, applied, description) VALUES (?, ?, ?)",
-                       (number, time.time(), description))
+            db.execute(
+                "INSERT INTO veracity_schema (version, applied, description) VALUES (?, ?, ?)",
+                (number, time.time(), description),
+            )
             if not db.is_postgres:
                 db.execute(f"PRAGMA user_version = {number}")
             version = number

@@ -53,8 +53,10 @@ def parse(spec: str) -> DatabaseURL:
             parts = urlsplit(spec)
             parts.port  # noqa: B018 - raises on a bad port
         except ValueError as e:
-            raise UserError(f"{redact(spec)[:200]} is not a PostgreSQL URL ({e}): write "
-                            "postgresql://USER:PASSWORD@HOST:PORT/DATABASE") from None
+            raise UserError(
+                f"{redact(spec)[:200]} is not a PostgreSQL URL ({e}): write "
+                "postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
+            ) from None
         return DatabaseURL("postgresql", spec)
     if scheme == "embedded":
         from .embedded import ensure_started
@@ -65,12 +67,14 @@ def parse(spec: str) -> DatabaseURL:
         path = path[2:] if path.startswith("///") else path.lstrip("/") if path.startswith("//") else path
         return DatabaseURL("sqlite", os.path.expanduser(path or ""))
     if len(scheme) > 1 and "/" not in scheme and "\\" not in scheme and scheme.isalpha():
-        raise UserError(f"unknown database scheme {scheme!r} in {redact(spec)[:200]}: give an SQLite file, "
-                        "postgresql://... or embedded:DIR")
+        raise UserError(
+            f"unknown database scheme {scheme!r} in {redact(spec)[:200]}: give an SQLite file, "
+            "postgresql://... or embedded:DIR"
+        )
     return DatabaseURL("sqlite", os.path.expanduser(spec))
 
 
-def from_env(env: "os._Environ[str] | dict[str, str] | None" = None) -> str | None:
+def from_env(env: os._Environ[str] | dict[str, str] | None = None) -> str | None:
     """The database URL of the environment (`VERACITY_DATABASE_URL`), if set."""
     value = (os.environ if env is None else env).get(ENV, "").strip()
     return value or None

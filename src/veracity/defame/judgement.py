@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..verify.decide import _names
 
@@ -54,10 +55,16 @@ class JudgeCalibration:
     undecided: str | None = None
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "JudgeCalibration":
-        return cls(combination=data["combination"], decisive_at=float(data["decisive_at"]),
-                   intercepts=dict(data["intercepts"]), slope=float(data["slope"]), prior=data.get("prior"),
-                   fitted_on=data.get("fitted_on", ""), undecided=data.get("undecided"))
+    def from_json(cls, data: Mapping[str, Any]) -> JudgeCalibration:
+        return cls(
+            combination=data["combination"],
+            decisive_at=float(data["decisive_at"]),
+            intercepts=dict(data["intercepts"]),
+            slope=float(data["slope"]),
+            prior=data.get("prior"),
+            fitted_on=data.get("fitted_on", ""),
+            undecided=data.get("undecided"),
+        )
 
     def confidence(self, kind: str, score: float) -> float | None:
         """The calibrated probability that a verdict of `kind` (supported/refuted/nei/conflicting, or `undecided`:
@@ -86,7 +93,7 @@ class Reading:
     nei: float
 
     @classmethod
-    def of(cls, p: Mapping[str, float]) -> "Reading":
+    def of(cls, p: Mapping[str, float]) -> Reading:
         return cls(float(p["supported"]), float(p["refuted"]), float(p["nei"]))
 
 
@@ -123,8 +130,15 @@ def rule_kind(readings: Sequence[Reading], decisive_at: float) -> tuple[str, flo
     return "nei", 1.0 - strongest, sup, ref
 
 
-def combine(readings: Sequence[Reading], labels: Sequence[str], model_pick: str | None,
-            calibration: JudgeCalibration, *, nei_allowed: bool = True, final: bool = False) -> Outcome:
+def combine(
+    readings: Sequence[Reading],
+    labels: Sequence[str],
+    model_pick: str | None,
+    calibration: JudgeCalibration,
+    *,
+    nei_allowed: bool = True,
+    final: bool = False,
+) -> Outcome:
     """The judge's label among `labels`, from the readings and (by the calibration's combination) the model's pick.
 
     `nei_allowed`: False in a last round whose labels have no not-enough-evidence label (a decision is due).
@@ -155,8 +169,9 @@ def combine(readings: Sequence[Reading], labels: Sequence[str], model_pick: str 
     if kind == "nei" and final and calibration.undecided and names.get(calibration.undecided):
         kind, by = calibration.undecided, "prior"  # the score stays the undecided one: 1 - the strongest reading
     key = "undecided" if by == "prior" else kind
-    return Outcome(names[kind] or labels[0], kind, score, calibration.confidence(key, score), by,
-                   tuple(sup), tuple(ref))
+    return Outcome(
+        names[kind] or labels[0], kind, score, calibration.confidence(key, score), by, tuple(sup), tuple(ref)
+    )
 
 
 def _score_of(kind: str, readings: Sequence[Reading], sup: Sequence[int], ref: Sequence[int]) -> float:
@@ -178,9 +193,17 @@ def _logistic(z: float) -> float:
 
 def describe(calibration: JudgeCalibration) -> str:
     """The calibration in words, for reports and the eval table."""
-    prior = ("no label prior" if not calibration.prior else "label prior " + ", ".join(
-        f"{k} {v:.3f}" for k, v in calibration.prior.items()))
-    undecided = (f"undecided after the last round: {calibration.undecided} (the prior's most likely label)"
-                 if calibration.undecided else "undecided after the last round: not enough evidence")
-    return (f"combination {calibration.combination}, a source decides at {calibration.decisive_at:.2f}; "
-            f"{undecided}; confidence calibrated on {calibration.fitted_on or 'nothing (uncalibrated)'}; {prior}")
+    prior = (
+        "no label prior"
+        if not calibration.prior
+        else "label prior " + ", ".join(f"{k} {v:.3f}" for k, v in calibration.prior.items())
+    )
+    undecided = (
+        f"undecided after the last round: {calibration.undecided} (the prior's most likely label)"
+        if calibration.undecided
+        else "undecided after the last round: not enough evidence"
+    )
+    return (
+        f"combination {calibration.combination}, a source decides at {calibration.decisive_at:.2f}; "
+        f"{undecided}; confidence calibrated on {calibration.fitted_on or 'nothing (uncalibrated)'}; {prior}"
+    )

@@ -10,17 +10,21 @@ from __future__ import annotations
 
 import re
 
-from ..leaf.sentences import split_sentences
+from ..claims.sentences import split_sentences
 
-_LABELS = (r"(?:Record|Claim|Search result|Round \d+|Actions|Executed actions|Evidence|Elaboration|Judgement|"
-           r"Verdict|Justification|Key findings|Summary)\s*:")
+_LABELS = (
+    r"(?:Record|Claim|Search result|Round \d+|Actions|Executed actions|Evidence|Elaboration|Judgement|"
+    r"Verdict|Justification|Key findings|Summary)\s*:"
+)
 # the model repeated the cue, perhaps as a bullet or in bold ("**Key findings:**")
 _LEADING_LABEL = re.compile(r"^\s*(?:-\s*)?(?:\*\*)?" + _LABELS + r"(?:\*\*)?\s*", re.IGNORECASE)
 _NEXT_BLOCK = re.compile(r"\s" + _LABELS, re.IGNORECASE)  # the model went on writing the next block
 _WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset("a an the of in on at to for and or but is are was were be been by with from as that this it its "
-                  "has have had not no he she they his her their we our you your i what which who when where how "
-                  "than then there these those also about after before over into more most".split())
+_STOP = frozenset(
+    "a an the of in on at to for and or but is are was were be been by with from as that this it its "
+    "has have had not no he she they his her their we our you your i what which who when where how "
+    "than then there these those also about after before over into more most".split()
+)
 
 
 def _trim_repeats(text: str) -> str:

@@ -47,13 +47,16 @@ def read_summary(text: str, source: str, claim: str) -> ResultSummary:
     return ResultSummary(s, s is None or grounded(s, source, claim))
 
 
-def verifier_scores(scores: "list[dict[str, Any]] | None") -> str:
+def verifier_scores(scores: list[dict[str, Any]] | None) -> str:
     """The judge's view of the trained verifier's reading of each finding (verify/), or nothing when it is off."""
     if not scores:
         return ""
     lines = ["Verifier scores (a trained model's probabilities for the claim given each finding):"]
-    lines += [f"[{i}] {neutralise(s['source'], 80)}: supported {s['supported']:.2f}, refuted {s['refuted']:.2f}, "
-              f"not enough information {s['nei']:.2f}" for i, s in enumerate(scores, start=1)]
+    lines += [
+        f"[{i}] {neutralise(s['source'], 80)}: supported {s['supported']:.2f}, refuted {s['refuted']:.2f}, "
+        f"not enough information {s['nei']:.2f}"
+        for i, s in enumerate(scores, start=1)
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -62,33 +65,69 @@ RECORD = {"RECORD": Record.render}  # every stage shows the record, its findings
 # the plan: one action at a time. PLAN is the prompt its calls continue (never asked itself): the tool, or "stop", by
 # a scored choice; then the tool's image by a scored choice, or the search query, the only text the model writes
 PLAN = PromptSpec(
-    name="defame.plan", template="defame_plan", stage="plan",
-    slots=("TOOLS", "RULES", "EXAMPLES", "RECORD", "EXECUTED"), formats=RECORD, max_tokens=8)
-PLAN_TOOL = PLAN.follow("defame.plan.tool", "\n", max_tokens=8, decision=True, problem="no tool chosen",
-                        fallback="the first tool offered")
+    name="defame.plan",
+    template="defame_plan",
+    stage="plan",
+    slots=("TOOLS", "RULES", "EXAMPLES", "RECORD", "EXECUTED"),
+    formats=RECORD,
+    max_tokens=8,
+)
+PLAN_TOOL = PLAN.follow(
+    "defame.plan.tool", "\n", max_tokens=8, decision=True, problem="no tool chosen", fallback="the first tool offered"
+)
 PLAN_IMAGE = PLAN.follow("defame.plan.image", "\n[[TOOL]](", max_tokens=8, decision=True)
-PLAN_QUERY = PLAN.follow("defame.plan.query", '\n[[TOOL]]("', max_tokens=24, stop=('"', "\n", ")"),
-                         parser=written_query)
+PLAN_QUERY = PLAN.follow(
+    "defame.plan.query", '\n[[TOOL]]("', max_tokens=24, stop=('"', "\n", ")"), parser=written_query
+)
 
 SUMMARIZE = PromptSpec(
-    name="defame.summarize", template="defame_summarize", stage="summarize", slots=("RECORD", "RESULT"),
-    formats={**RECORD, "RESULT": result_text}, max_tokens=120, stop=("\n\n", "Record:", "Search result:"),
-    parser=read_summary, usable=lambda summary: summary.grounded, problem="no summary drawn from the result",
-    fallback="quoted the source's sentences closest to the claim")
+    name="defame.summarize",
+    template="defame_summarize",
+    stage="summarize",
+    slots=("RECORD", "RESULT"),
+    formats={**RECORD, "RESULT": result_text},
+    max_tokens=120,
+    stop=("\n\n", "Record:", "Search result:"),
+    parser=read_summary,
+    usable=lambda summary: summary.grounded,
+    problem="no summary drawn from the result",
+    fallback="quoted the source's sentences closest to the claim",
+)
 
 DEVELOP = PromptSpec(
-    name="defame.develop", template="defame_develop", stage="develop", slots=("RECORD",), formats=RECORD,
-    max_tokens=160, stop=("\n\n", "Record:", "Judgement:"), parser=partial(clean_text, limit=800))
+    name="defame.develop",
+    template="defame_develop",
+    stage="develop",
+    slots=("RECORD",),
+    formats=RECORD,
+    max_tokens=160,
+    stop=("\n\n", "Record:", "Judgement:"),
+    parser=partial(clean_text, limit=800),
+)
 
 JUDGE = PromptSpec(
-    name="defame.judge", template="defame_judge", stage="judge", slots=("LABELS", "RECORD", "SCORES"),
+    name="defame.judge",
+    template="defame_judge",
+    stage="judge",
+    slots=("LABELS", "RECORD", "SCORES"),
     formats={**RECORD, "SCORES": verifier_scores},
-    max_tokens=100, stop=("\n\n", "Verdict:", "Record:"), parser=partial(clean_text, limit=600))
-JUDGE_LABEL = JUDGE.follow("defame.judge.label", " [[FINDINGS]]\nVerdict:", max_tokens=16, decision=True, strict=True,
-                           problem="no label")
+    max_tokens=100,
+    stop=("\n\n", "Verdict:", "Record:"),
+    parser=partial(clean_text, limit=600),
+)
+JUDGE_LABEL = JUDGE.follow(
+    "defame.judge.label", " [[FINDINGS]]\nVerdict:", max_tokens=16, decision=True, strict=True, problem="no label"
+)
 
 JUSTIFY = PromptSpec(
-    name="defame.justify", template="defame_justify", stage="justify", slots=("RECORD", "VERDICT"), formats=RECORD,
-    max_tokens=160, stop=("\n\n", "Record:", "Justification:"), parser=partial(clean_text, limit=1200))
+    name="defame.justify",
+    template="defame_justify",
+    stage="justify",
+    slots=("RECORD", "VERDICT"),
+    formats=RECORD,
+    max_tokens=160,
+    stop=("\n\n", "Record:", "Justification:"),
+    parser=partial(clean_text, limit=1200),
+)
 
 SPECS = (PLAN, PLAN_TOOL, PLAN_IMAGE, PLAN_QUERY, SUMMARIZE, DEVELOP, JUDGE, JUDGE_LABEL, JUSTIFY)

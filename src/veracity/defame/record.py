@@ -16,8 +16,9 @@ shows the record.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..prompts.quoting import neutralise, quote_data, quote_inline
 from ..steps import Step, as_step
@@ -25,8 +26,9 @@ from ..types import Claim, Evidence
 from ..verdicts import claim_line
 from .steps import Develop, Images, Judge, Justify, Plan, RoundStep, Summary, ToolRun
 
-TEXT_ONLY_NOTE = ("(The model reads text only: the images are known only through the tools' findings, "
-                  "not seen directly.)")
+TEXT_ONLY_NOTE = (
+    "(The model reads text only: the images are known only through the tools' findings, not seen directly.)"
+)
 SOURCE_CHARS = 200  # longest source name (a page title) shown in the record
 
 
@@ -56,11 +58,18 @@ class Finding:
         return f"- {kind}{quote_inline(f'{where}{when}: {self.summary}')}{images}"
 
     @classmethod
-    def of(cls, s: Summary) -> "Finding":
+    def of(cls, s: Summary) -> Finding:
         """The finding a summary of a result adds to the record."""
-        return cls(action=s.action, source=s.source or s.url or "source", url=s.url, date=s.date,
-                   summary=s.text or "", image_refs=list(s.image_refs or []), excerpt=s.written_by == "excerpt",
-                   evidence=s.evidence or s.text or "")
+        return cls(
+            action=s.action,
+            source=s.source or s.url or "source",
+            url=s.url,
+            date=s.date,
+            summary=s.text or "",
+            image_refs=list(s.image_refs or []),
+            excerpt=s.written_by == "excerpt",
+            evidence=s.evidence or s.text or "",
+        )
 
 
 @dataclass
@@ -119,7 +128,7 @@ class Record:
     justification: Justify | None = None
 
     @classmethod
-    def from_steps(cls, claim: Claim, steps: Iterable["Step | Mapping[str, Any]"]) -> "Record | None":
+    def from_steps(cls, claim: Claim, steps: Iterable[Step | Mapping[str, Any]]) -> Record | None:
         """The record of a check, read back from its trace (typed steps, or steps as stored); None when the
         trace holds none of DEFAME's steps."""
         record = cls(claim=claim)

@@ -31,8 +31,14 @@ class Images(Step):
     model_sees_images: bool = False
 
     def fold(self, view: Fold) -> None:
-        view.append({"kind": "images", "refs": list(self.refs or []), "sources": list(self.sources or []),
-                     "model_sees_images": bool(self.model_sees_images)})
+        view.append(
+            {
+                "kind": "images",
+                "refs": list(self.refs or []),
+                "sources": list(self.sources or []),
+                "model_sees_images": bool(self.model_sees_images),
+            }
+        )
 
 
 @dataclass(kw_only=True)
@@ -59,13 +65,23 @@ class Plan(RoundStep):
     note: str | None = optional()
 
     def fold(self, view: Fold) -> None:
-        view.append({"kind": "plan", "round": self.round, "actions": list(self.actions or []),
-                     "fallback": bool(self.fallback), "static": bool(self.static),
-                     "rejected": list(self.rejected or []), "note": self.note, "how": self.how,
-                     "unavailable": dict(self.unavailable or {}) if self.round == 1 else {}})
+        view.append(
+            {
+                "kind": "plan",
+                "round": self.round,
+                "actions": list(self.actions or []),
+                "fallback": bool(self.fallback),
+                "static": bool(self.static),
+                "rejected": list(self.rejected or []),
+                "note": self.note,
+                "how": self.how,
+                "unavailable": dict(self.unavailable or {}) if self.round == 1 else {},
+            }
+        )
         actions = list(self.actions or [])
-        view.status = (f"Round {self.round}: running {', '.join(actions)}" if actions
-                       else f"Round {self.round}: no new action")
+        view.status = (
+            f"Round {self.round}: running {', '.join(actions)}" if actions else f"Round {self.round}: no new action"
+        )
 
 
 @step_type
@@ -88,8 +104,14 @@ class ToolRun(RoundStep):
         return None if self.results else f"{self.action}: no results"
 
     def fold(self, view: Fold) -> None:
-        card = {"kind": "action", "round": self.round, "action": self.action, "error": self.error,
-                "notes": list(self.notes or []), "results": [result_item(r) for r in self.results or []]}
+        card = {
+            "kind": "action",
+            "round": self.round,
+            "action": self.action,
+            "error": self.error,
+            "notes": list(self.notes or []),
+            "results": [result_item(r) for r in self.results or []],
+        }
         view.state.setdefault("defame_calls", {})[(self.round, self.action)] = card
         view.append(card)
         n = len(card["results"])
@@ -98,9 +120,18 @@ class ToolRun(RoundStep):
 
 def result_item(r: dict[str, Any]) -> dict[str, Any]:
     """One result of a tool call, waiting for its summary."""
-    return {"title": r.get("source") or r.get("url") or "result", "source": r.get("source"), "url": r.get("url"),
-            "href": http_url(r.get("url")), "date": r.get("date"), "text": r.get("text") or "", "summarized": False,
-            "summary": None, "images": [], "when": evidence_when(r)}
+    return {
+        "title": r.get("source") or r.get("url") or "result",
+        "source": r.get("source"),
+        "url": r.get("url"),
+        "href": http_url(r.get("url")),
+        "date": r.get("date"),
+        "text": r.get("text") or "",
+        "summarized": False,
+        "summary": None,
+        "images": [],
+        "when": evidence_when(r),
+    }
 
 
 @step_type
@@ -127,7 +158,7 @@ class Summary(RoundStep):
         """The summary as the record quotes it (an excerpt without its marking)."""
         s = self.summary
         if s and self.written_by == "excerpt" and s.startswith(EXCERPT_MARK) and s.endswith('"'):
-            return s[len(EXCERPT_MARK):-1]
+            return s[len(EXCERPT_MARK) : -1]
         return s
 
     def fold(self, view: Fold) -> None:
@@ -139,9 +170,19 @@ class Summary(RoundStep):
                     r.update(summarized=True, summary=self.summary, images=list(self.images or []))
                     view.changed(card)
                     return
-        view.append({"kind": "summary", "round": self.round, "action": self.action,
-                     "title": self.source or self.url or "result", "source": self.source, "url": self.url,
-                     "href": http_url(self.url), "summary": self.summary, "images": list(self.images or [])})
+        view.append(
+            {
+                "kind": "summary",
+                "round": self.round,
+                "action": self.action,
+                "title": self.source or self.url or "result",
+                "source": self.source,
+                "url": self.url,
+                "href": http_url(self.url),
+                "summary": self.summary,
+                "images": list(self.images or []),
+            }
+        )
 
 
 @step_type
@@ -176,11 +217,21 @@ class Judge(RoundStep):
     score: float | None = optional()  # the judge's deciding score before calibration (judgement.py)
 
     def fold(self, view: Fold) -> None:
-        view.append({"kind": "judge", "round": self.round, "label": self.label, "confidence": self.confidence,
-                     "findings": self.findings or "", "final": bool(self.final),
-                     "verifier": self.verifier or [], "decided_by": self.decided_by or "model"})
-        view.status = ("Writing the justification…" if self.final
-                       else f"Round {self.round}: not enough to decide, planning again")
+        view.append(
+            {
+                "kind": "judge",
+                "round": self.round,
+                "label": self.label,
+                "confidence": self.confidence,
+                "findings": self.findings or "",
+                "final": bool(self.final),
+                "verifier": self.verifier or [],
+                "decided_by": self.decided_by or "model",
+            }
+        )
+        view.status = (
+            "Writing the justification…" if self.final else f"Round {self.round}: not enough to decide, planning again"
+        )
 
 
 @step_type
@@ -194,6 +245,12 @@ class Justify(Step):
 
     def fold(self, view: Fold) -> None:
         text = self.text or ""
-        view.append({"kind": "justify", "text": text, "parts": link_parts(text),
-                     "sources": [source_link(x) for x in dict.fromkeys(self.sources or [])]})
+        view.append(
+            {
+                "kind": "justify",
+                "text": text,
+                "parts": link_parts(text),
+                "sources": [source_link(x) for x in dict.fromkeys(self.sources or [])],
+            }
+        )
         view.status = "Finishing…"

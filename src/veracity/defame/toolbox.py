@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from ..errors import UserError
 from ..tools.base import Action, Tool, ToolCall, ToolOutput
@@ -48,8 +49,7 @@ class Toolbox:
 
     def offered(self, *, has_images: bool) -> dict[str, Tool]:
         """The tools the planner may name now: available ones, image tools only when there is an image."""
-        return {n: t for n, t in self.tools.items()
-                if t.unavailable() is None and (has_images or not t.takes_image)}
+        return {n: t for n, t in self.tools.items() if t.unavailable() is None and (has_images or not t.takes_image)}
 
     def describe(self, *, has_images: bool) -> str:
         """The tool list for the planner, from the tools' docstrings; unavailable tools say why."""
@@ -65,7 +65,7 @@ class Toolbox:
         return "\n".join(lines) or "- (no tools: reason from the claim alone)"
 
 
-def search_provider_name(config: "DefameConfig", retriever: "Retriever | None") -> str:
+def search_provider_name(config: DefameConfig, retriever: Retriever | None) -> str:
     if config.search:
         return config.search
     return "local" if retriever is not None else "none"
@@ -78,8 +78,13 @@ def _collection(path: str):
     return ImageCollection.load(path)
 
 
-def build_toolbox(config: "DefameConfig", retriever: "Retriever | None", *, drop: frozenset[str] = frozenset(),
-                  scraper: "Scraper | None" = None) -> Toolbox:
+def build_toolbox(
+    config: DefameConfig,
+    retriever: Retriever | None,
+    *,
+    drop: frozenset[str] = frozenset(),
+    scraper: Scraper | None = None,
+) -> Toolbox:
     """The tools for one check: web search over the configured provider, image search and reverse search
     over a local image collection or the provider, image metadata, and geolocation when weights exist."""
     from ..images.geolocate import Geolocator
@@ -96,9 +101,14 @@ def build_toolbox(config: "DefameConfig", retriever: "Retriever | None", *, drop
     if name != "none":
         if name == "local" and retriever is None:
             raise UserError("--search local needs an index: pass --index DIR (build one with `veracity index build`)")
-        provider = make_provider(name, api_key=config.serper_api_key,
-                                 url=config.wikipedia_url if name == "wikipedia" else config.searxng_url,
-                                 retriever=retriever, timeout=config.timeout, language=config.wikipedia_language)
+        provider = make_provider(
+            name,
+            api_key=config.serper_api_key,
+            url=config.wikipedia_url if name == "wikipedia" else config.searxng_url,
+            retriever=retriever,
+            timeout=config.timeout,
+            language=config.wikipedia_language,
+        )
     images = None
     if config.image_collection:
         from ..images.collection import LocalImageProvider
@@ -106,24 +116,38 @@ def build_toolbox(config: "DefameConfig", retriever: "Retriever | None", *, drop
         images = LocalImageProvider(_collection(config.image_collection))
     excluded = tuple(config.excluded_domains)
     tools: dict[str, Tool] = {}
-    tools["web_search"] = (WebSearch(provider, scraper if name != "local" else None, k=config.top_k,
-                                     excluded=excluded) if provider is not None else
-                           UnavailableTool("web_search", False, "no search provider configured "
-                                           "(--search serper|searxng|local|wikipedia)"))
+    tools["web_search"] = (
+        WebSearch(provider, scraper if name != "local" else None, k=config.top_k, excluded=excluded)
+        if provider is not None
+        else UnavailableTool(
+            "web_search", False, "no search provider configured (--search serper|searxng|local|wikipedia)"
+        )
+    )
     image_provider = images or (provider if name in ("serper", "searxng") else None)
-    tools["image_search"] = (ImageSearch(image_provider, k=config.top_k, excluded=excluded) if image_provider else
-                             UnavailableTool("image_search", False, "needs an image collection "
-                                             "(defame.image_collection) or --search serper|searxng"))
+    tools["image_search"] = (
+        ImageSearch(image_provider, k=config.top_k, excluded=excluded)
+        if image_provider
+        else UnavailableTool(
+            "image_search", False, "needs an image collection (defame.image_collection) or --search serper|searxng"
+        )
+    )
     reverse_provider = images or (provider if name == "serper" else None)
-    tools["reverse_search"] = (ReverseSearch(reverse_provider, k=config.top_k, excluded=excluded)
-                               if reverse_provider else
-                               UnavailableTool("reverse_search", True, "needs an image collection "
-                                               "(defame.image_collection) or --search serper"))
+    tools["reverse_search"] = (
+        ReverseSearch(reverse_provider, k=config.top_k, excluded=excluded)
+        if reverse_provider
+        else UnavailableTool(
+            "reverse_search", True, "needs an image collection (defame.image_collection) or --search serper"
+        )
+    )
     tools["image_metadata"] = ImageMetadataTool()
     tools["geolocate"] = Geolocate(Geolocator.from_config(config.geoclip_weights))
     for n in drop:
         tools.pop(n, None)
     closers = [c.close for c in (scraper, provider) if c is not None and hasattr(c, "close")]
     roots = (Path(images.collection.root),) if images is not None else ()
-    return Toolbox(tools=tools, fetch_image=scraper.fetch_image if scraper is not None else None, closers=closers,
-                   local_image_roots=roots)
+    return Toolbox(
+        tools=tools,
+        fetch_image=scraper.fetch_image if scraper is not None else None,
+        closers=closers,
+        local_image_roots=roots,
+    )

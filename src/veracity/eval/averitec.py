@@ -29,10 +29,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
-from .datasets import AVERITEC_LABELS, Dataset
+from .datasets.averitec import AVERITEC_LABELS
+from .datasets.records import Dataset
 from .meteor import meteor, wordnet_source
 
 MAX_QUESTIONS = 10  # the scorer reads the first 10 predicted pairs
@@ -43,6 +45,7 @@ FALLBACK_LABEL = "Not Enough Evidence"  # written for a prediction outside the f
 
 
 # --------------------------------------------------------------------------- the scorer
+
 
 def hungarian(pred: list[str], gold: list[str], metric: Callable[[str, str], float] = meteor) -> float:
     """The best one-to-one matching of `pred` to `gold` by `metric(pred, gold)`, its sum divided by len(gold)."""
@@ -79,16 +82,19 @@ def gold_qa_strings(questions: Iterable[dict[str, Any]]) -> list[str]:
     return out
 
 
-def claim_scores(evidence: list[dict[str, Any]], pred_label: str, gold_label: str,
-                 gold: list[dict[str, Any]], metric: Callable[[str, str], float] = meteor) -> dict[str, float]:
+def claim_scores(
+    evidence: list[dict[str, Any]],
+    pred_label: str,
+    gold_label: str,
+    gold: list[dict[str, Any]],
+    metric: Callable[[str, str], float] = meteor,
+) -> dict[str, float]:
     """One claim's Q-only and Q+A scores, whether its label is right, and its AVeriTeC score (0 or 1)."""
     pairs = evidence[:MAX_QUESTIONS]
     q_only = hungarian([str(e.get("question") or "") for e in pairs], gold_questions(gold), metric)
-    qa = hungarian([f"{e.get('question') or ''} {e.get('answer') or ''}" for e in pairs], gold_qa_strings(gold),
-                   metric)
+    qa = hungarian([f"{e.get('question') or ''} {e.get('answer') or ''}" for e in pairs], gold_qa_strings(gold), metric)
     correct = pred_label == gold_label
-    return {"q_only": q_only, "qa": qa, "correct": float(correct),
-            "averitec": float(correct and qa > THRESHOLD)}
+    return {"q_only": q_only, "qa": qa, "correct": float(correct), "averitec": float(correct and qa > THRESHOLD)}
 
 
 def mean_scores(per_claim: list[dict[str, float]]) -> dict[str, float]:
@@ -117,9 +123,15 @@ def _defame_pairs(claim: str, trace: list[dict[str, Any]]) -> list[dict[str, Any
         for f in r.findings:
             m = _QUOTED_ARG.match(f.action or "")
             query = queries.get(f.action) or (m.group(1) if m else f.action)
-            pairs.append({"question": query, "answer": f.summary, "url": f.url or "",
-                          "from": f"DEFAME round {r.number}: the query of {f.action} as the question, the "
-                                  f"{'excerpt' if f.excerpt else 'summary'} of {f.source} as the answer"})
+            pairs.append(
+                {
+                    "question": query,
+                    "answer": f.summary,
+                    "url": f.url or "",
+                    "from": f"DEFAME round {r.number}: the query of {f.action} as the question, the "
+                    f"{'excerpt' if f.excerpt else 'summary'} of {f.source} as the answer",
+                }
+            )
     return pairs
 
 
@@ -127,9 +139,15 @@ def _qacheck_pairs(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     pairs = []
     for s in steps:
         url = next((e.get("url") for e in s.get("evidence") or [] if e.get("url")), "") or ""
-        pairs.append({"question": s.get("question") or "", "answer": s.get("answer") or "", "url": url,
-                      "from": f"QACheck step {s.get('depth')}: its question and the QA module's answer"
-                              + ("" if url else " (no source URL)")})
+        pairs.append(
+            {
+                "question": s.get("question") or "",
+                "answer": s.get("answer") or "",
+                "url": url,
+                "from": f"QACheck step {s.get('depth')}: its question and the QA module's answer"
+                + ("" if url else " (no source URL)"),
+            }
+        )
     return pairs
 
 
@@ -139,10 +157,15 @@ def _retrieval_pairs(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if step.get("stage") != "retrieval":
             continue
         for n, e in enumerate(step.get("results") or [], start=1):
-            pairs.append({"question": step.get("query") or "", "answer": e.get("text") or "",
-                          "url": e.get("url") or "",
-                          "from": f"retrieval: the query (the claim) as the question, passage {n} "
-                                  f"({e.get('source') or e.get('url') or 'source'}) as the answer"})
+            pairs.append(
+                {
+                    "question": step.get("query") or "",
+                    "answer": e.get("text") or "",
+                    "url": e.get("url") or "",
+                    "from": f"retrieval: the query (the claim) as the question, passage {n} "
+                    f"({e.get('source') or e.get('url') or 'source'}) as the answer",
+                }
+            )
     return pairs
 
 
@@ -160,16 +183,20 @@ def evidence_pairs(row: dict[str, Any], claim: str) -> list[dict[str, Any]]:
 
 def submission_entry(row: dict[str, Any], claim_id: str, claim: str) -> dict[str, Any]:
     pred = row.get("pred") or ""
-    entry = {"claim_id": int(claim_id) if str(claim_id).isdigit() else claim_id, "claim": claim,
-             "pred_label": pred if pred in AVERITEC_LABELS else FALLBACK_LABEL,
-             "justification": (row.get("verdict") or {}).get("rationale") or "",
-             "evidence": evidence_pairs(row, claim)}
+    entry = {
+        "claim_id": int(claim_id) if str(claim_id).isdigit() else claim_id,
+        "claim": claim,
+        "pred_label": pred if pred in AVERITEC_LABELS else FALLBACK_LABEL,
+        "justification": (row.get("verdict") or {}).get("rationale") or "",
+        "evidence": evidence_pairs(row, claim),
+    }
     if pred not in AVERITEC_LABELS:
         entry["pred_label_note"] = f"the pipeline said {pred!r}, not one of the four labels"
     return entry
 
 
 # --------------------------------------------------------------------------- a run's outputs
+
 
 def _ordered(rows: list[dict[str, Any]], dataset: Dataset) -> dict[str, list[tuple[dict[str, Any], Any]]]:
     """Per pipeline, its (row, item) pairs of this dataset, in the dataset's order."""
@@ -190,13 +217,22 @@ def submission(rows: list[dict[str, Any]], dataset: Dataset, pipeline: str) -> l
 
 def scores(rows: list[dict[str, Any]], dataset: Dataset) -> dict[str, dict[str, float]]:
     """Per pipeline: n, accuracy, q_only, qa and averitec (means over its claims; see the module)."""
-    return {pipe: mean_scores([claim_scores(evidence_pairs(r, it.claim.text), r.get("pred") or "", it.gold,
-                                            it.metadata.get("questions") or []) for r, it in pairs])
-            for pipe, pairs in sorted(_ordered(rows, dataset).items())}
+    return {
+        pipe: mean_scores(
+            [
+                claim_scores(
+                    evidence_pairs(r, it.claim.text), r.get("pred") or "", it.gold, it.metadata.get("questions") or []
+                )
+                for r, it in pairs
+            ]
+        )
+        for pipe, pairs in sorted(_ordered(rows, dataset).items())
+    }
 
 
-def write_outputs(out: str | Path, rows: list[dict[str, Any]], dataset: Dataset,
-                  submission_path: str | None = None) -> dict[str, Any]:
+def write_outputs(
+    out: str | Path, rows: list[dict[str, Any]], dataset: Dataset, submission_path: str | None = None
+) -> dict[str, Any]:
     """OUT/averitec_scores.json (read by the report); with `submission_path`, the submission file too (one
     pipeline: that file; several: one file per pipeline, its name before the suffix)."""
     result = {"threshold": THRESHOLD, "meteor_wordnet": wordnet_source(), "pipelines": scores(rows, dataset)}
@@ -207,8 +243,7 @@ def write_outputs(out: str | Path, rows: list[dict[str, Any]], dataset: Dataset,
             path = Path(submission_path)
             if len(pipes) > 1:
                 path = path.with_name(f"{path.stem}.{pipe.replace(':', '_').replace('/', '_')}{path.suffix}")
-            path.write_text(json.dumps(submission(rows, dataset, pipe), indent=1, ensure_ascii=False),
-                            encoding="utf-8")
+            path.write_text(json.dumps(submission(rows, dataset, pipe), indent=1, ensure_ascii=False), encoding="utf-8")
             result.setdefault("written", []).append(str(path))
     return result
 
@@ -223,11 +258,18 @@ def report_lines(out: str | Path, dataset: str) -> list[str]:
         pipes = data["pipelines"]
     except (ValueError, KeyError, OSError):
         return []
-    lines = ["", "AVeriTeC shared-task scores (Hungarian-matched METEOR against the annotators' question-answer "
-                 f"pairs; AVeriTeC score: label right and Q+A above {data.get('threshold', THRESHOLD)}); "
-                 f"METEOR's synonym stage: {data.get('meteor_wordnet', '?')}:", "",
-             "| pipeline | n | accuracy | Q-only | Q+A | AVeriTeC score |", "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "",
+        "AVeriTeC shared-task scores (Hungarian-matched METEOR against the annotators' question-answer "
+        f"pairs; AVeriTeC score: label right and Q+A above {data.get('threshold', THRESHOLD)}); "
+        f"METEOR's synonym stage: {data.get('meteor_wordnet', '?')}:",
+        "",
+        "| pipeline | n | accuracy | Q-only | Q+A | AVeriTeC score |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for pipe, s in sorted(pipes.items()):
-        lines.append(f"| {pipe} | {s['n']} | {100 * s['accuracy']:.2f} | {s['q_only']:.4f} | {s['qa']:.4f} | "
-                     f"{100 * s['averitec']:.2f} |")
+        lines.append(
+            f"| {pipe} | {s['n']} | {100 * s['accuracy']:.2f} | {s['q_only']:.4f} | {s['qa']:.4f} | "
+            f"{100 * s['averitec']:.2f} |"
+        )
     return lines

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..check import run_check
 from ..registry import get_pipeline
 from ..retrieval import Index
-from .datasets import Dataset, EvalItem
+from .datasets.records import Dataset, EvalItem
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -33,9 +33,8 @@ class DatasetHeader:
     label_map: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, dataset: Dataset) -> "DatasetHeader":
-        return cls(dataset.name, dataset.setting, tuple(dataset.labels), dataset.label_rules,
-                   dict(dataset.label_map))
+    def of(cls, dataset: Dataset) -> DatasetHeader:
+        return cls(dataset.name, dataset.setting, tuple(dataset.labels), dataset.label_rules, dict(dataset.label_map))
 
 
 @dataclass(frozen=True)
@@ -44,14 +43,14 @@ class CheckPlan:
 
     dataset: DatasetHeader
     pipelines: tuple[str, ...]
-    config: "Config"
-    retriever: "Retriever | None" = None  # the run's shared retriever (an index, a pooled knowledge base)
+    config: Config
+    retriever: Retriever | None = None  # the run's shared retriever (an index, a pooled knowledge base)
 
 
 class ItemChecker:
     """`checker(pipeline, item) -> row`: one item checked by one pipeline with this process's model."""
 
-    def __init__(self, plan: CheckPlan, model: "Model") -> None:
+    def __init__(self, plan: CheckPlan, model: Model) -> None:
         self.plan = plan
         self.model = model
         self.pipes = {name: get_pipeline(name, plan.config) for name in plan.pipelines}
@@ -61,10 +60,26 @@ class ItemChecker:
         retriever = plan.retriever
         if item.evidence:
             retriever = Index.from_documents(item.evidence).given_evidence()  # read even when no word matches
-        res = run_check(item.claim, self.pipes[name], self.model, plan.config, retriever=retriever,
-                        labels=ds.labels, label_rules=ds.label_rules)
+        res = run_check(
+            item.claim,
+            self.pipes[name],
+            self.model,
+            plan.config,
+            retriever=retriever,
+            labels=ds.labels,
+            label_rules=ds.label_rules,
+        )
         pred = ds.label_map.get(res.verdict.label, res.verdict.label)
-        return {"dataset": ds.name, "setting": ds.setting, "pipeline": name, "id": item.id,
-                "gold": item.gold, "pred": pred, "correct": pred == item.gold if item.gold else None,
-                "seconds": round(res.seconds, 3), "usage": res.usage, "verdict": res.verdict.to_dict(),
-                "trace": res.trace}
+        return {
+            "dataset": ds.name,
+            "setting": ds.setting,
+            "pipeline": name,
+            "id": item.id,
+            "gold": item.gold,
+            "pred": pred,
+            "correct": pred == item.gold if item.gold else None,
+            "seconds": round(res.seconds, 3),
+            "usage": res.usage,
+            "verdict": res.verdict.to_dict(),
+            "trace": res.trace,
+        }

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import BackendError
 from .checker import CheckPlan, ItemChecker
-from .datasets import EvalItem
+from .datasets.records import EvalItem
 
 if TYPE_CHECKING:
     from ..llm.model import Model
@@ -64,7 +64,7 @@ class ThreadDispatch:
 
     retried = 0
 
-    def __init__(self, model: "Model", workers: int = 1) -> None:
+    def __init__(self, model: Model, workers: int = 1) -> None:
         self.model = model
         self.workers = max(1, workers)
         self._pool: ThreadPoolExecutor | None = None
@@ -74,8 +74,12 @@ class ThreadDispatch:
     def start(self, plan: CheckPlan) -> Started:
         self._checker = ItemChecker(plan, self.model)
         self._pool = ThreadPoolExecutor(max_workers=self.workers)
-        return Started(self.workers, self.model.model_id, type(self.model.backend).__name__,
-                       f"{self.workers} thread{'s' if self.workers > 1 else ''}")
+        return Started(
+            self.workers,
+            self.model.model_id,
+            type(self.model.backend).__name__,
+            f"{self.workers} thread{'s' if self.workers > 1 else ''}",
+        )
 
     def submit(self, name: str, item: EvalItem) -> None:
         assert self._pool is not None and self._checker is not None, "start() first"

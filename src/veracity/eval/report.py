@@ -6,18 +6,20 @@ import json
 import random
 import statistics
 from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ..errors import UserError
 from ..llm.base import NO_CONFIDENCES
+from ..metrics import accuracy, expected_calibration_error, macro_f1, per_class, reliability_bins
 from .averitec import report_lines as averitec_lines
-from .metrics import accuracy, expected_calibration_error, macro_f1, per_class, reliability_bins
 from .runner import ITEMS, MANIFEST, read_done, read_manifest  # noqa: F401  (read_done keeps the file clean)
 
 
-def bootstrap_ci(gold: Sequence[str], pred: Sequence[str], metric: Callable[[list, list], float],
-                 n: int = 1000, seed: int = 0) -> tuple[float, float]:
+def bootstrap_ci(
+    gold: Sequence[str], pred: Sequence[str], metric: Callable[[list, list], float], n: int = 1000, seed: int = 0
+) -> tuple[float, float]:
     """95% percentile bootstrap interval of `metric` over items."""
     if not gold:
         return (0.0, 0.0)
@@ -84,9 +86,11 @@ def _majority_row(rows: list[dict[str, Any]], labels: list[str], metric: Callabl
         return ""
     top = max(sorted(set(gold)), key=gold.count)
     pred = [top] * len(gold)
-    return (f"| majority class ({top}) | {len(gold)} | {100 * metric(gold, pred):.2f} | "
-            f"{100 * accuracy(gold, pred):.2f} | "
-            f"{100 * macro_f1(gold, pred, labels):.2f} |  | 0.0 | 0.0 | 0 | 0 | $0.0000 | 0 |")
+    return (
+        f"| majority class ({top}) | {len(gold)} | {100 * metric(gold, pred):.2f} | "
+        f"{100 * accuracy(gold, pred):.2f} | "
+        f"{100 * macro_f1(gold, pred, labels):.2f} |  | 0.0 | 0.0 | 0 | 0 | $0.0000 | 0 |"
+    )
 
 
 def parse_failures_by_stage(rows: list[dict[str, Any]]) -> Counter:
@@ -109,8 +113,10 @@ def parse_failure_lines(rows: list[dict[str, Any]]) -> list[str]:
         rs = [r for r in rows if r["pipeline"] == pipe]
         c = parse_failures_by_stage(rs)
         said = ", ".join(f"{stage} {n}" for stage, n in sorted(c.items())) or "none"
-        out.append(f"- {pipe}: {said} ({sum(bool(r['verdict'].get('parse_failures')) for r in rs)} of {len(rs)} "
-                   "verdicts with any)")
+        out.append(
+            f"- {pipe}: {said} ({sum(bool(r['verdict'].get('parse_failures')) for r in rs)} of {len(rs)} "
+            "verdicts with any)"
+        )
     return ["", "Parse failures per stage:", "", *out] if out else []
 
 
@@ -123,8 +129,9 @@ def accuracy_at_coverage(rows: list[dict[str, Any]]) -> list[tuple[float, int, f
     confs = [r["verdict"].get("confidence") for r in rows]
     if not rows or all(c is None for c in confs):
         return None
-    ranked = sorted(rows, key=lambda r: -(r["verdict"].get("confidence") if r["verdict"].get("confidence")
-                                          is not None else -1.0))
+    ranked = sorted(
+        rows, key=lambda r: -(r["verdict"].get("confidence") if r["verdict"].get("confidence") is not None else -1.0)
+    )
     out = []
     for cov in COVERAGES:
         n = max(1, round(cov * len(ranked)))
@@ -142,9 +149,14 @@ def coverage_lines(rows: list[dict[str, Any]]) -> list[str]:
             table.append(f"| {pipe} | " + " | ".join(f"{100 * acc:.1f}" for _, _, acc in curve) + " |")
     if not table:
         return []
-    return ["", "Accuracy against coverage (only the most confident share of verdicts kept):", "",
-            "| pipeline | " + " | ".join(f"{int(100 * c)}%" for c in COVERAGES) + " |",
-            "|---|" + "---:|" * len(COVERAGES), *table]
+    return [
+        "",
+        "Accuracy against coverage (only the most confident share of verdicts kept):",
+        "",
+        "| pipeline | " + " | ".join(f"{int(100 * c)}%" for c in COVERAGES) + " |",
+        "|---|" + "---:|" * len(COVERAGES),
+        *table,
+    ]
 
 
 def confident_rows(rows: list[dict[str, Any]]) -> tuple[list[float], list[bool]]:
@@ -165,17 +177,28 @@ def reliability_lines(rows: list[dict[str, Any]]) -> list[str]:
                 silent.append(pipe)
             continue
         decided = [r for r in rs if not r["verdict"].get("uncertain")]
-        dec = (f"{100 * sum(r['gold'] == r['pred'] for r in decided) / len(decided):.1f} "
-               f"({100 * len(decided) / len(rs):.0f}% of verdicts)" if decided else "- (all uncertain)")
-        bins = " ".join(f"{lo:.1f}-{hi:.1f}: {100 * acc:.0f}% of {n}"
-                        for lo, hi, n, _, acc in reliability_bins(conf, correct))
+        dec = (
+            f"{100 * sum(r['gold'] == r['pred'] for r in decided) / len(decided):.1f} "
+            f"({100 * len(decided) / len(rs):.0f}% of verdicts)"
+            if decided
+            else "- (all uncertain)"
+        )
+        bins = " ".join(
+            f"{lo:.1f}-{hi:.1f}: {100 * acc:.0f}% of {n}" for lo, hi, n, _, acc in reliability_bins(conf, correct)
+        )
         table.append(f"| {pipe} | {expected_calibration_error(conf, correct):.3f} | {dec} | {bins} |")
     said = [f"No confidences for {', '.join(silent)}: {NO_CONFIDENCES}."] if silent else []
     if not table:
         return ["", *said] if said else []
-    return ["", "Reliability (is a verdict of confidence c right c of the time?):", "",
-            "| pipeline | ECE | accuracy of decided (not uncertain) verdicts | accuracy by confidence bin |",
-            "|---|---:|---:|---|", *table, *([""] + said if said else [])]
+    return [
+        "",
+        "Reliability (is a verdict of confidence c right c of the time?):",
+        "",
+        "| pipeline | ECE | accuracy of decided (not uncertain) verdicts | accuracy by confidence bin |",
+        "|---|---:|---:|---|",
+        *table,
+        *([""] + said if said else []),
+    ]
 
 
 def reliability_png(path: Path, rows: list[dict[str, Any]], title: str) -> bool:
@@ -192,13 +215,24 @@ def reliability_png(path: Path, rows: list[dict[str, Any]], title: str) -> bool:
     bins = reliability_bins(conf, correct)
     fig, ax = plt.subplots(figsize=(4.2, 4.2))
     ax.plot([0, 1], [0, 1], color="#999", linestyle="--", linewidth=1, label="calibrated")
-    ax.bar([(lo + hi) / 2 for lo, hi, *_ in bins], [acc for *_, acc in bins], width=0.09, color="#4a7ab5",
-           alpha=0.8, label="accuracy")
+    ax.bar(
+        [(lo + hi) / 2 for lo, hi, *_ in bins],
+        [acc for *_, acc in bins],
+        width=0.09,
+        color="#4a7ab5",
+        alpha=0.8,
+        label="accuracy",
+    )
     ax.plot([c for *_, c, _ in bins], [acc for *_, acc in bins], "o", color="#c0392b", label="mean confidence")
     for lo, hi, n, _, acc in bins:
         ax.annotate(str(n), ((lo + hi) / 2, min(acc + 0.02, 0.97)), ha="center", fontsize=7)
-    ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="confidence", ylabel="accuracy",
-           title=f"{title}\nECE {expected_calibration_error(conf, correct):.3f}")
+    ax.set(
+        xlim=(0, 1),
+        ylim=(0, 1),
+        xlabel="confidence",
+        ylabel="accuracy",
+        title=f"{title}\nECE {expected_calibration_error(conf, correct):.3f}",
+    )
     ax.title.set_fontsize(9)
     ax.legend(loc="upper left", fontsize=7)
     fig.tight_layout()
@@ -212,34 +246,46 @@ def build_report(out: str | Path, *, plots: bool = True) -> str:
     read_done(out)
     rows = load_rows(out)
     manifest = read_manifest(out)
-    lines = ["# Evaluation report", "", f"- **Model:** {manifest.get('model', '?')} "
-             f"({manifest.get('backend', '?')})", f"- **Results:** `{out}`", ""]
+    lines = [
+        "# Evaluation report",
+        "",
+        f"- **Model:** {manifest.get('model', '?')} ({manifest.get('backend', '?')})",
+        f"- **Results:** `{out}`",
+        "",
+    ]
     datasets = manifest.get("datasets", {})
     for ds in sorted({r["dataset"] for r in rows}):
         info = datasets.get(ds, {})
         labels = info.get("labels") or sorted({r["gold"] for r in rows if r["dataset"] == ds})
         metric_name = info.get("metric", "macro_f1")
-        metric = (lambda g, p: macro_f1(g, p, labels)) if metric_name == "macro_f1" else accuracy
-        lines += [f"## {ds}", "",
-                  f"Setting: {info.get('setting', '?')}; slice: {info.get('selected', '?')} of "
-                  f"{info.get('total_items', '?')} items (seed {info.get('seed', '?')}); metric: {metric_name}."
-                  + (f" **Stopped early: {info['stopped']}.**" if info.get("stopped") else ""), ""]
+        metric = (lambda g, p: macro_f1(g, p, labels)) if metric_name == "macro_f1" else accuracy  # noqa: B023
+        lines += [
+            f"## {ds}",
+            "",
+            f"Setting: {info.get('setting', '?')}; slice: {info.get('selected', '?')} of "
+            f"{info.get('total_items', '?')} items (seed {info.get('seed', '?')}); metric: {metric_name}."
+            + (f" **Stopped early: {info['stopped']}.**" if info.get("stopped") else ""),
+            "",
+        ]
         ref = info.get("reference", {})
-        lines += ["| pipeline | n | " + metric_name + " (95% CI) | accuracy | macro-F1 | paper | s/claim | "
-                  "calls/claim | prompt tok/claim | compl. tok/claim | cost/claim | parse failures |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        lines += [
+            "| pipeline | n | " + metric_name + " (95% CI) | accuracy | macro-F1 | paper | s/claim | "
+            "calls/claim | prompt tok/claim | compl. tok/claim | cost/claim | parse failures |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
         for pipe in sorted({r["pipeline"] for r in rows if r["dataset"] == ds}):
             rs = [r for r in rows if r["dataset"] == ds and r["pipeline"] == pipe]
             gold, pred = [r["gold"] for r in rs], [r["pred"] for r in rs]
             lo, hi = bootstrap_ci(gold, pred, metric)
-            tot = lambda k: _mean(rs, lambda r: r["usage"]["total"].get(k, 0))  # noqa: E731
+            tot = lambda k: _mean(rs, lambda r: r["usage"]["total"].get(k, 0))  # noqa: E731, B023 (used in this pass)
             paper = ref.get(pipe, ref.get(pipe.split("-")[0]))
             lines.append(
                 f"| {pipe} | {len(rs)} | {100 * metric(gold, pred):.2f} ({100 * lo:.1f}–{100 * hi:.1f}) | "
                 f"{100 * accuracy(gold, pred):.2f} | {100 * macro_f1(gold, pred, labels):.2f} | "
                 f"{'' if paper is None else f'{paper:.2f}'} | {_mean(rs, lambda r: r['seconds']):.1f} | "
                 f"{tot('calls'):.1f} | {tot('prompt_tokens'):.0f} | {tot('completion_tokens'):.0f} | "
-                f"${tot('cost'):.4f} | {sum(bool(r['verdict'].get('parse_failures')) for r in rs)} |")
+                f"${tot('cost'):.4f} | {sum(bool(r['verdict'].get('parse_failures')) for r in rs)} |"
+            )
             if plots:
                 png = out / f"confusion_{ds}_{pipe}.png".replace(":", "_").replace("/", "_")
                 confusion_png(png, gold, pred, labels, f"{ds} / {pipe} (n={len(rs)})")
@@ -251,19 +297,30 @@ def build_report(out: str | Path, *, plots: bool = True) -> str:
         for pipe in sorted({r["pipeline"] for r in rows if r["dataset"] == ds}):
             rs = [r for r in rows if r["dataset"] == ds and r["pipeline"] == pipe]
             pc = per_class([r["gold"] for r in rs], [r["pred"] for r in rs], labels)
-            lines.append(f"- {pipe}: " + "; ".join(f"{k} P {100 * v['precision']:.0f} R {100 * v['recall']:.0f} "
-                                                    f"(n={v['support']})" for k, v in pc.items()))
+            lines.append(
+                f"- {pipe}: "
+                + "; ".join(
+                    f"{k} P {100 * v['precision']:.0f} R {100 * v['recall']:.0f} (n={v['support']})"
+                    for k, v in pc.items()
+                )
+            )
         lines += parse_failure_lines([r for r in rows if r["dataset"] == ds])
         lines += averitec_lines(out, ds)
         lines += coverage_lines([r for r in rows if r["dataset"] == ds])
         lines += reliability_lines([r for r in rows if r["dataset"] == ds])
         if plots:
-            lines += ["", *[f"![{ds} {p}](confusion_{ds}_{p}.png)".replace(":", "_")
-                            for p in sorted({r['pipeline'] for r in rows if r['dataset'] == ds})]]
+            lines += [
+                "",
+                *[
+                    f"![{ds} {p}](confusion_{ds}_{p}.png)".replace(":", "_")
+                    for p in sorted({r["pipeline"] for r in rows if r["dataset"] == ds})
+                ],
+            ]
             for pipe in sorted({r["pipeline"] for r in rows if r["dataset"] == ds}):
                 name = f"reliability_{ds}_{pipe}.png".replace(":", "_").replace("/", "_")
-                if reliability_png(out / name, [r for r in rows if r["dataset"] == ds and r["pipeline"] == pipe],
-                                   f"{ds} / {pipe}"):
+                if reliability_png(
+                    out / name, [r for r in rows if r["dataset"] == ds and r["pipeline"] == pipe], f"{ds} / {pipe}"
+                ):
                     lines.append(f"![{ds} {pipe} reliability]({name})")
         lines.append("")
     text = "\n".join(lines)

@@ -19,18 +19,19 @@ import os
 import random
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
+from ..metrics import accuracy, macro_f1
 from ..registry import get_pipeline
 from ..retrieval import Index
 from .checker import CheckPlan, DatasetHeader
-from .datasets import Dataset, EvalItem
+from .datasets.records import Dataset, EvalItem
 from .dispatch import Failed, ThreadDispatch
-from .metrics import accuracy, macro_f1
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -117,8 +118,11 @@ def read_done(out: Path) -> set[tuple[str, str, str]]:
         if row is None:
             if raw.strip():
                 if raw is tail:
-                    log.warning("warning: %s: dropped its last line, cut off by a kill (%d bytes); that item "
-                                "will be redone", path, len(raw))
+                    log.warning(
+                        "warning: %s: dropped its last line, cut off by a kill (%d bytes); that item will be redone",
+                        path,
+                        len(raw),
+                    )
                 else:
                     bad += 1
             continue
@@ -127,8 +131,13 @@ def read_done(out: Path) -> set[tuple[str, str, str]]:
             done.add(key)
             good.append(line)
     if bad:
-        log.warning("warning: %s: dropped %d line%s that %s not a readable result", path, bad,
-                    "" if bad == 1 else "s", "is" if bad == 1 else "are")
+        log.warning(
+            "warning: %s: dropped %d line%s that %s not a readable result",
+            path,
+            bad,
+            "" if bad == 1 else "s",
+            "is" if bad == 1 else "are",
+        )
     text = "".join(g + "\n" for g in good).encode("utf-8")
     if text != data:
         _write_atomically(path, text)
@@ -172,14 +181,22 @@ def read_manifest(out: Path) -> dict[str, Any]:
             raise ValueError("not a JSON object")
     except (OSError, ValueError, RecursionError) as e:
         detail = " ".join(str(e).split())[:120] or type(e).__name__
-        log.warning("warning: %s is damaged (%s): starting it afresh; the results in %s are kept",
-                    path, detail, ITEMS)
+        log.warning("warning: %s is damaged (%s): starting it afresh; the results in %s are kept", path, detail, ITEMS)
         return {}
     return manifest
 
 
-def _write_manifest(out: Path, dataset: Dataset, model_id: str, backend: str, selected: int,
-                    limit: int | None, seed: int, pipelines: list[str], stopped: str | None) -> None:
+def _write_manifest(
+    out: Path,
+    dataset: Dataset,
+    model_id: str,
+    backend: str,
+    selected: int,
+    limit: int | None,
+    seed: int,
+    pipelines: list[str],
+    stopped: str | None,
+) -> None:
     path = out / MANIFEST
     manifest = read_manifest(out)
     if manifest.get("model") and manifest["model"] != model_id:
@@ -192,10 +209,16 @@ def _write_manifest(out: Path, dataset: Dataset, model_id: str, backend: str, se
     previous = datasets.get(dataset.name)
     earlier = previous.get("pipelines", []) if isinstance(previous, dict) else []
     datasets[dataset.name] = {
-        "setting": dataset.setting, "labels": list(dataset.labels), "metric": dataset.metric,
-        "total_items": len(dataset.items), "selected": selected, "limit": limit, "seed": seed,
+        "setting": dataset.setting,
+        "labels": list(dataset.labels),
+        "metric": dataset.metric,
+        "total_items": len(dataset.items),
+        "selected": selected,
+        "limit": limit,
+        "seed": seed,
         "pipelines": sorted({p for p in earlier if isinstance(p, str)} | set(pipelines)),
-        "reference": dataset.reference, "reference_note": dataset.reference_note,
+        "reference": dataset.reference,
+        "reference_note": dataset.reference_note,
         "stopped": stopped,
     }
     manifest["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S")
@@ -227,10 +250,22 @@ class _Progress:
             self.bar.close()
 
 
-def run_eval(dataset: Dataset, pipelines: list[str], model: "Model | None", config: "Config", out: str | Path, *,
-             limit: int | None = None, seed: int = 0, workers: int = 1, budget: Budget | None = None,
-             index: "Retriever | None" = None, retrieval_mode: str = "bm25", progress: bool = True,
-             dispatch: "Dispatch | None" = None) -> RunSummary:
+def run_eval(
+    dataset: Dataset,
+    pipelines: list[str],
+    model: Model | None,
+    config: Config,
+    out: str | Path,
+    *,
+    limit: int | None = None,
+    seed: int = 0,
+    workers: int = 1,
+    budget: Budget | None = None,
+    index: Retriever | None = None,
+    retrieval_mode: str = "bm25",
+    progress: bool = True,
+    dispatch: Dispatch | None = None,
+) -> RunSummary:
     """Check `limit` items of `dataset` with each pipeline into OUT (see the module's docstring).
 
     `dispatch` says where the checks run: None is `workers` threads of this process with `model`; a
@@ -248,8 +283,10 @@ def run_eval(dataset: Dataset, pipelines: list[str], model: "Model | None", conf
     has_evidence = any(it.evidence for it in items) or shared is not None
     for name in pipelines:
         if get_pipeline(name, config).needs_retriever(config) and not has_evidence:
-            raise UserError(f"pipeline {name!r} needs evidence to retrieve from, but {dataset.name} "
-                            f"({dataset.setting}) has none: give --index DIR or pick a closed-book pipeline")
+            raise UserError(
+                f"pipeline {name!r} needs evidence to retrieve from, but {dataset.name} "
+                f"({dataset.setting}) has none: give --index DIR or pick a closed-book pipeline"
+            )
     if dispatch is None:
         if model is None:
             raise ValueError("run_eval needs a model, or a dispatch that brings its own")
@@ -262,8 +299,9 @@ def run_eval(dataset: Dataset, pipelines: list[str], model: "Model | None", conf
         started = dispatch.start(plan)
         summary.started_in = time.perf_counter() - t0
         summary.where = started.where
-        manifest = partial(_write_manifest, out, dataset, started.model_id, started.backend, len(items), limit,
-                           seed, pipelines)
+        manifest = partial(
+            _write_manifest, out, dataset, started.model_id, started.backend, len(items), limit, seed, pipelines
+        )
         manifest(None)
         bar = _Progress(len(todo), progress, f"{dataset.name} ({started.where})")
         t0 = time.perf_counter()
@@ -282,8 +320,17 @@ def run_eval(dataset: Dataset, pipelines: list[str], model: "Model | None", conf
     return summary
 
 
-def _drain(dispatch: "Dispatch", capacity: int, queue: Iterator[tuple[str, EvalItem]], dataset: str, out: Path,
-           budget: Budget, summary: RunSummary, bar: "_Progress", done: set[tuple[str, str, str]]) -> None:
+def _drain(
+    dispatch: Dispatch,
+    capacity: int,
+    queue: Iterator[tuple[str, EvalItem]],
+    dataset: str,
+    out: Path,
+    budget: Budget,
+    summary: RunSummary,
+    bar: _Progress,
+    done: set[tuple[str, str, str]],
+) -> None:
     """Keep up to `capacity` items in flight until `queue` is empty or the budget is spent; write each result once.
 
     The budget is summed here, as results arrive, so it holds across every thread or node: once spent, nothing
@@ -311,8 +358,10 @@ def _drain(dispatch: "Dispatch", capacity: int, queue: Iterator[tuple[str, EvalI
                 if isinstance(outcome, Failed):
                     summary.errors += 1
                     with (out / ERRORS).open("a", encoding="utf-8") as ef:
-                        ef.write(json.dumps({"dataset": dataset, "pipeline": name, "id": item.id,
-                                             "error": outcome.error}) + "\n")
+                        ef.write(
+                            json.dumps({"dataset": dataset, "pipeline": name, "id": item.id, "error": outcome.error})
+                            + "\n"
+                        )
                     bar.update(name, None)
                     continue
                 budget.add(outcome["usage"])

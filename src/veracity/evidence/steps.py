@@ -13,7 +13,13 @@ from typing import Any, ClassVar
 from ..steps import Fold, Step, evidence_when, http_url, step_type
 
 UNCHANGED, CHANGED, GONE, UNREACHABLE, REFUSED, NOT_RECHECKABLE = (
-    "unchanged", "changed", "gone", "unreachable", "refused", "not re-checkable")
+    "unchanged",
+    "changed",
+    "gone",
+    "unreachable",
+    "refused",
+    "not re-checkable",
+)
 STATUSES = (UNCHANGED, CHANGED, GONE, UNREACHABLE, REFUSED, NOT_RECHECKABLE)
 
 
@@ -34,11 +40,25 @@ class RecheckItem(Step):
 
     def fold(self, view: Fold) -> None:
         e = self.evidence or {}
-        view.append({"kind": "recheck_item", "n": self.n, "group": self.group, "status": self.status,
-                     "reason": self.reason, "diff": self.diff, "now": self.now, "text": e.get("text") or "",
-                     "source": e.get("source") or e.get("url") or e.get("doc_id") or "evidence",
-                     "url": e.get("url"), "href": http_url(e.get("url")), "doc_id": e.get("doc_id"),
-                     "memory": bool(e.get("memory")), "when": evidence_when(e), "checked_at": self.checked_at})
+        view.append(
+            {
+                "kind": "recheck_item",
+                "n": self.n,
+                "group": self.group,
+                "status": self.status,
+                "reason": self.reason,
+                "diff": self.diff,
+                "now": self.now,
+                "text": e.get("text") or "",
+                "source": e.get("source") or e.get("url") or e.get("doc_id") or "evidence",
+                "url": e.get("url"),
+                "href": http_url(e.get("url")),
+                "doc_id": e.get("doc_id"),
+                "memory": bool(e.get("memory")),
+                "when": evidence_when(e),
+                "checked_at": self.checked_at,
+            }
+        )
         view.status = f"Re-checked {self.n} evidence item(s)"
 
 

@@ -20,12 +20,12 @@ which survives resizing, re-encoding and small colour changes; caption search is
 from __future__ import annotations
 
 import json
-import os
 import logging
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,10 +33,10 @@ from PIL import Image, ImageOps
 
 from .. import __version__
 from ..errors import IndexError_, UserError
+from ..image_files import ImageError, ImageFile, load_image
 from ..reading import MAX_CAPTION_BYTES, MAX_DATASET_BYTES, read_limited
 from ..storage import FolderFormat
 from ..web.base import NotSupported, SearchHit
-from .files import ImageError, ImageFile, load_image
 
 if TYPE_CHECKING:
     from ..retrieval.index import Index
@@ -95,8 +95,15 @@ class ImageMatch:
 
     @classmethod
     def of(cls, img: CollectionImage, root: Path, **kw: Any) -> ImageMatch:
-        return cls(path=img.path, file=root / img.path, caption=img.caption, page_url=img.page_url,
-                   page_title=img.page_title, date=img.date, **kw)
+        return cls(
+            path=img.path,
+            file=root / img.path,
+            caption=img.caption,
+            page_url=img.page_url,
+            page_title=img.page_title,
+            date=img.date,
+            **kw,
+        )
 
 
 @dataclass(frozen=True)
@@ -127,8 +134,15 @@ def hamming(a: int, b: int) -> int:
 class ImageCollection:
     """Images with hashes and captions: reverse search by perceptual hash, caption search by BM25."""
 
-    def __init__(self, root: Path, images: list[CollectionImage], captions: Index | None,
-                 manifest: dict[str, Any], path: Path | None = None, warnings: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        images: list[CollectionImage],
+        captions: Index | None,
+        manifest: dict[str, Any],
+        path: Path | None = None,
+        warnings: list[str] | None = None,
+    ) -> None:
         self.root = root  # the folder the images are in
         self.images = images
         self._captions = captions
@@ -169,9 +183,18 @@ class ImageCollection:
                 continue
             hashes = image_hashes(image.pil())
             fields_ = {**captions.pop(rel, {}), **_sidecar_captions(file, rel, warnings)}
-            images.append(CollectionImage(path=rel, sha256=image.sha256, phash=f"{hashes.phash:016x}",
-                                          dhash=f"{hashes.dhash:016x}", width=image.width, height=image.height,
-                                          format=image.format, **_clean_fields(fields_, rel, warnings)))
+            images.append(
+                CollectionImage(
+                    path=rel,
+                    sha256=image.sha256,
+                    phash=f"{hashes.phash:016x}",
+                    dhash=f"{hashes.dhash:016x}",
+                    width=image.width,
+                    height=image.height,
+                    format=image.format,
+                    **_clean_fields(fields_, rel, warnings),
+                )
+            )
         for rel in captions:
             warnings.append(f"{CAPTIONS_MANIFEST}: no image {rel} in {root}")
         for w in warnings:
@@ -183,7 +206,7 @@ class ImageCollection:
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
             "veracity_version": __version__,
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
             "root": str(root),
             "images": len(images),
             "captioned": sum(1 for img in images if img.caption or img.page_title),
@@ -218,8 +241,9 @@ class ImageCollection:
 
         path = Path(path).expanduser()
         if not path.exists():
-            raise IndexError_(f"no image collection at {path}: build one with "
-                              f"`veracity images build FOLDER --out {path}`")
+            raise IndexError_(
+                f"no image collection at {path}: build one with `veracity images build FOLDER --out {path}`"
+            )
         if not (path / MANIFEST).is_file():
             raise IndexError_(f"{path} is not an image collection (no {MANIFEST})")
         manifest = _read_manifest(path)
@@ -293,8 +317,17 @@ def _hit(m: ImageMatch) -> SearchHit:
     extra: dict[str, Any] = {"path": m.path}
     if m.distance is not None:
         extra.update(distance=m.distance, exact=m.exact)
-    return SearchHit(title=m.page_title or m.caption or Path(m.path).name, url=m.page_url, snippet=m.caption or "",
-                     text=m.caption, date=m.date, image_url=str(m.file), doc_id=m.path, score=m.score, extra=extra)
+    return SearchHit(
+        title=m.page_title or m.caption or Path(m.path).name,
+        url=m.page_url,
+        snippet=m.caption or "",
+        text=m.caption,
+        date=m.date,
+        image_url=str(m.file),
+        doc_id=m.path,
+        score=m.score,
+        extra=extra,
+    )
 
 
 # --------------------------------------------------------------------------- building helpers
@@ -327,7 +360,7 @@ def _read_captions_manifest(root: Path, warnings: list[str]) -> dict[str, dict[s
             record = json.loads(line)
             rel = Path(str(record["image"]).replace("\\", "/")).as_posix()
         except (ValueError, KeyError, TypeError):
-            warnings.append(f"{CAPTIONS_MANIFEST} line {lineno} is not a JSON object with an \"image\" field")
+            warnings.append(f'{CAPTIONS_MANIFEST} line {lineno} is not a JSON object with an "image" field')
             continue
         out[rel.removeprefix("./")] = {k: record.get(k) for k in CAPTION_FIELDS if k in record}
     return out
@@ -372,8 +405,17 @@ def _caption_index(images: list[CollectionImage]) -> Index | None:
     from ..retrieval.documents import Document
     from ..retrieval.index import Index
 
-    docs = [Document(id=img.path, title=img.page_title or "", text=img.caption or img.page_title or "",
-                     url=img.page_url, date=img.date) for img in images if img.caption or img.page_title]
+    docs = [
+        Document(
+            id=img.path,
+            title=img.page_title or "",
+            text=img.caption or img.page_title or "",
+            url=img.page_url,
+            date=img.date,
+        )
+        for img in images
+        if img.caption or img.page_title
+    ]
     return Index.from_documents(docs, source="the image captions") if docs else None
 
 

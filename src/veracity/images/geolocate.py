@@ -18,11 +18,13 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..errors import BackendUnavailable, UserError
-from .files import ImageFile
+from ..image_files import ImageFile
 
 NO_WEIGHTS = "geolocation needs local GeoCLIP/CLIP weights (set defame.geoclip_weights); none configured"
-NO_PACKAGE = ("geolocation needs the geoclip package, which is not installed: pip install 'geoclip>=1.3' "
-              "(it then runs offline from defame.geoclip_weights and the local Hugging Face cache)")
+NO_PACKAGE = (
+    "geolocation needs the geoclip package, which is not installed: pip install 'geoclip>=1.3' "
+    "(it then runs offline from defame.geoclip_weights and the local Hugging Face cache)"
+)
 RELEASE_FILES = ("config.json", "model.safetensors")
 MAX_TOP_K = 100
 
@@ -55,8 +57,10 @@ class Geolocator:
             return f"the GeoCLIP weights folder {self.weights} (defame.geoclip_weights) does not exist"
         missing = [name for name in RELEASE_FILES if not (self.weights / name).is_file()]
         if missing:
-            return (f"{self.weights} is not a GeoCLIP release folder (missing {', '.join(missing)}; "
-                    "defame.geoclip_weights must name a local copy of a GeoCLIP release)")
+            return (
+                f"{self.weights} is not a GeoCLIP release folder (missing {', '.join(missing)}; "
+                "defame.geoclip_weights must name a local copy of a GeoCLIP release)"
+            )
         return None
 
     def predict(self, image: ImageFile, top_k: int = 5) -> list[GeoGuess]:
@@ -92,8 +96,10 @@ class Geolocator:
         from geoclip import GeoCLIP
 
         if not hasattr(GeoCLIP, "from_pretrained"):
-            raise BackendUnavailable("this geoclip version can only load weights by downloading them: "
-                                     "pip install 'geoclip>=1.3' to load them from a local folder")
+            raise BackendUnavailable(
+                "this geoclip version can only load weights by downloading them: "
+                "pip install 'geoclip>=1.3' to load them from a local folder"
+            )
         try:
             self._model = GeoCLIP.from_pretrained(str(self.weights), local_files_only=True, device=self.device)
         except Exception as e:
@@ -101,13 +107,14 @@ class Geolocator:
                 raise BackendUnavailable(
                     f"GeoCLIP's CLIP backbone (named in {self.weights / 'config.json'}) is not in the local "
                     "Hugging Face cache, and veracity never downloads weights: copy it into the cache "
-                    f"($HF_HOME/hub) first ({_one_line(e, 120)})") from None
+                    f"($HF_HOME/hub) first ({_one_line(e, 120)})"
+                ) from None
             raise BackendUnavailable(f"cannot load GeoCLIP from {self.weights}: {_one_line(e)}") from None
         return self._model
 
 
 def place_names(coords: list[tuple[float, float]]) -> list[str | None]:
-    """"City, region, country code" for each coordinate when the offline `reverse_geocoder` package is
+    """ "City, region, country code" for each coordinate when the offline `reverse_geocoder` package is
     installed (it ships its GeoNames table); None for each otherwise."""
     if not coords:
         return []
@@ -134,8 +141,15 @@ def _needs_network(e: BaseException) -> bool:
     names = {cls.__name__ for cls in type(e).__mro__}
     text = str(e).lower()
     return bool(names & {"LocalEntryNotFoundError", "OfflineModeIsEnabled"}) or any(
-        s in text for s in ("local_files_only", "offline mode", "cannot find the requested files in the local cache",
-                            "couldn't connect", "outgoing traffic has been disabled"))
+        s in text
+        for s in (
+            "local_files_only",
+            "offline mode",
+            "cannot find the requested files in the local cache",
+            "couldn't connect",
+            "outgoing traffic has been disabled",
+        )
+    )
 
 
 def _one_line(e: BaseException, limit: int = 200) -> str:

@@ -17,11 +17,24 @@ from typing import Any
 
 from PIL import ExifTags, Image
 
-from .files import ImageFile
+from ..image_files import ImageFile
 
 #: Software whose name in the metadata means the image went through an editor.
-EDITORS = ("photoshop", "gimp", "lightroom", "snapseed", "canva", "picsart", "affinity photo", "pixelmator",
-           "paint.net", "facetune", "meitu", "photopea", "capture one")
+EDITORS = (
+    "photoshop",
+    "gimp",
+    "lightroom",
+    "snapseed",
+    "canva",
+    "picsart",
+    "affinity photo",
+    "pixelmator",
+    "paint.net",
+    "facetune",
+    "meitu",
+    "photopea",
+    "capture one",
+)
 
 MALFORMED = "the EXIF metadata is malformed and was partly ignored"
 _EXIF_DATE = re.compile(r"(\d{4})[:\-](\d{2})[:\-](\d{2})[ T](\d{2}):(\d{2}):(\d{2})")
@@ -86,10 +99,18 @@ def read_metadata(image: ImageFile) -> ImageMetadata:
         problem = MALFORMED
     signs = _edit_signs(fields.get("software"), fields.get("taken_original"), fields.get("modified"))
     return ImageMetadata(
-        width=image.width, height=image.height, format=image.format,
-        taken=fields.get("taken_original") or fields.get("modified"), modified=fields.get("modified"),
-        gps=fields.get("gps"), camera=fields.get("camera"), software=fields.get("software"),
-        edited=bool(signs), edit_signs=tuple(signs), has_exif=has_exif, problem=problem,
+        width=image.width,
+        height=image.height,
+        format=image.format,
+        taken=fields.get("taken_original") or fields.get("modified"),
+        modified=fields.get("modified"),
+        gps=fields.get("gps"),
+        camera=fields.get("camera"),
+        software=fields.get("software"),
+        edited=bool(signs),
+        edit_signs=tuple(signs),
+        has_exif=has_exif,
+        problem=problem,
     )
 
 

@@ -4,8 +4,8 @@
   the question as context, retrieve, rate Supported / Not Supported; LEAF score = supported / total.
 - `pipelines`: multiple-choice answering (`answer:plain`, `answer:rag`, `answer:fc-rag`,
   `answer:rank-N`), registered in the pipeline registry.
-- `analysis`: filtered accuracy, AUC of the score, best/worst of N, from stored evaluation results.
-- `commands`: `veracity leaf score | answer | report`.
+LEAF's figures from stored evaluation results (filtered accuracy, AUC of the score, best/worst of N) are
+`veracity.eval.leaf_figures`; the commands (`veracity leaf score | answer | report`) are `veracity.cli.leaf`.
 """
 
 from . import steps as steps  # registers the step types of this system
@@ -13,5 +13,15 @@ from .factcheck import NOT_SUPPORTED, SUPPORTED, AnswerChecker, LeafResult, Sent
 from .options import extract_letter, format_options, load_options_file, parse_options
 from .sentences import split_sentences
 
-__all__ = ["AnswerChecker", "LeafResult", "NOT_SUPPORTED", "SUPPORTED", "SentenceCheck", "extract_letter",
-           "format_options", "load_options_file", "parse_options", "split_sentences"]
+__all__ = [
+    "AnswerChecker",
+    "LeafResult",
+    "NOT_SUPPORTED",
+    "SUPPORTED",
+    "SentenceCheck",
+    "extract_letter",
+    "format_options",
+    "load_options_file",
+    "parse_options",
+    "split_sentences",
+]

@@ -41,13 +41,20 @@ class Answer:
     stated: str | None = None  # the option the text itself names, read by `extract_letter` (for analysis only)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "text": self.text, "letter": self.letter, "confidence": self.confidence,
-                "method": self.method, "stated": self.stated, "knowledge": [e.to_dict() for e in self.knowledge],
-                "parse_failure": self.parse_failure}
+        return {
+            "kind": self.kind,
+            "text": self.text,
+            "letter": self.letter,
+            "confidence": self.confidence,
+            "method": self.method,
+            "stated": self.stated,
+            "knowledge": [e.to_dict() for e in self.knowledge],
+            "parse_failure": self.parse_failure,
+        }
 
 
 class Answerer:
-    def __init__(self, config: "Config") -> None:
+    def __init__(self, config: Config) -> None:
         pd = config.prompts_dir
         self.max_tokens = config.leaf.answer_max_tokens
         self.templates = {kind: spec.load(pd) for kind, spec in ANSWERS.items()}  # specs: prompts.py
@@ -64,26 +71,58 @@ class Answerer:
     def prompt(self, kind: str, question: str, options: dict[str, str], knowledge: list[Evidence]) -> str:
         return self.templates[kind].render(**self.slots(kind, question, options, knowledge))
 
-    def answer(self, question: str, options: dict[str, str], *, model: "RunModel", tracer: "Tracer",
-               kind: str = "plain", knowledge: list[Evidence] | None = None, temperature: float = 0.0,
-               seed: int | None = None, label: dict[str, Any] | None = None) -> Answer:
+    def answer(
+        self,
+        question: str,
+        options: dict[str, str],
+        *,
+        model: RunModel,
+        tracer: Tracer,
+        kind: str = "plain",
+        knowledge: list[Evidence] | None = None,
+        temperature: float = 0.0,
+        seed: int | None = None,
+        label: dict[str, Any] | None = None,
+    ) -> Answer:
         knowledge = list(knowledge or [])
-        text = self.templates[kind].ask(model, tracer=tracer, max_tokens=self.max_tokens, temperature=temperature,
-                                        seed=seed, **self.slots(kind, question, options, knowledge)).value
+        text = (
+            self.templates[kind]
+            .ask(
+                model,
+                tracer=tracer,
+                max_tokens=self.max_tokens,
+                temperature=temperature,
+                seed=seed,
+                **self.slots(kind, question, options, knowledge),
+            )
+            .value
+        )
         ans = self.decide_letter(question, options, text, model=model, tracer=tracer)
         ans.kind, ans.knowledge, ans.stated = kind, knowledge, extract_letter(text, options)
-        tracer.emit("mc_answer", **(label or {}), **{k: v for k, v in ans.to_dict().items() if k != "knowledge"},
-                    knowledge=[e.to_dict() for e in knowledge])
+        tracer.emit(
+            "mc_answer",
+            **(label or {}),
+            **{k: v for k, v in ans.to_dict().items() if k != "knowledge"},
+            knowledge=[e.to_dict() for e in knowledge],
+        )
         return ans
 
-    def decide_letter(self, question: str, options: dict[str, str], text: str, *, model: "RunModel",
-                      tracer: "Tracer") -> Answer:
+    def decide_letter(
+        self, question: str, options: dict[str, str], text: str, *, model: RunModel, tracer: Tracer
+    ) -> Answer:
         keys = list(options)
-        choice = self.p_letter.ask(model, tracer=tracer, options=keys, defer=True, QUESTION=question, OPTIONS=options,
-                                   ANSWER=text, LETTERS=keys)  # a failure is recorded below, after the re-reading
+        choice = self.p_letter.ask(
+            model,
+            tracer=tracer,
+            options=keys,
+            defer=True,
+            QUESTION=question,
+            OPTIONS=options,
+            ANSWER=text,
+            LETTERS=keys,
+        )  # a failure is recorded below, after the re-reading
         if choice.method in SCORED and choice.ok:
-            return Answer(text=text, letter=choice.value, kind="", confidence=choice.confidence,
-                          method=choice.method)
+            return Answer(text=text, letter=choice.value, kind="", confidence=choice.confidence, method=choice.method)
         # Parsed from text: re-read the reply robustly, then the answer itself; the naive match last.
         first, _, retry = choice.raw.partition(RETRY_MARK)
         for source, candidate in (("reply", first), ("retry", retry), ("answer", text)):

@@ -57,10 +57,17 @@ class SentenceCheck:
         return self.rating == SUPPORTED
 
     def to_dict(self) -> dict[str, Any]:
-        return {"index": self.index, "sentence": self.sentence, "query": self.query,
-                "evidence": [e.to_dict() for e in self.evidence], "rating": self.rating,
-                "supported": self.supported, "reasoning": self.reasoning, "confidence": self.confidence,
-                **({"read_as": self.read_as} if self.read_as else {})}
+        return {
+            "index": self.index,
+            "sentence": self.sentence,
+            "query": self.query,
+            "evidence": [e.to_dict() for e in self.evidence],
+            "rating": self.rating,
+            "supported": self.supported,
+            "reasoning": self.reasoning,
+            "confidence": self.confidence,
+            **({"read_as": self.read_as} if self.read_as else {}),
+        }
 
 
 @dataclass
@@ -94,8 +101,10 @@ class LeafResult:
         if self.total_sentences == 0:
             return "the answer is empty: no sentence to check (LEAF score 0)"
         if self.capped:
-            return (f"the answer has {self.total_sentences} sentences; only the first {self.max_sentences} are "
-                    f"checked (leaf.max_sentences) and the score covers those")
+            return (
+                f"the answer has {self.total_sentences} sentences; only the first {self.max_sentences} are "
+                f"checked (leaf.max_sentences) and the score covers those"
+            )
         return None
 
     @property
@@ -115,16 +124,25 @@ class LeafResult:
         return out[:limit] if limit is not None else out
 
     def to_dict(self) -> dict[str, Any]:
-        return {"score": self.score, "supported": self.supported, "checked": self.checked,
-                "total_sentences": self.total_sentences, "capped": self.capped, "note": self.note,
-                "sentences": [s.to_dict() for s in self.sentences], "parse_failures": list(self.parse_failures)}
+        return {
+            "score": self.score,
+            "supported": self.supported,
+            "checked": self.checked,
+            "total_sentences": self.total_sentences,
+            "capped": self.capped,
+            "note": self.note,
+            "sentences": [s.to_dict() for s in self.sentences],
+            "parse_failures": list(self.parse_failures),
+        }
 
 
-def ensure_searchable(retriever: "Retriever | None") -> None:
+def ensure_searchable(retriever: Retriever | None) -> None:
     """A UserError when there is nothing to retrieve from: no index, or an index with no passages."""
     if retriever is None:
-        raise UserError("fact-checking an answer needs an index to retrieve from: pass --index DIR "
-                        "(build one with `veracity index build`)")
+        raise UserError(
+            "fact-checking an answer needs an index to retrieve from: pass --index DIR "
+            "(build one with `veracity index build`)"
+        )
     index = getattr(retriever, "index", retriever)
     try:
         size = len(index)  # type: ignore[arg-type]
@@ -132,16 +150,33 @@ def ensure_searchable(retriever: "Retriever | None") -> None:
         return  # a retriever that cannot say how big it is (e.g. a web search)
     if size == 0:
         where = getattr(index, "path", None)
-        raise UserError(f"the index{f' {where}' if where else ''} is empty: it holds no passages to check "
-                        "the answer against; rebuild it from a corpus with text")
+        raise UserError(
+            f"the index{f' {where}' if where else ''} is empty: it holds no passages to check "
+            "the answer against; rebuild it from a corpus with text"
+        )
+
+
+def index_retriever(config):
+    """The retriever of config.index, checked to have something to search (ensure_searchable)."""
+    from ..check import open_retriever
+
+    retriever = open_retriever(config)
+    ensure_searchable(retriever)
+    return retriever
 
 
 class AnswerChecker:
     """Checks answers sentence by sentence. Holds the settings and prompts; no per-run state."""
 
-    def __init__(self, settings: "LeafConfig", prompts_dir: str | None = None,
-                 verifier: "VerifierConfig | None" = None, concurrency: int = 1, *,
-                 write_queries: bool = True) -> None:
+    def __init__(
+        self,
+        settings: LeafConfig,
+        prompts_dir: str | None = None,
+        verifier: VerifierConfig | None = None,
+        concurrency: int = 1,
+        *,
+        write_queries: bool = True,
+    ) -> None:
         self.settings = settings
         # False: each sentence is its own search query (no model call; the evidence-only checks of `veracity proxy
         # --pipeline verifier`, where the trained verifier rates and no model is called at all)
@@ -153,70 +188,111 @@ class AnswerChecker:
         self.p_rating = RATING.load(prompts_dir)
 
     @classmethod
-    def from_config(cls, config: "Config", *, write_queries: bool = True) -> "AnswerChecker":
+    def from_config(cls, config: Config, *, write_queries: bool = True) -> AnswerChecker:
         return cls(config.leaf, config.prompts_dir, config.verifier, config.concurrency, write_queries=write_queries)
 
-    def check(self, context: str, answer: str, *, model: "RunModel", retriever: "Retriever | None",
-              tracer: "Tracer", allow_empty: bool = False, label: dict[str, Any] | None = None) -> LeafResult:
+    def check(
+        self,
+        context: str,
+        answer: str,
+        *,
+        model: RunModel,
+        retriever: Retriever | None,
+        tracer: Tracer,
+        allow_empty: bool = False,
+        label: dict[str, Any] | None = None,
+    ) -> LeafResult:
         """Fact-check `answer` given `context` (the question, with its options when it has them).
 
         `label` is added to the trace steps (e.g. which round or sample of a pipeline the answer is).
         Raises UserError for an empty answer (unless `allow_empty`) and for a missing or empty index.
         """
         ensure_searchable(retriever)
-        split = answer_units(answer, self.settings.max_sentences, units=self.settings.units,
-                             allow_empty=allow_empty)
+        split = answer_units(answer, self.settings.max_sentences, units=self.settings.units, allow_empty=allow_empty)
         label = label or {}
         result = LeafResult(sentences=[], total_sentences=split.total, max_sentences=self.settings.max_sentences)
         if split.capped or split.total == 0:
             tracer.emit("leaf_note", note=result.note, **label)
         result.sentences.extend(self._check_all(split, context, model, retriever, tracer, result, label))
-        tracer.emit("leaf_score", score=result.score, supported=result.supported, checked=result.checked,
-                    total_sentences=result.total_sentences, capped=result.capped, note=result.note, **label)
+        tracer.emit(
+            "leaf_score",
+            score=result.score,
+            supported=result.supported,
+            checked=result.checked,
+            total_sentences=result.total_sentences,
+            capped=result.capped,
+            note=result.note,
+            **label,
+        )
         return result
 
-    def _check_all(self, split: Sentences, context: str, model: "RunModel", retriever: "Retriever",
-                   tracer: "Tracer", result: LeafResult, label: dict[str, Any]) -> list[SentenceCheck]:
+    def _check_all(
+        self,
+        split: Sentences,
+        context: str,
+        model: RunModel,
+        retriever: Retriever,
+        tracer: Tracer,
+        result: LeafResult,
+        label: dict[str, Any],
+    ) -> list[SentenceCheck]:
         """Check the sentences, up to `concurrency` at once when the backend runs calls in parallel
         (`RunModel.map_in_order`: the trace reads as if they had been checked one after the other); each keeps its
         own failure list, merged in the sentences' order."""
-        def one(i: int, run_model: "RunModel", own: "Tracer") -> tuple[SentenceCheck, LeafResult]:
+
+        def one(i: int, run_model: RunModel, own: Tracer) -> tuple[SentenceCheck, LeafResult]:
             scratch = LeafResult(sentences=[], total_sentences=0, max_sentences=0)
-            return self.check_sentence(i + 1, split.checked[i], context, run_model, retriever, own, scratch, label,
-                                       read_as=split.reading(i)), scratch
+            return self.check_sentence(
+                i + 1, split.checked[i], context, run_model, retriever, own, scratch, label, read_as=split.reading(i)
+            ), scratch
 
         done = model.map_in_order(one, range(len(split.checked)), workers=self.concurrency, tracer=tracer)
         for _, scratch in done:  # the parse failures in the sentences' order, however they ran
             result.parse_failures.extend(scratch.parse_failures)
         return [check for check, _ in done]
 
-    def check_sentence(self, index: int, sentence: str, context: str, model: "RunModel",
-                       retriever: "Retriever", tracer: "Tracer", result: LeafResult,
-                       label: dict[str, Any], *, read_as: str = "") -> SentenceCheck:
+    def check_sentence(
+        self,
+        index: int,
+        sentence: str,
+        context: str,
+        model: RunModel,
+        retriever: Retriever,
+        tracer: Tracer,
+        result: LeafResult,
+        label: dict[str, Any],
+        *,
+        read_as: str = "",
+    ) -> SentenceCheck:
         """Check one sentence; `read_as` is the sentence as it reads on its own (leaf/sentences.py), which the
         verifier reads and, when no model writes the queries, the query is (default: as written)."""
         t0 = time.perf_counter()
         read_as = read_as or sentence
         query = self.generate_query(sentence, context, model, tracer, result) if self.write_queries else read_as
         evidence = retriever.search(query, k=self.settings.top_k)
-        check = SentenceCheck(index=index, sentence=sentence, query=query, evidence=evidence,
-                              read_as=read_as if read_as != sentence else "")
+        check = SentenceCheck(
+            index=index,
+            sentence=sentence,
+            query=query,
+            evidence=evidence,
+            read_as=read_as if read_as != sentence else "",
+        )
         self.rate(check, context, model, tracer, result)
         tracer.emit("leaf_sentence", **label, **check.to_dict(), seconds=round(time.perf_counter() - t0, 3))
         return check
 
-    def generate_query(self, sentence: str, context: str, model: "RunModel", tracer: "Tracer",
-                       result: LeafResult) -> str:
-        reply = self.p_query.ask(model, tracer=tracer, failures=result.parse_failures, CONTEXT=context,
-                                 STATEMENT=sentence)
+    def generate_query(self, sentence: str, context: str, model: RunModel, tracer: Tracer, result: LeafResult) -> str:
+        reply = self.p_query.ask(
+            model, tracer=tracer, failures=result.parse_failures, CONTEXT=context, STATEMENT=sentence
+        )
         return reply.value if reply.ok else sentence
 
-    def rate(self, check: SentenceCheck, context: str, model: "RunModel", tracer: "Tracer",
-             result: LeafResult) -> None:
+    def rate(self, check: SentenceCheck, context: str, model: RunModel, tracer: Tracer, result: LeafResult) -> None:
         if self.verifier is not None and verifier_enabled(self.verifier, model.model_id):
             # the trained verifier rates the sentence against the retrieved passages (verifier.use)
-            d = check_evidence(self.verifier, tracer, check.read_as or check.sentence, check.evidence,
-                               (SUPPORTED, NOT_SUPPORTED))
+            d = check_evidence(
+                self.verifier, tracer, check.read_as or check.sentence, check.evidence, (SUPPORTED, NOT_SUPPORTED)
+            )
             check.rating, check.confidence, check.reasoning = d.label, d.confidence, d.rationale
             return
         slots = dict(KNOWLEDGE=check.evidence, CONTEXT=context, STATEMENT=check.sentence)

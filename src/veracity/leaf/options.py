@@ -29,14 +29,15 @@ def parse_options(data: Any, *, where: str = "options") -> dict[str, str]:
             raise UserError(f"{where}: at most 26 options as a list (got {len(data)})")
         data = {chr(ord("A") + i): v for i, v in enumerate(data)}
     if not isinstance(data, dict):
-        raise UserError(f'{where} must be a JSON object like {{"A": "first option", "B": "second option"}}, '
-                        f"not {type(data).__name__}")
+        raise UserError(
+            f'{where} must be a JSON object like {{"A": "first option", "B": "second option"}}, '
+            f"not {type(data).__name__}"
+        )
     options: dict[str, str] = {}
     for key, value in data.items():
         k = str(key).strip()
         if not _KEY.match(k):
-            raise UserError(f"{where}: option keys must be single letters or numbers (A, B, C or 1, 2, 3), "
-                            f"not {key!r}")
+            raise UserError(f"{where}: option keys must be single letters or numbers (A, B, C or 1, 2, 3), not {key!r}")
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             value = str(value)
         if not isinstance(value, str) or not value.strip():
@@ -61,8 +62,9 @@ def load_options_file(path: str | Path) -> dict[str, str]:
     try:
         data = json.loads(text)
     except ValueError as e:
-        raise UserError(f"options file {p} is not valid JSON ({e}); "
-                        'write it like {"A": "first option", "B": "second option"}') from None
+        raise UserError(
+            f'options file {p} is not valid JSON ({e}); write it like {{"A": "first option", "B": "second option"}}'
+        ) from None
     return parse_options(data, where=f"options file {p}")
 
 
@@ -79,8 +81,10 @@ def options_of(metadata: dict[str, Any]) -> dict[str, str] | None:
 
 # --------------------------------------------------------------------------- reading a letter
 
-_STRONG_CUE = (r"(?:final\s+answer|correct\s+answer|best\s+answer|right\s+answer|answer|correct\s+option|"
-               r"best\s+option|correct\s+choice|best\s+choice|i\s+(?:choose|pick|select)|choose)")
+_STRONG_CUE = (
+    r"(?:final\s+answer|correct\s+answer|best\s+answer|right\s+answer|answer|correct\s+option|"
+    r"best\s+option|correct\s+choice|best\s+choice|i\s+(?:choose|pick|select)|choose)"
+)
 _WEAK_CUE = r"(?:option|choice)"
 _LINK = r"(?:\s*(?:is|would\s+be|should\s+be|=|:|-))*\s*(?:option|choice)?\s*"
 
@@ -106,6 +110,7 @@ def extract_letter(text: str, options: dict[str, str]) -> str | None:
     keys = list(options)
     t = text.strip()
     kp = _key_pattern(keys)
+
     # 1. explicit statements: a key (bracketed or bare, not followed by a letter) or an option's text
     def statements(cue: str) -> list[str]:
         pat = re.compile(r"(?i:" + cue + r")" + _LINK + r"[\(\[\*\"']*\s*" + kp + r"(?![A-Za-z0-9])")
@@ -117,17 +122,19 @@ def extract_letter(text: str, options: dict[str, str]) -> str | None:
     by_text = sorted(options.items(), key=lambda kv: len(kv[1]), reverse=True)
     text_hits: list[str] = []
     for m in re.finditer(r"(?i:" + _STRONG_CUE + r")" + _LINK + r"[\*\"']*", t):
-        rest = t[m.end():].lower()
+        rest = t[m.end() :].lower()
         for k, v in by_text:
             v = v.lower().rstrip(".")
-            if v and rest.startswith(v) and not rest[len(v):len(v) + 1].isalnum():
+            if v and rest.startswith(v) and not rest[len(v) : len(v) + 1].isalnum():
                 text_hits.append(k)
                 break
     if text_hits:
         return text_hits[-1]
     # 2. the reply starts with a key
-    m = re.match(r"^[\s\*\#>]*(?:[\(\[]\s*" + kp + r"\s*[\)\]]|" + kp.replace("<k>", "<k2>")
-                 + r"(?:[\.\):,]|\s*$|\s+-\s|\*\*))", t)
+    m = re.match(
+        r"^[\s\*\#>]*(?:[\(\[]\s*" + kp + r"\s*[\)\]]|" + kp.replace("<k>", "<k2>") + r"(?:[\.\):,]|\s*$|\s+-\s|\*\*))",
+        t,
+    )
     if m:
         k = m.group("k") or m.group("k2")
         if k in keys:

@@ -40,7 +40,11 @@ def parse_query(text: str) -> str | None:
 
 def parse_reasoning(text: str, max_chars: int = 600) -> str:
     """The rater's reasoning: the text before `Final answer`, on one line, at most `max_chars`."""
-    cut = re.split(r"final\s+answer|\n\s*\n|\n-{3,}|\n(?:KNOWLEDGE|QUESTION|STATEMENT)\s*:", text or "",
-                   maxsplit=1, flags=re.IGNORECASE)[0]
+    cut = re.split(
+        r"final\s+answer|\n\s*\n|\n-{3,}|\n(?:KNOWLEDGE|QUESTION|STATEMENT)\s*:",
+        text or "",
+        maxsplit=1,
+        flags=re.IGNORECASE,
+    )[0]
     one = _REASONING_CUE.sub("", " ".join(cut.split()))  # the model may repeat the cue
     return one if len(one) <= max_chars else one[: max_chars - 1].rstrip() + "…"

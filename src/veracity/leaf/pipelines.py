@@ -47,47 +47,86 @@ class AnswerPipeline(Pipeline):
     labels: tuple[str, ...] = ()  # the question's option keys
     input_kind = "multiple_choice"
 
-    def __init__(self, config: "Config", name: str = "") -> None:
+    def __init__(self, config: Config, name: str = "") -> None:
         self.name = name or self.name
         self.settings = config.leaf
         self.answerer = Answerer(config)
         self.checker = AnswerChecker.from_config(config)
         self.rater = Rater(config)
 
-    def needs_retriever(self, config: "Config") -> bool:
+    def needs_retriever(self, config: Config) -> bool:
         return True  # every answer is fact-checked against the index
 
     def check(self, claim: Claim, ctx: Context) -> Verdict:
         options = options_of(claim.metadata)
         if options is None:
-            raise UserError(f"pipeline {self.name!r} answers multiple-choice questions: the question needs "
-                            "options (claim metadata 'options', as the mirage dataset gives; or "
-                            "`veracity leaf answer --options FILE`)")
+            raise UserError(
+                f"pipeline {self.name!r} answers multiple-choice questions: the question needs "
+                "options (claim metadata 'options', as the mirage dataset gives; or "
+                "`veracity leaf answer --options FILE`)"
+            )
         ensure_searchable(ctx.retriever)
         rater = self.rater.bind(ctx)
         final, result, extra = self.answer(claim.text, options, ctx, rater)
-        ctx.tracer.emit("leaf_final", pipeline=self.name, letter=final.letter,
-                        option=options.get(final.letter or "", None), stated=final.stated, score=result.score,
-                        supported=result.supported, checked=result.checked,
-                        total_sentences=result.total_sentences, note=result.note,
-                        rater=rater.model_id, **extra)
+        ctx.tracer.emit(
+            "leaf_final",
+            pipeline=self.name,
+            letter=final.letter,
+            option=options.get(final.letter or "", None),
+            stated=final.stated,
+            score=result.score,
+            supported=result.supported,
+            checked=result.checked,
+            total_sentences=result.total_sentences,
+            note=result.note,
+            rater=rater.model_id,
+            **extra,
+        )
         failures = ([final.parse_failure] if final.parse_failure else []) + result.parse_failures
-        return Verdict(label=final.letter or NO_ANSWER, rationale=final.text, confidence=final.confidence,
-                       parse_failures=failures)
+        return Verdict(
+            label=final.letter or NO_ANSWER, rationale=final.text, confidence=final.confidence, parse_failures=failures
+        )
 
     # -- building blocks --------------------------------------------------------------------------
 
-    def answer_and_check(self, question: str, options: dict[str, str], ctx: Context, rater: "RunModel", *,
-                         kind: str = "plain", knowledge=None, temperature: float = 0.0, seed: int | None = None,
-                         label: dict[str, Any] | None = None) -> tuple[Answer, LeafResult]:
-        ans = self.answerer.answer(question, options, model=ctx.model, tracer=ctx.tracer, kind=kind,
-                                   knowledge=knowledge, temperature=temperature, seed=seed, label=label)
-        result = self.checker.check(question_context(question, options), ans.text, model=rater,
-                                    retriever=ctx.retriever, tracer=ctx.tracer, allow_empty=True, label=label)
+    def answer_and_check(
+        self,
+        question: str,
+        options: dict[str, str],
+        ctx: Context,
+        rater: RunModel,
+        *,
+        kind: str = "plain",
+        knowledge=None,
+        temperature: float = 0.0,
+        seed: int | None = None,
+        label: dict[str, Any] | None = None,
+    ) -> tuple[Answer, LeafResult]:
+        ans = self.answerer.answer(
+            question,
+            options,
+            model=ctx.model,
+            tracer=ctx.tracer,
+            kind=kind,
+            knowledge=knowledge,
+            temperature=temperature,
+            seed=seed,
+            label=label,
+        )
+        result = self.checker.check(
+            question_context(question, options),
+            ans.text,
+            model=rater,
+            retriever=ctx.retriever,
+            tracer=ctx.tracer,
+            allow_empty=True,
+            label=label,
+        )
         return ans, result
 
-    def answer(self, question: str, options: dict[str, str], ctx: Context,
-               rater: "RunModel") -> tuple[Answer, LeafResult, dict[str, Any]]:
+    def answer(
+        self, question: str, options: dict[str, str], ctx: Context, rater: RunModel
+    ) -> tuple[Answer, LeafResult, dict[str, Any]]:
         ans, result = self.answer_and_check(question, options, ctx, rater, kind="plain")
         return ans, result, {}
 
@@ -126,11 +165,16 @@ class FactCheckThenRag(AnswerPipeline):
                 break
             shown.append(keys)
             r = len(rounds)
-            ctx.tracer.emit("fc_rag_round", round=r, score_before=result.score,
-                            failed_sentences=[s.index for s in result.failed],
-                            knowledge=[e.to_dict() for e in knowledge])
-            ans, result = self.answer_and_check(question, options, ctx, rater, kind="fc-rag", knowledge=knowledge,
-                                                label={"round": r})
+            ctx.tracer.emit(
+                "fc_rag_round",
+                round=r,
+                score_before=result.score,
+                failed_sentences=[s.index for s in result.failed],
+                knowledge=[e.to_dict() for e in knowledge],
+            )
+            ans, result = self.answer_and_check(
+                question, options, ctx, rater, kind="fc-rag", knowledge=knowledge, label={"round": r}
+            )
             rounds.append((ans, result))
             if result.score >= rounds[best][1].score:
                 best = r
@@ -145,14 +189,24 @@ class FactCheckThenRag(AnswerPipeline):
 class RankedAnswers(AnswerPipeline):
     """Sample N answers, fact-check each, keep the highest-scoring one."""
 
-    def __init__(self, config: "Config", name: str = "answer:rank", samples: int | None = None) -> None:
+    def __init__(self, config: Config, name: str = "answer:rank", samples: int | None = None) -> None:
         super().__init__(config, name)
         self.samples = samples or self.settings.samples
 
     def answer(self, question, options, ctx, rater):
-        drawn = [self.answer_and_check(question, options, ctx, rater, kind="plain",
-                                       temperature=self.settings.temperature, seed=i, label={"sample": i})
-                 for i in range(self.samples)]
+        drawn = [
+            self.answer_and_check(
+                question,
+                options,
+                ctx,
+                rater,
+                kind="plain",
+                temperature=self.settings.temperature,
+                seed=i,
+                label={"sample": i},
+            )
+            for i in range(self.samples)
+        ]
         best = max(range(len(drawn)), key=lambda i: (drawn[i][1].score, -i))
         summary = [{"sample": i, "letter": a.letter, "score": res.score} for i, (a, res) in enumerate(drawn)]
         ctx.tracer.emit("leaf_samples", samples=summary, chosen=best)
@@ -160,15 +214,35 @@ class RankedAnswers(AnswerPipeline):
         return ans, result, {"samples": summary, "chosen_sample": best}
 
 
-register("answer:plain", "Multiple choice: the model answers alone; the answer is fact-checked (LEAF score)",
-         kind=PlainAnswer, index="always")(PlainAnswer)
-register("answer:rag", "Multiple choice, MedRAG-style RAG: passages retrieved for the question; LEAF-checked",
-         kind=RagAnswer, index="always")(RagAnswer)
-register("answer:fc-rag", "Multiple choice, Fact-Check-Then-RAG: regenerate with the failed sentences' "
-         "passages until the LEAF score is 1.0 (at most leaf.max_rounds)", kind=FactCheckThenRag,
-         index="always")(FactCheckThenRag)
-register("answer:rank", "Multiple choice: sample leaf.samples answers, keep the best LEAF score",
-         kind=RankedAnswers, index="always")(RankedAnswers)
+register(
+    "answer:plain",
+    "Multiple choice: the model answers alone; the answer is fact-checked (LEAF score)",
+    kind=PlainAnswer,
+    index="always",
+)(PlainAnswer)
+register(
+    "answer:rag",
+    "Multiple choice, MedRAG-style RAG: passages retrieved for the question; LEAF-checked",
+    kind=RagAnswer,
+    index="always",
+)(RagAnswer)
+register(
+    "answer:fc-rag",
+    "Multiple choice, Fact-Check-Then-RAG: regenerate with the failed sentences' "
+    "passages until the LEAF score is 1.0 (at most leaf.max_rounds)",
+    kind=FactCheckThenRag,
+    index="always",
+)(FactCheckThenRag)
+register(
+    "answer:rank",
+    "Multiple choice: sample leaf.samples answers, keep the best LEAF score",
+    kind=RankedAnswers,
+    index="always",
+)(RankedAnswers)
 for _n in (3, 5, 10):
-    register(f"answer:rank-{_n}", f"Multiple choice: sample {_n} answers, keep the best LEAF score",
-             kind=RankedAnswers, index="always")(lambda config, name, _n=_n: RankedAnswers(config, name, samples=_n))
+    register(
+        f"answer:rank-{_n}",
+        f"Multiple choice: sample {_n} answers, keep the best LEAF score",
+        kind=RankedAnswers,
+        index="always",
+    )(lambda config, name, _n=_n: RankedAnswers(config, name, samples=_n))

@@ -42,38 +42,78 @@ def reasoning_line(reasoning: str | None) -> str:
 
 # -- answering (chat messages; the letter is then decided with ANSWER_LETTER) --------------------------------
 _ANSWER = dict(stage="answer", max_tokens=ANSWER_MAX_TOKENS, chat=True, parser=str.strip)
-ANSWER_PLAIN = PromptSpec(name="leaf.answer_plain", template="answer_plain", slots=("QUESTION", "OPTIONS"),
-                          formats={"OPTIONS": format_options}, **_ANSWER)
-ANSWER_RAG = PromptSpec(name="leaf.answer_rag", template="answer_rag", slots=("DOCUMENTS", "QUESTION", "OPTIONS"),
-                        formats={"OPTIONS": format_options, "DOCUMENTS": numbered_passages}, **_ANSWER)
-ANSWER_FC_RAG = PromptSpec(name="leaf.answer_fc_rag", template="answer_fc_rag",
-                           slots=("KNOWLEDGE", "QUESTION", "OPTIONS"),
-                           formats={"OPTIONS": format_options, "KNOWLEDGE": numbered_passages}, **_ANSWER)
+ANSWER_PLAIN = PromptSpec(
+    name="leaf.answer_plain",
+    template="answer_plain",
+    slots=("QUESTION", "OPTIONS"),
+    formats={"OPTIONS": format_options},
+    **_ANSWER,
+)
+ANSWER_RAG = PromptSpec(
+    name="leaf.answer_rag",
+    template="answer_rag",
+    slots=("DOCUMENTS", "QUESTION", "OPTIONS"),
+    formats={"OPTIONS": format_options, "DOCUMENTS": numbered_passages},
+    **_ANSWER,
+)
+ANSWER_FC_RAG = PromptSpec(
+    name="leaf.answer_fc_rag",
+    template="answer_fc_rag",
+    slots=("KNOWLEDGE", "QUESTION", "OPTIONS"),
+    formats={"OPTIONS": format_options, "KNOWLEDGE": numbered_passages},
+    **_ANSWER,
+)
 ANSWERS = {"plain": ANSWER_PLAIN, "rag": ANSWER_RAG, "fc-rag": ANSWER_FC_RAG}
 KNOWLEDGE_SLOT = {"rag": "DOCUMENTS", "fc-rag": "KNOWLEDGE"}  # where each kind shows its passages
 
 ANSWER_LETTER = PromptSpec(
-    name="leaf.answer_letter", template="answer_letter", stage="answer_choice",
+    name="leaf.answer_letter",
+    template="answer_letter",
+    stage="answer_choice",
     slots=("QUESTION", "OPTIONS", "ANSWER", "LETTERS"),
     formats={"OPTIONS": format_options, "ANSWER": lambda text: text or NO_ANSWER_TEXT, "LETTERS": letters_phrase},
-    max_tokens=8, decision=True,  # among the option keys, given per call
-    problem="no option", fallback="no option chosen: the item counts as unanswered")
+    max_tokens=8,
+    decision=True,  # among the option keys, given per call
+    problem="no option",
+    fallback="no option chosen: the item counts as unanswered",
+)
 
 # -- fact-checking one sentence ------------------------------------------------------------------------------
 QUERY = PromptSpec(
-    name="leaf.query", template="leaf_query", stage="leaf_query", slots=("CONTEXT", "STATEMENT"), max_tokens=40,
-    stop=("\n\n", "\nSTATEMENT", "\nQUESTION", "--------"), parser=parse_query, problem="no query",
-    fallback="searched for the sentence itself")
+    name="leaf.query",
+    template="leaf_query",
+    stage="leaf_query",
+    slots=("CONTEXT", "STATEMENT"),
+    max_tokens=40,
+    stop=("\n\n", "\nSTATEMENT", "\nQUESTION", "--------"),
+    parser=parse_query,
+    problem="no query",
+    fallback="searched for the sentence itself",
+)
 
 REASONING = PromptSpec(
-    name="leaf.reasoning", template="leaf_rate", stage="leaf_rating", slots=("KNOWLEDGE", "CONTEXT", "STATEMENT"),
-    formats={"KNOWLEDGE": numbered_passages}, cue=f"\n{REASONING_CUE}", max_tokens=64,
-    stop=("Final answer", "\n\n", "--------"), parser=parse_reasoning)
+    name="leaf.reasoning",
+    template="leaf_rate",
+    stage="leaf_rating",
+    slots=("KNOWLEDGE", "CONTEXT", "STATEMENT"),
+    formats={"KNOWLEDGE": numbered_passages},
+    cue=f"\n{REASONING_CUE}",
+    max_tokens=64,
+    stop=("Final answer", "\n\n", "--------"),
+    parser=parse_reasoning,
+)
 RATING = PromptSpec(
-    name="leaf.rating", template="leaf_rate", stage="leaf_rating",
+    name="leaf.rating",
+    template="leaf_rate",
+    stage="leaf_rating",
     slots=("KNOWLEDGE", "CONTEXT", "STATEMENT", "REASONING"),
-    formats={"KNOWLEDGE": numbered_passages, "REASONING": reasoning_line}, cue=f"[[REASONING]]\n{DECISION_CUE}",
-    max_tokens=8, options=RATINGS, strict=True, problem="no rating",
-    fallback=f"counted as {NOT_SUPPORTED!r}: the rater asserted neither label unambiguously")
+    formats={"KNOWLEDGE": numbered_passages, "REASONING": reasoning_line},
+    cue=f"[[REASONING]]\n{DECISION_CUE}",
+    max_tokens=8,
+    options=RATINGS,
+    strict=True,
+    problem="no rating",
+    fallback=f"counted as {NOT_SUPPORTED!r}: the rater asserted neither label unambiguously",
+)
 
 SPECS = (ANSWER_PLAIN, ANSWER_RAG, ANSWER_FC_RAG, ANSWER_LETTER, QUERY, REASONING, RATING)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 _LOCAL = ("embedded", "gguf:", "openai:", "scripted:")
 
 
-def rater_config(config: "Config") -> "Config | None":
+def rater_config(config: Config) -> Config | None:
     """The configuration of the rater's backend, or None when the answering model rates."""
     spec = config.leaf.rater_model
     if not spec:
@@ -34,7 +34,7 @@ def rater_config(config: "Config") -> "Config | None":
 class Rater:
     """Builds the rater's `Model` once, on first use, and binds it to each run."""
 
-    def __init__(self, config: "Config", model: "Model | None" = None) -> None:
+    def __init__(self, config: Config, model: Model | None = None) -> None:
         self.config = rater_config(config)
         self._model = model
         self._lock = threading.Lock()
@@ -43,7 +43,7 @@ class Rater:
     def separate(self) -> bool:
         return self._model is not None or self.config is not None
 
-    def model(self) -> "Model | None":
+    def model(self) -> Model | None:
         if self._model is None and self.config is not None:
             with self._lock:
                 if self._model is None:
@@ -52,6 +52,6 @@ class Rater:
                     self._model = make_model(self.config)
         return self._model
 
-    def bind(self, ctx: "Context") -> "RunModel":
+    def bind(self, ctx: Context) -> RunModel:
         m = self.model()
         return ctx.model if m is None else m.bind(ctx.meter, ctx.tracer)

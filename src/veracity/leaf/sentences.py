@@ -50,8 +50,11 @@ def answer_sentences(answer: str, max_sentences: int, *, allow_empty: bool = Fal
     """
     segments = sentence_spans(answer or "")
     if not segments and not allow_empty:
-        raise UserError("the answer is empty: give the text to fact-check" if not (answer or "").strip()
-                        else "the answer has no words to fact-check")
+        raise UserError(
+            "the answer is empty: give the text to fact-check"
+            if not (answer or "").strip()
+            else "the answer has no words to fact-check"
+        )
     checked = segments[:max_sentences]
     resolver = Resolver(answer or "")
     read_as = []

@@ -49,8 +49,18 @@ class LeafSentence(Labelled):
     read_as: str | None = optional()  # the sentence as the verifier read it (its pronoun resolved), when it differs
 
     def fold(self, view: Fold) -> None:
-        leaf = item("leaf", self.data, index=None, sentence="", query="", evidence=[], rating=None,
-                    supported=False, confidence=None, reasoning="")
+        leaf = item(
+            "leaf",
+            self.data,
+            index=None,
+            sentence="",
+            query="",
+            evidence=[],
+            rating=None,
+            supported=False,
+            confidence=None,
+            reasoning="",
+        )
         leaf["evidence"] = evidence_view(leaf["evidence"] or [])
         view.append(leaf)
         view.status = f"Sentence {self.index}: {self.rating or 'no decision'}"

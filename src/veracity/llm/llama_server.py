@@ -21,15 +21,29 @@ from typing import IO
 from .llama_guard import decide, set_extra_buffers_for_process
 
 
-def start_server(model: str, args: list[str], *, stderr: "IO | int | None" = subprocess.DEVNULL,
-                 timeout: float = 180.0) -> tuple[subprocess.Popen, str]:
+def start_server(
+    model: str, args: list[str], *, stderr: IO | int | None = subprocess.DEVNULL, timeout: float = 180.0
+) -> tuple[subprocess.Popen, str]:
     """This server for `model` on a free port of 127.0.0.1 with llama_cpp.server's `args` (e.g. --n_threads 2),
     once it answers: (the process, its /v1 URL). A server that does not answer within `timeout` seconds is
     killed and raises RuntimeError."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "veracity.llm.llama_server", "--model", model,
-                             "--host", "127.0.0.1", "--port", str(port), *args],
-                            stdout=subprocess.DEVNULL, stderr=stderr)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "veracity.llm.llama_server",
+            "--model",
+            model,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            *args,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+    )
     url = f"http://127.0.0.1:{port}/v1"
     wait_ready(proc, url + "/models", timeout, f"the llama-cpp-python server for {model}")
     return proc, url
@@ -73,11 +87,15 @@ def main(argv: list[str] | None = None) -> None:
     setting = os.environ.get("VERACITY_LLAMA_EXTRA_BUFFERS", "auto")
     if known.model:
         decision = decide(known.model, setting, n_threads=known.n_threads)
-        print(f"veracity: llama.cpp extra buffer types {'on' if decision.extra_buffers else 'off'}: "
-              f"{decision.reason}", file=sys.stderr, flush=True)
+        print(
+            f"veracity: llama.cpp extra buffer types {'on' if decision.extra_buffers else 'off'}: {decision.reason}",
+            file=sys.stderr,
+            flush=True,
+        )
         if not decision.usable:
-            sys.exit("veracity: llama.cpp crashes on this CPU even with its extra buffer types off; "
-                     "run `veracity doctor`")
+            sys.exit(
+                "veracity: llama.cpp crashes on this CPU even with its extra buffer types off; run `veracity doctor`"
+            )
         set_extra_buffers_for_process(decision.extra_buffers)
     from llama_cpp.server.__main__ import main as server_main
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from .base import Backend, Choice, Completion, CompletionRequest
 from .cache import ResponseCache, stable_key
@@ -30,8 +31,9 @@ class Model:
         return self.backend.gives_confidences()
 
     def _key(self, kind: str, request: CompletionRequest, extra: dict | None = None) -> str:
-        return stable_key({"model": self.backend.model_id, "kind": kind, "request": request.key_dict(),
-                           **(extra or {})})
+        return stable_key(
+            {"model": self.backend.model_id, "kind": kind, "request": request.key_dict(), **(extra or {})}
+        )
 
     def complete(self, request: CompletionRequest) -> Completion:
         key = self._key("complete", request)
@@ -53,14 +55,14 @@ class Model:
             self.cache.put(key, out.to_dict(), kind="choose", model=self.backend.model_id)
         return out
 
-    def bind(self, meter: UsageMeter, tracer: "Tracer | None" = None) -> "RunModel":
+    def bind(self, meter: UsageMeter, tracer: Tracer | None = None) -> RunModel:
         return RunModel(self, meter, tracer)
 
 
 class RunModel:
     """What a pipeline holds: every call is metered under its stage and traced as a model_call."""
 
-    def __init__(self, model: Model, meter: UsageMeter, tracer: "Tracer | None") -> None:
+    def __init__(self, model: Model, meter: UsageMeter, tracer: Tracer | None) -> None:
         self.model = model
         self.meter = meter
         self.tracer = tracer
@@ -79,8 +81,9 @@ class RunModel:
         send independent calls at once; False: they would only queue on one in-process model."""
         return bool(getattr(self.model.backend, "parallel", False))
 
-    def map_in_order(self, fn: Callable[[Any, "RunModel", "Tracer"], Any], items: Iterable[Any], *, workers: int,
-                     tracer: "Tracer") -> list[Any]:
+    def map_in_order(
+        self, fn: Callable[[Any, RunModel, Tracer], Any], items: Iterable[Any], *, workers: int, tracer: Tracer
+    ) -> list[Any]:
         """[fn(item, model, tracer) for each item]: one after the other, or, where calls overlap (`parallel`), up to
         `workers` at once, each with a model and tracer of its own whose steps are told on `tracer` in the items'
         order as each is done, so the trace reads as if they had run one after the other."""
@@ -106,14 +109,26 @@ class RunModel:
         return out
 
     def _record(self, stage: str, c: Completion, method: str = "") -> None:
-        self.meter.record(stage, prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens,
-                          seconds=c.latency_s, cost=c.cost, cached=c.cached,
-                          reused_prompt_tokens=c.reused_prompt_tokens)
+        self.meter.record(
+            stage,
+            prompt_tokens=c.prompt_tokens,
+            completion_tokens=c.completion_tokens,
+            seconds=c.latency_s,
+            cost=c.cost,
+            cached=c.cached,
+            reused_prompt_tokens=c.reused_prompt_tokens,
+        )
         if self.tracer is not None:
-            self.tracer.emit("model_call", for_stage=stage, prompt_tokens=c.prompt_tokens,
-                             completion_tokens=c.completion_tokens, reused=c.reused_prompt_tokens,
-                             seconds=round(c.latency_s, 4), cached=c.cached,
-                             **({"method": method} if method else {}))
+            self.tracer.emit(
+                "model_call",
+                for_stage=stage,
+                prompt_tokens=c.prompt_tokens,
+                completion_tokens=c.completion_tokens,
+                reused=c.reused_prompt_tokens,
+                seconds=round(c.latency_s, 4),
+                cached=c.cached,
+                **({"method": method} if method else {}),
+            )
 
     def complete(self, request: CompletionRequest, *, stage: str) -> Completion:
         out = self.model.complete(request)

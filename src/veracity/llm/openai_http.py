@@ -27,8 +27,17 @@ from typing import Any
 
 from ..errors import BackendError, BackendUnavailable, UserError
 from .base import Backend, Choice, Completion, CompletionRequest, match_option
-from .http_caps import (DECISION_MODES, ENDPOINT_MODES, TOP_LOGPROBS, CapsStore, Refused, ServerCaps, first_top,
-                        probe, reply_text)
+from .http_caps import (
+    DECISION_MODES,
+    ENDPOINT_MODES,
+    TOP_LOGPROBS,
+    CapsStore,
+    Refused,
+    ServerCaps,
+    first_top,
+    probe,
+    reply_text,
+)
 from .http_decisions import constrained_reply, constraint_body, score_options, softmax
 
 # USD per million tokens (prompt, completion). Used for cost accounting and budgets; extend via config.
@@ -46,7 +55,7 @@ def _image_part(ref: str) -> dict[str, Any]:
     if ref.startswith(("http://", "https://", "data:")):
         url = ref
     else:
-        from ..images.files import MAX_BYTES, ImageError
+        from ..image_files import MAX_BYTES, ImageError
         from ..reading import read_limited
 
         p = Path(ref)
@@ -60,26 +69,40 @@ class OpenAIBackend(Backend):
     accepts_images = True  # sent as image_url parts; a text-only server model answers with an error
     parallel = True  # calls from several threads overlap: a server with parallel slots answers them together
 
-    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
-                 timeout: float = 120.0, max_retries: int = 3,
-                 prices: dict[str, tuple[float, float]] | None = None, decisions: str = "auto",
-                 endpoint: str = "auto", caps_path: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 3,
+        prices: dict[str, tuple[float, float]] | None = None,
+        decisions: str = "auto",
+        endpoint: str = "auto",
+        caps_path: str | Path | None = None,
+    ) -> None:
         try:
             import openai
         except ImportError as e:  # pragma: no cover - it is a core dependency
             raise BackendUnavailable("the 'openai' package is not installed") from e
         if decisions not in DECISION_MODES or endpoint not in ENDPOINT_MODES:
-            raise UserError(f"decisions must be one of {', '.join(DECISION_MODES)} and endpoint one of "
-                            f"{', '.join(ENDPOINT_MODES)}, not {decisions!r} and {endpoint!r}")
+            raise UserError(
+                f"decisions must be one of {', '.join(DECISION_MODES)} and endpoint one of "
+                f"{', '.join(ENDPOINT_MODES)}, not {decisions!r} and {endpoint!r}"
+            )
         self._openai = openai
         self.model = model
         self.base_url = base_url
         self.model_id = f"openai:{model}@{base_url or 'api.openai.com'}"
         if not api_key and base_url is None:
-            raise UserError("OPENAI_API_KEY is not set: export it, put api_key in the config file, "
-                            "or use --base-url for a local server")
-        self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed",
-                                    timeout=timeout, max_retries=max_retries)
+            raise UserError(
+                "OPENAI_API_KEY is not set: export it, put api_key in the config file, "
+                "or use --base-url for a local server"
+            )
+        self.client = openai.OpenAI(
+            base_url=base_url, api_key=api_key or "not-needed", timeout=timeout, max_retries=max_retries
+        )
         self._probe_client = self.client.with_options(max_retries=0)  # a refusal is an answer, not a fault
         self.prices = {**PRICES, **(prices or {})}
         self.decisions, self.endpoint = decisions, endpoint
@@ -136,8 +159,7 @@ class OpenAIBackend(Backend):
         msgs: list[dict[str, Any]] = request.message_dicts()
         if request.images:
             last = msgs[-1]
-            last["content"] = [{"type": "text", "text": last["content"]},
-                               *(_image_part(i) for i in request.images)]
+            last["content"] = [{"type": "text", "text": last["content"]}, *(_image_part(i) for i in request.images)]
         return msgs
 
     def _cost(self, pt: int, ct: int) -> float:
@@ -171,8 +193,15 @@ class OpenAIBackend(Backend):
         body.update(fields)
         return {k: v for k, v in body.items() if v is not None}
 
-    def _create(self, endpoint: str, body: dict[str, Any], *, stream: bool = False,
-                refuse: frozenset[int] = frozenset(), client: Any = None) -> Any:
+    def _create(
+        self,
+        endpoint: str,
+        body: dict[str, Any],
+        *,
+        stream: bool = False,
+        refuse: frozenset[int] = frozenset(),
+        client: Any = None,
+    ) -> Any:
         """One request. HTTP statuses in `refuse` raise `Refused` (what a probe or a decision falls back
         from); other errors become one-line BackendErrors and UserErrors."""
         o = self._openai
@@ -199,8 +228,9 @@ class OpenAIBackend(Backend):
             if isinstance(e, o.NotFoundError):
                 raise UserError(f"{where} does not know model {self.model!r} (HTTP 404): {_msg(e)}") from None
             if isinstance(e, o.RateLimitError):
-                raise BackendError(f"{where} kept answering 429 (rate limit or quota) after retries: "
-                                   f"{_msg(e)}") from None
+                raise BackendError(
+                    f"{where} kept answering 429 (rate limit or quota) after retries: {_msg(e)}"
+                ) from None
             raise BackendError(f"{where} answered HTTP {e.status_code}: {_msg(e)}") from None
         except (o.APIError, ValueError) as e:  # e.g. a stream that is not one
             if refuse:
@@ -253,8 +283,9 @@ class OpenAIBackend(Backend):
         choice.usage.model = self.model_id
         return choice
 
-    def _logprob_choice(self, request: CompletionRequest, options: list[str], endpoint: str,
-                        spent: Completion) -> Choice | None:
+    def _logprob_choice(
+        self, request: CompletionRequest, options: list[str], endpoint: str, spent: Completion
+    ) -> Choice | None:
         """Score the options by the log-probabilities of the reply's first token (`score_options`).
 
         Streamed, because llama-cpp-python's server computes log-probabilities for every position of its
@@ -267,8 +298,16 @@ class OpenAIBackend(Backend):
                 fields: dict[str, Any] = {"prompt": request.document() + extension, "logprobs": TOP_LOGPROBS}
             else:
                 fields = {"logprobs": True, "top_logprobs": TOP_LOGPROBS}
-            body = self._body(request, endpoint, max_tokens=1, temperature=0.0, stop=None, seed=None,
-                              stream_options={"include_usage": True}, **fields)
+            body = self._body(
+                request,
+                endpoint,
+                max_tokens=1,
+                temperature=0.0,
+                stop=None,
+                seed=None,
+                stream_options={"include_usage": True},
+                **fields,
+            )
             chunks = self._create(endpoint, body, stream=True, refuse=DECISION_REFUSALS)
             top: dict[str, float] = {}
             for chunk in chunks:
@@ -290,14 +329,22 @@ class OpenAIBackend(Backend):
         floor = min(first.values())  # an option missing from the top tokens is at most as likely as the last
         scores = {o: scores.get(o, floor) for o in options}
         best = max(options, key=lambda o: scores[o])
-        return Choice(option=best, probabilities=softmax(scores), raw=best, method="logprob",
-                      usage=Completion(texts=[best]))
+        return Choice(
+            option=best, probabilities=softmax(scores), raw=best, method="logprob", usage=Completion(texts=[best])
+        )
 
-    def _constrained_choice(self, request: CompletionRequest, options: list[str], endpoint: str, kind: str,
-                            spent: Completion) -> Choice | None:
+    def _constrained_choice(
+        self, request: CompletionRequest, options: list[str], endpoint: str, kind: str, spent: Completion
+    ) -> Choice | None:
         """One call the server constrains to the options (no stop strings: they could cut an option)."""
-        body = self._body(request, endpoint, max_tokens=max(request.max_tokens, 64), temperature=0.0, stop=None,
-                          **constraint_body(kind, options))
+        body = self._body(
+            request,
+            endpoint,
+            max_tokens=max(request.max_tokens, 64),
+            temperature=0.0,
+            stop=None,
+            **constraint_body(kind, options),
+        )
         try:
             reply = _as_dict(self._create(endpoint, body, refuse=DECISION_REFUSALS))
             text = reply_text(reply, endpoint)

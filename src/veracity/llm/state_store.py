@@ -55,8 +55,8 @@ class StateStore:
             if not raw.startswith(MAGIC):
                 raise ValueError("not a state file")
             head_end = raw.index(b"\n", len(MAGIC))
-            header = json.loads(raw[len(MAGIC):head_end])
-            body = raw[head_end + 1:]
+            header = json.loads(raw[len(MAGIC) : head_end])
+            body = raw[head_end + 1 :]
             n = int(header["tokens"]) * 4
             if len(body) != n + int(header["bytes"]) or hashlib.sha256(body).hexdigest() != header["sha256"]:
                 raise ValueError("its contents do not match its checksum")

@@ -24,8 +24,9 @@ def hf_model_id(path: Path) -> str:
 
 
 class TransformersBackend(Backend):
-    def __init__(self, path: str | os.PathLike, *, n_threads: int | None = None, seed: int = 0,
-                 n_ctx: int = 8192) -> None:
+    def __init__(
+        self, path: str | os.PathLike, *, n_threads: int | None = None, seed: int = 0, n_ctx: int = 8192
+    ) -> None:
         path = Path(path).expanduser()
         if not (path / "config.json").is_file():
             raise BackendUnavailable(f"{path} is not a Hugging Face model folder (no config.json)")
@@ -33,8 +34,9 @@ class TransformersBackend(Backend):
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError:
-            raise BackendUnavailable("the hf: backend needs torch and transformers (pip install torch "
-                                     "transformers)") from None
+            raise BackendUnavailable(
+                "the hf: backend needs torch and transformers (pip install torch transformers)"
+            ) from None
         if n_threads:
             torch.set_num_threads(n_threads)
         self.torch = torch
@@ -56,12 +58,13 @@ class TransformersBackend(Backend):
         if request.continuation or not self.tok.chat_template:
             text = "\n\n".join(c for _, c in request.messages)
         else:
-            text = self.tok.apply_chat_template(request.message_dicts(), tokenize=False,
-                                                add_generation_prompt=True)
+            text = self.tok.apply_chat_template(request.message_dicts(), tokenize=False, add_generation_prompt=True)
         ids = self.tok(text, add_special_tokens=False)["input_ids"]
         if len(ids) + request.max_tokens > self.n_ctx:
-            raise BackendError(f"prompt of {len(ids)} tokens plus {request.max_tokens} to generate does not fit "
-                               f"the context window of {self.n_ctx} tokens")
+            raise BackendError(
+                f"prompt of {len(ids)} tokens plus {request.max_tokens} to generate does not fit "
+                f"the context window of {self.n_ctx} tokens"
+            )
         return ids
 
     def _complete(self, request: CompletionRequest) -> Completion:
@@ -73,12 +76,20 @@ class TransformersBackend(Backend):
         with self._lock, torch.no_grad():
             for i in range(request.n):
                 torch.manual_seed((request.seed if request.seed is not None else self.seed) + i)
-                kw = dict(do_sample=True, temperature=request.temperature, top_p=0.95) \
-                    if request.temperature > 0 else dict(do_sample=False)
-                out = self.lm.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=request.max_tokens,
-                                       pad_token_id=self.tok.pad_token_id or self.tok.eos_token_id,
-                                       eos_token_id=self.tok.eos_token_id, **kw)
-                new = out[0, len(ids):].tolist()
+                kw = (
+                    dict(do_sample=True, temperature=request.temperature, top_p=0.95)
+                    if request.temperature > 0
+                    else dict(do_sample=False)
+                )
+                out = self.lm.generate(
+                    x,
+                    attention_mask=torch.ones_like(x),
+                    max_new_tokens=request.max_tokens,
+                    pad_token_id=self.tok.pad_token_id or self.tok.eos_token_id,
+                    eos_token_id=self.tok.eos_token_id,
+                    **kw,
+                )
+                new = out[0, len(ids) :].tolist()
                 n_out += len(new)
                 text = self.tok.decode(new, skip_special_tokens=True)
                 finish = "length" if len(new) >= request.max_tokens else "stop"
@@ -86,8 +97,14 @@ class TransformersBackend(Backend):
                     if s and s in text:
                         text, finish = text[: text.index(s)], "stop"
                 texts.append(text)
-        return Completion(texts=texts, prompt_tokens=len(ids), completion_tokens=n_out,
-                          latency_s=time.perf_counter() - t0, model=self.model_id, finish_reason=finish)
+        return Completion(
+            texts=texts,
+            prompt_tokens=len(ids),
+            completion_tokens=n_out,
+            latency_s=time.perf_counter() - t0,
+            model=self.model_id,
+            finish_reason=finish,
+        )
 
     def gives_confidences(self) -> bool:
         return True
@@ -109,6 +126,11 @@ class TransformersBackend(Backend):
         z = sum(math.exp(v - m) for v in scores.values())
         probs = {k: math.exp(v - m) / z for k, v in scores.items()}
         best = max(options, key=lambda o: scores[o])
-        usage = Completion(texts=[best], prompt_tokens=len(ids), completion_tokens=1,
-                           latency_s=time.perf_counter() - t0, model=self.model_id)
+        usage = Completion(
+            texts=[best],
+            prompt_tokens=len(ids),
+            completion_tokens=1,
+            latency_s=time.perf_counter() - t0,
+            model=self.model_id,
+        )
         return Choice(option=best, probabilities=probs, raw=best, method="logprob", usage=usage)

@@ -17,7 +17,7 @@ class Usage:
     seconds: float = 0.0  # model time (latency of uncached calls)
     cost: float = 0.0
 
-    def add(self, other: "Usage") -> None:
+    def add(self, other: Usage) -> None:
         for k in asdict(self):
             setattr(self, k, getattr(self, k) + getattr(other, k))
 
@@ -35,8 +35,17 @@ class UsageMeter:
         self._lock = threading.Lock()
         self.by_stage: dict[str, Usage] = {}
 
-    def record(self, stage: str, *, prompt_tokens: int, completion_tokens: int, seconds: float,
-               cost: float = 0.0, cached: bool = False, reused_prompt_tokens: int = 0) -> None:
+    def record(
+        self,
+        stage: str,
+        *,
+        prompt_tokens: int,
+        completion_tokens: int,
+        seconds: float,
+        cost: float = 0.0,
+        cached: bool = False,
+        reused_prompt_tokens: int = 0,
+    ) -> None:
         with self._lock:
             u = self.by_stage.setdefault(stage or "other", Usage())
             u.calls += 1

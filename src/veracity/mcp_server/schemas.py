@@ -1,5 +1,5 @@
 """What the MCP tools return: typed results (their JSON schemas are the tools' output schemas), built from a
-stored run the way the HTTP API reads it (server/api.py `detail`), so a tool's answer and the page's run agree."""
+stored run the way the HTTP API reads it (server/api_schemas.py `detail`), so a tool's answer and the page's run agree."""
 
 from __future__ import annotations
 
@@ -10,8 +10,11 @@ from pydantic import BaseModel, Field
 
 class Passage(BaseModel):
     text: str
-    source: str | None = Field(None, description="the document or page it comes from; 'recited by the model' "
-                                                 "marks the model's own memory, not a source")
+    source: str | None = Field(
+        None,
+        description="the document or page it comes from; 'recited by the model' "
+        "marks the model's own memory, not a source",
+    )
     url: str | None = None
     score: float | None = None
 
@@ -21,11 +24,15 @@ class ClaimResult(BaseModel):
     claim: str
     pipeline: str
     model: str
-    shown_as: str = Field(description="the verdict as it should be read and told: the label when decided, "
-                                      "'Uncertain, leaning Supported' when uncertain (never present an uncertain "
-                                      "label as a finding)")
-    label: str = Field(description="Supported, Refuted, Not Enough Information, ... (the pipeline's labels; see "
-                                   "uncertain and shown_as before using it)")
+    shown_as: str = Field(
+        description="the verdict as it should be read and told: the label when decided, "
+        "'Uncertain, leaning Supported' when uncertain (never present an uncertain "
+        "label as a finding)"
+    )
+    label: str = Field(
+        description="Supported, Refuted, Not Enough Information, ... (the pipeline's labels; see "
+        "uncertain and shown_as before using it)"
+    )
     confidence: float | None = Field(description="the probability of the label, when the model gives one")
     uncertain: bool = Field(description="true when the verdict should not be relied on: see uncertain_reason")
     uncertain_reason: str = ""
@@ -41,8 +48,9 @@ class TextClaim(BaseModel):
     text: str
     spans: list[list[int]] = Field(description="[start, end) character offsets of the claim in the text")
     outcome: str = Field(description="supported, refuted, uncertain, ambiguous, not_checkable, not_checked, failed")
-    shown_as: str = Field("", description="the outcome as it should be read: 'Uncertain, leaning Supported' for an "
-                                          "uncertain claim")
+    shown_as: str = Field(
+        "", description="the outcome as it should be read: 'Uncertain, leaning Supported' for an uncertain claim"
+    )
     label: str | None = None
     confidence: float | None = None
     rationale: str = ""
@@ -54,9 +62,11 @@ class TextResult(BaseModel):
     run_id: str
     pipeline: str
     model: str
-    factuality: float | None = Field(description="supported / decided claims (supported or refuted; uncertain ones "
-                                                 "decide nothing); null when no claim was decided: not determined, "
-                                                 "not 0")
+    factuality: float | None = Field(
+        description="supported / decided claims (supported or refuted; uncertain ones "
+        "decide nothing); null when no claim was decided: not determined, "
+        "not 0"
+    )
     factuality_text: str = Field("", description="the factuality in words, with the count of decided claims")
     counts: dict[str, int] = Field(description="claims per outcome, and checked and decided")
     note: str | None = None
@@ -96,8 +106,10 @@ class RunResult(BaseModel):
     claim: str = Field(description="the claim, the text's title, or the answer's question")
     pipeline: str
     model: str
-    shown_as: str | None = Field(None, description="the verdict as it should be read ('Uncertain, leaning "
-                                                   "Supported'); null until the run is done")
+    shown_as: str | None = Field(
+        None,
+        description="the verdict as it should be read ('Uncertain, leaning Supported'); null until the run is done",
+    )
     uncertain: bool = False
     label: str | None = None
     confidence: float | None = None
@@ -109,6 +121,13 @@ class RunResult(BaseModel):
 
 
 def passages(items: list[dict[str, Any]] | None) -> list[Passage]:
-    return [Passage(text=str(e.get("text", "")), source=e.get("source"), url=e.get("url"),
-                    score=e.get("score") if isinstance(e.get("score"), (int, float)) else None)
-            for e in items or [] if isinstance(e, dict)]
+    return [
+        Passage(
+            text=str(e.get("text", "")),
+            source=e.get("source"),
+            url=e.get("url"),
+            score=e.get("score") if isinstance(e.get("score"), (int, float)) else None,
+        )
+        for e in items or []
+        if isinstance(e, dict)
+    ]

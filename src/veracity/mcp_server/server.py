@@ -29,97 +29,138 @@ INSTRUCTIONS = (
     "against the evidence index (LEAF score); search_evidence returns passages from the index; get_run reads a "
     "stored check. Every verdict carries its confidence, whether it is uncertain and why, and the evidence it read: "
     "a verdict marked uncertain, or resting on the model's memory (basis 'memory'), should not be presented as a "
-    "finding: tell it as its shown_as says ('Uncertain, leaning Supported').")
+    "finding: tell it as its shown_as says ('Uncertain, leaning Supported')."
+)
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 CHECK = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
 
 
 def _result(model: BaseModel, text: str) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)],
-                          structured_content=model.model_dump(mode="json"))
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=model.model_dump(mode="json")
+    )
 
 
 def _progress(ctx: Context):
     async def report(done: int, message: str) -> None:
         await ctx.report_progress(done, None, message)
+
     return report
 
 
-def build_server(state: "ServerState", *, local_files: bool, pipeline: str | None = None) -> MCPServer:
+def build_server(state: ServerState, *, local_files: bool, pipeline: str | None = None) -> MCPServer:
     """The MCP server over `state` (server.app.create_state). `local_files`: check_claim may read an image from
     a path on this machine (stdio, where the client runs here too). `pipeline`: the claim pipeline of a call
     that names none."""
     tools = Tools(state, local_files=local_files, pipeline=pipeline)
     mcp = MCPServer(name="veracity", version=__version__, instructions=INSTRUCTIONS)
 
-    @mcp.tool(title="Check a claim", annotations=CHECK,
-              description="Fact-check one claim with a veracity pipeline (default qacheck; defame looks at images "
-                          "too). Returns the verdict, its confidence, whether it is uncertain and why, the rationale "
-                          "and the evidence with its sources. Progress is reported step by step.")
+    @mcp.tool(
+        title="Check a claim",
+        annotations=CHECK,
+        description="Fact-check one claim with a veracity pipeline (default qacheck; defame looks at images "
+        "too). Returns the verdict, its confidence, whether it is uncertain and why, the rationale "
+        "and the evidence with its sources. Progress is reported step by step.",
+    )
     async def check_claim(
-            ctx: Context,
-            claim: Annotated[str, Field(description="the statement to check")],
-            pipeline: Annotated[str | None, Field(description="the pipeline (default: the server's --pipeline, else "
-                                                              "qacheck): qacheck, defame, verifier, direct, ... "
-                                                              "(`veracity pipelines`)")] = None,
-            date: Annotated[str | None, Field(description="when the claim was made, YYYY-MM-DD: later sources "
-                                                          "are not used")] = None,
-            image_path: Annotated[str | None, Field(description="an image the claim is about, as a path on "
-                                                                "this machine (stdio only; pipelines that take "
-                                                                "images)")] = None,
-            image_base64: Annotated[str | None, Field(description="or the image's bytes in base64 (or a data: URL)")]
-            = None,
-            evidence: Annotated[list[str] | None, Field(description="passages to check the claim against (a source "
-                                                                    "the user gave, a page you read), instead of "
-                                                                    "the server's index: read in the order given; "
-                                                                    "at most 20")] = None,
+        ctx: Context,
+        claim: Annotated[str, Field(description="the statement to check")],
+        pipeline: Annotated[
+            str | None,
+            Field(
+                description="the pipeline (default: the server's --pipeline, else "
+                "qacheck): qacheck, defame, verifier, direct, ... "
+                "(`veracity pipelines`)"
+            ),
+        ] = None,
+        date: Annotated[
+            str | None, Field(description="when the claim was made, YYYY-MM-DD: later sources are not used")
+        ] = None,
+        image_path: Annotated[
+            str | None,
+            Field(
+                description="an image the claim is about, as a path on "
+                "this machine (stdio only; pipelines that take "
+                "images)"
+            ),
+        ] = None,
+        image_base64: Annotated[
+            str | None, Field(description="or the image's bytes in base64 (or a data: URL)")
+        ] = None,
+        evidence: Annotated[
+            list[str] | None,
+            Field(
+                description="passages to check the claim against (a source "
+                "the user gave, a page you read), instead of "
+                "the server's index: read in the order given; "
+                "at most 20"
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, sc.ClaimResult]:
         r = await tools.check_claim(_progress(ctx), claim, pipeline, date, image_path, image_base64, evidence)
         return _result(r, claim_text(r))
 
-    @mcp.tool(title="Check a text", annotations=CHECK,
-              description="Extract the checkable claims of a text and check each: every claim with its character "
-                          "spans in the text, its outcome (supported, refuted, uncertain, ...), confidence and "
-                          "evidence, and the text's factuality (supported / decided claims; not determined "
-                          "when no claim was decided).")
+    @mcp.tool(
+        title="Check a text",
+        annotations=CHECK,
+        description="Extract the checkable claims of a text and check each: every claim with its character "
+        "spans in the text, its outcome (supported, refuted, uncertain, ...), confidence and "
+        "evidence, and the text's factuality (supported / decided claims; not determined "
+        "when no claim was decided).",
+    )
     async def check_text(
-            ctx: Context,
-            text: Annotated[str, Field(description="the text whose claims to check")],
-            pipeline: Annotated[str | None, Field(description="the claim pipeline that checks each claim")] = None,
-            max_claims: Annotated[int | None, Field(description="check at most this many claims")] = None,
-            evidence: Annotated[list[str] | None, Field(description="documents to check the claims against (e.g. "
-                                                                    "the source of a summary) instead of the "
-                                                                    "server's index; at most 20")] = None,
+        ctx: Context,
+        text: Annotated[str, Field(description="the text whose claims to check")],
+        pipeline: Annotated[str | None, Field(description="the claim pipeline that checks each claim")] = None,
+        max_claims: Annotated[int | None, Field(description="check at most this many claims")] = None,
+        evidence: Annotated[
+            list[str] | None,
+            Field(
+                description="documents to check the claims against (e.g. "
+                "the source of a summary) instead of the "
+                "server's index; at most 20"
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, sc.TextResult]:
         r = await tools.check_text(_progress(ctx), text, pipeline, max_claims, evidence)
         return _result(r, text_text(r))
 
-    @mcp.tool(title="Check an answer", annotations=CHECK,
-              description="Fact-check an answer to a question sentence by sentence against the evidence index "
-                          "(LEAF): each sentence's rating, query and evidence, and the LEAF score (supported / "
-                          "checked sentences). Needs the server started with --index.")
+    @mcp.tool(
+        title="Check an answer",
+        annotations=CHECK,
+        description="Fact-check an answer to a question sentence by sentence against the evidence index "
+        "(LEAF): each sentence's rating, query and evidence, and the LEAF score (supported / "
+        "checked sentences). Needs the server started with --index.",
+    )
     async def check_answer(
-            ctx: Context,
-            question: Annotated[str, Field(description="the question the answer replies to")],
-            answer: Annotated[str, Field(description="the answer to check")],
+        ctx: Context,
+        question: Annotated[str, Field(description="the question the answer replies to")],
+        answer: Annotated[str, Field(description="the answer to check")],
     ) -> Annotated[CallToolResult, sc.AnswerResult]:
         r = await tools.check_answer(_progress(ctx), question, answer)
         return _result(r, answer_text(r))
 
-    @mcp.tool(title="Search the evidence", annotations=READ_ONLY,
-              description="Passages from the evidence index for a query, best first, with their sources.")
+    @mcp.tool(
+        title="Search the evidence",
+        annotations=READ_ONLY,
+        description="Passages from the evidence index for a query, best first, with their sources.",
+    )
     async def search_evidence(
-            query: Annotated[str, Field(description="what to look for")],
-            k: Annotated[int, Field(description="how many passages (1-50)")] = 5,
+        query: Annotated[str, Field(description="what to look for")],
+        k: Annotated[int, Field(description="how many passages (1-50)")] = 5,
     ) -> Annotated[CallToolResult, sc.SearchResult]:
         r = await tools.search_evidence(query, k)
         return _result(r, search_text(r))
 
-    @mcp.tool(title="Read a stored check", annotations=READ_ONLY,
-              description="A stored run by its id (from a check's run_id, or the web page's history): its status, "
-                          "verdict, and for a text or an answer check its claims or sentences.")
-    async def get_run(run_id: Annotated[str, Field(description="the run's id")]
-                      ) -> Annotated[CallToolResult, sc.RunResult]:
+    @mcp.tool(
+        title="Read a stored check",
+        annotations=READ_ONLY,
+        description="A stored run by its id (from a check's run_id, or the web page's history): its status, "
+        "verdict, and for a text or an answer check its claims or sentences.",
+    )
+    async def get_run(
+        run_id: Annotated[str, Field(description="the run's id")],
+    ) -> Annotated[CallToolResult, sc.RunResult]:
         r = await tools.get_run(run_id)
         return _result(r, run_text(r))
 
@@ -132,7 +173,7 @@ class Guard:
     unless the user allowed that origin (`--allow-origin`); one without Origin (not a browser) is not concerned.
     The origin rule is the page's forms' (`server.auth.origin_allowed`), 'null' refused."""
 
-    def __init__(self, app: Any, auth: "Auth", allowed_origins: tuple[str, ...] = ()) -> None:
+    def __init__(self, app: Any, auth: Auth, allowed_origins: tuple[str, ...] = ()) -> None:
         self.app, self.auth, self.allowed_origins = app, auth, allowed_origins
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
@@ -141,17 +182,29 @@ class Guard:
 
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
             if not self.auth.host_allowed(headers.get("host", "")):
-                return await _refuse(send, 421, "this server only answers requests addressed to localhost, "
-                                                "127.0.0.1 or [::1]; to serve other hosts, set VERACITY_API_TOKEN")
+                return await _refuse(
+                    send,
+                    421,
+                    "this server only answers requests addressed to localhost, "
+                    "127.0.0.1 or [::1]; to serve other hosts, set VERACITY_API_TOKEN",
+                )
             if not origin_allowed(headers.get("origin"), headers.get("host", ""), self.allowed_origins):
                 shown = headers["origin"][:100]
-                return await _refuse(send, 403, f"requests from the origin {shown!r} are refused: only this "
-                                                "server's own origin, or one given with --allow-origin, may call it "
-                                                "from a browser")
+                return await _refuse(
+                    send,
+                    403,
+                    f"requests from the origin {shown!r} are refused: only this "
+                    "server's own origin, or one given with --allow-origin, may call it "
+                    "from a browser",
+                )
             if not self.auth.allowed(headers, {}):
-                return await _refuse(send, 401, "this server needs 'Authorization: Bearer TOKEN' with the value "
-                                                "of VERACITY_API_TOKEN it was started with",
-                                     [(b"www-authenticate", b'Bearer realm="veracity"')])
+                return await _refuse(
+                    send,
+                    401,
+                    "this server needs 'Authorization: Bearer TOKEN' with the value "
+                    "of VERACITY_API_TOKEN it was started with",
+                    [(b"www-authenticate", b'Bearer realm="veracity"')],
+                )
         return await self.app(scope, receive, send)
 
 
@@ -159,16 +212,23 @@ async def _refuse(send: Any, status: int, message: str, headers: list | None = N
     import json
 
     body = json.dumps({"error": {"message": message}}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            *(headers or [])]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or []),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
-def http_app(mcp: MCPServer, auth: "Auth", allowed_origins: tuple[str, ...] = ()) -> Any:
+def http_app(mcp: MCPServer, auth: Auth, allowed_origins: tuple[str, ...] = ()) -> Any:
     """The streamable HTTP app at /mcp, guarded (the SDK's own host and origin checks are off: the guard does them,
     and also lets a token-guarded server answer other hosts). `allowed_origins`: as `auth.normal_origin` writes
     them."""
-    app = mcp.streamable_http_app(
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+    app = mcp.streamable_http_app(transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
     return Guard(app, auth, allowed_origins)

@@ -42,8 +42,12 @@ def answer_for(line: str) -> dict[str, Any] | None:
     if not isinstance(msg, dict) or "id" not in msg or not isinstance(msg.get("method"), str):
         return None
     request_id = msg["id"]
-    if isinstance(request_id, str) and has_lone_surrogate(request_id) or not isinstance(request_id, (int, str)) \
-            or isinstance(request_id, bool):
+    if (
+        isinstance(request_id, str)
+        and has_lone_surrogate(request_id)
+        or not isinstance(request_id, (int, str))
+        or isinstance(request_id, bool)
+    ):
         return None  # no id an answer can carry back
     params = msg.get("params")
     arguments = params.get("arguments") if isinstance(params, dict) else None
@@ -54,8 +58,11 @@ def answer_for(line: str) -> dict[str, Any] | None:
     except ApiError as e:
         if msg["method"] == "tools/call" and isinstance(arguments, dict):
             text = e.detail.replace("the JSON body", "the tool's arguments")
-            return {"jsonrpc": "2.0", "id": request_id,
-                    "result": {"content": [{"type": "text", "text": text}], "isError": True}}
+            return {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "result": {"content": [{"type": "text", "text": text}], "isError": True},
+            }
         return _error(request_id, INVALID_PARAMS, e.detail)
     return _error(request_id, INVALID_REQUEST, "the request could not be read as MCP: check its JSON and fields")
 
@@ -100,7 +107,7 @@ class AnsweringReader:
     async def aclose(self) -> None:
         await self._inner.aclose()
 
-    def __aiter__(self) -> "AnsweringReader":
+    def __aiter__(self) -> AnsweringReader:
         return self
 
     async def __anext__(self) -> Any:
@@ -111,11 +118,12 @@ class AnsweringReader:
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
 
-    async def __aenter__(self) -> "AnsweringReader":
+    async def __aenter__(self) -> AnsweringReader:
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc_val: BaseException | None,
-                        exc_tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> None:
         await self.aclose()
 
 
@@ -130,9 +138,10 @@ def _answer_of(exc: Exception) -> dict[str, Any] | None:
     return answer_for(line) if isinstance(line, str) else None
 
 
-async def serve_stdio(mcp: "MCPServer") -> None:
+async def serve_stdio(mcp: MCPServer) -> None:
     """`mcp` over stdio (as MCPServer.run_stdio_async), every unreadable request answered (`AnsweringReader`)."""
     server = mcp._lowlevel_server  # the SDK's own stdio runner uses it so too
     async with stdio_server() as (read_stream, write_stream):
-        await server.run(AnsweringReader(read_stream, write_stream), write_stream,
-                         server.create_initialization_options())
+        await server.run(
+            AnsweringReader(read_stream, write_stream), write_stream, server.create_initialization_options()
+        )

@@ -8,18 +8,19 @@ A client that cancels the call (or goes away) stops the run at its next step; it
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server.mcpserver.exceptions import ToolError
 
 from ..errors import UserError
-from ..server import store as st
-from ..server.api import detail
-from ..server.answers import NAME as ANSWER_CHECK
-from ..server.checks import CheckIn, start_check
 from ..failures import short_error
+from ..server import store as st
+from ..server.answers import NAME as ANSWER_CHECK
+from ..server.api_schemas import detail
+from ..server.checks import CheckIn, start_check
 from ..server.errors import ApiError
 from ..server.texts import NAME as TEXT_CHECK
 from ..server.texts import TextIn, start_text
@@ -48,7 +49,7 @@ class Tools:
     """The tools over one ServerState. `local_files`: image paths are read from this machine's disk (stdio: the
     client runs here); over HTTP they are refused."""
 
-    def __init__(self, state: "ServerState", *, local_files: bool, pipeline: str | None = None) -> None:
+    def __init__(self, state: ServerState, *, local_files: bool, pipeline: str | None = None) -> None:
         self.s = state
         self.local_files = local_files
         self.pipeline = pipeline  # of a claim or text check that names none
@@ -86,17 +87,27 @@ class Tools:
         if run is None:
             raise ToolError(f"run {run_id} was deleted while it ran")
         if run["status"] != st.DONE:
-            raise ToolError(f"the check failed ({run['status']}): {short_error(run['error']) or 'no reason recorded'}"
-                            f" (run {run_id})")
-        steps = [d for _, d in await anyio.to_thread.run_sync(self.s.store.steps, run_id)
-                 if d.get("stage") != "model_call"]
+            raise ToolError(
+                f"the check failed ({run['status']}): {short_error(run['error']) or 'no reason recorded'}"
+                f" (run {run_id})"
+            )
+        steps = [
+            d for _, d in await anyio.to_thread.run_sync(self.s.store.steps, run_id) if d.get("stage") != "model_call"
+        ]
         return run, steps
 
     # -- the tools ----------------------------------------------------------------------------------------------
 
-    async def check_claim(self, progress: Progress, claim: str, pipeline: str | None = None, date: str | None = None,
-                          image_path: str | None = None, image_base64: str | None = None,
-                          evidence: list[str] | None = None) -> sc.ClaimResult:
+    async def check_claim(
+        self,
+        progress: Progress,
+        claim: str,
+        pipeline: str | None = None,
+        date: str | None = None,
+        image_path: str | None = None,
+        image_base64: str | None = None,
+        evidence: list[str] | None = None,
+    ) -> sc.ClaimResult:
         uploads = None
         if image_path is not None or image_base64 is not None:
             uploads = [self._image(image_path, image_base64)]
@@ -105,12 +116,22 @@ class Tools:
         run, steps = await self.follow(run_id, progress)
         r = run.get("result") or {}
         v = r.get("verdict") or {}
-        return sc.ClaimResult(run_id=run_id, claim=run["claim"], pipeline=run["pipeline"], model=run["model"],
-                              shown_as=words_of(v).text, label=str(v.get("label", "")), confidence=v.get("confidence"),
-                              uncertain=bool(v.get("uncertain")), uncertain_reason=v.get("uncertain_reason") or "",
-                              basis=v.get("basis") or "evidence", rationale=v.get("rationale") or "",
-                              evidence=sc.passages(evidence_of(r.get("trace") or steps)),
-                              confidence_note=v.get("confidence_note") or "", seconds=r.get("seconds"))
+        return sc.ClaimResult(
+            run_id=run_id,
+            claim=run["claim"],
+            pipeline=run["pipeline"],
+            model=run["model"],
+            shown_as=words_of(v).text,
+            label=str(v.get("label", "")),
+            confidence=v.get("confidence"),
+            uncertain=bool(v.get("uncertain")),
+            uncertain_reason=v.get("uncertain_reason") or "",
+            basis=v.get("basis") or "evidence",
+            rationale=v.get("rationale") or "",
+            evidence=sc.passages(evidence_of(r.get("trace") or steps)),
+            confidence_note=v.get("confidence_note") or "",
+            seconds=r.get("seconds"),
+        )
 
     def _image(self, path: str | None, data: str | None) -> Upload:
         if path is not None and data is not None:
@@ -121,8 +142,10 @@ class Tools:
             except ApiError as e:
                 raise tool_error(e) from None
         if not self.local_files:
-            raise ToolError("image_path names a file on the server's disk, which an MCP client over HTTP may not "
-                            "read: send the image as image_base64")
+            raise ToolError(
+                "image_path names a file on the server's disk, which an MCP client over HTTP may not "
+                "read: send the image as image_base64"
+            )
         p = Path(str(path)).expanduser()
         if not p.is_file():
             raise ToolError(f"no image file at {p}")
@@ -130,8 +153,14 @@ class Tools:
             raise ToolError(f"{p.name} has {p.stat().st_size:,} bytes; the limit is {self.s.uploads.max_bytes:,}")
         return Upload(data=p.read_bytes(), filename=p.name)
 
-    async def check_text(self, progress: Progress, text: str, pipeline: str | None = None,
-                         max_claims: int | None = None, evidence: list[str] | None = None) -> sc.TextResult:
+    async def check_text(
+        self,
+        progress: Progress,
+        text: str,
+        pipeline: str | None = None,
+        max_claims: int | None = None,
+        evidence: list[str] | None = None,
+    ) -> sc.TextResult:
         if max_claims is not None and max_claims < 1:
             raise ToolError(f"max_claims must be at least 1, not {max_claims}")
         body = TextIn(text=text, pipeline=pipeline or self.pipeline, max_claims=max_claims, evidence=evidence)
@@ -139,64 +168,114 @@ class Tools:
         run, steps = await self.follow(run_id, progress)
         d = detail(self.s, run, steps)["text"] or {}
         summary = d.get("summary") or {}
-        claims = [sc.TextClaim(id=int(c.get("id", 0)), text=str(c.get("text", "")),
-                               spans=[list(x) for x in c.get("spans") or []], outcome=str(c.get("outcome", "")),
-                               shown_as=outcome_words(str(c.get("outcome", "")), c.get("label")),
-                               label=c.get("label"), confidence=c.get("confidence"),
-                               rationale=c.get("rationale") or "", note=c.get("note") or "",
-                               evidence=sc.passages(c.get("evidence")))
-                  for c in d.get("claims") or []]
+        claims = [
+            sc.TextClaim(
+                id=int(c.get("id", 0)),
+                text=str(c.get("text", "")),
+                spans=[list(x) for x in c.get("spans") or []],
+                outcome=str(c.get("outcome", "")),
+                shown_as=outcome_words(str(c.get("outcome", "")), c.get("label")),
+                label=c.get("label"),
+                confidence=c.get("confidence"),
+                rationale=c.get("rationale") or "",
+                note=c.get("note") or "",
+                evidence=sc.passages(c.get("evidence")),
+            )
+            for c in d.get("claims") or []
+        ]
         counts = {k: v for k, v in summary.items() if isinstance(v, int) and not isinstance(v, bool)}
-        return sc.TextResult(run_id=run_id, pipeline=str((run.get("options") or {}).get("pipeline") or run["pipeline"]),
-                             model=run["model"], factuality=factuality_of(summary)[0],
-                             factuality_text=factuality_words(summary), counts=counts,
-                             note=summary.get("note"), claims=claims)
+        return sc.TextResult(
+            run_id=run_id,
+            pipeline=str((run.get("options") or {}).get("pipeline") or run["pipeline"]),
+            model=run["model"],
+            factuality=factuality_of(summary)[0],
+            factuality_text=factuality_words(summary),
+            counts=counts,
+            note=summary.get("note"),
+            claims=claims,
+        )
 
     async def check_answer(self, progress: Progress, question: str, answer: str) -> sc.AnswerResult:
         body = CheckIn(question=question, answer=answer, pipeline=ANSWER_CHECK)
         run_id, _ = await self._started(lambda: start_check(self.s, body, CLIENT))
         run, steps = await self.follow(run_id, progress)
         leaf = detail(self.s, run, steps)["leaf"] or {}
-        sentences = [sc.SentenceResult(index=x.get("index"), sentence=str(x.get("sentence", "")),
-                                       supported=bool(x.get("supported")), rating=x.get("rating"),
-                                       confidence=x.get("confidence"), query=x.get("query") or "",
-                                       reasoning=x.get("reasoning") or "", evidence=sc.passages(x.get("evidence")))
-                     for x in leaf.get("sentences") or []]
-        return sc.AnswerResult(run_id=run_id, question=run["claim"], score=leaf.get("score"),
-                               supported=int(leaf.get("supported") or 0), checked=int(leaf.get("checked") or 0),
-                               note=leaf.get("note"), sentences=sentences)
+        sentences = [
+            sc.SentenceResult(
+                index=x.get("index"),
+                sentence=str(x.get("sentence", "")),
+                supported=bool(x.get("supported")),
+                rating=x.get("rating"),
+                confidence=x.get("confidence"),
+                query=x.get("query") or "",
+                reasoning=x.get("reasoning") or "",
+                evidence=sc.passages(x.get("evidence")),
+            )
+            for x in leaf.get("sentences") or []
+        ]
+        return sc.AnswerResult(
+            run_id=run_id,
+            question=run["claim"],
+            score=leaf.get("score"),
+            supported=int(leaf.get("supported") or 0),
+            checked=int(leaf.get("checked") or 0),
+            note=leaf.get("note"),
+            sentences=sentences,
+        )
 
     async def search_evidence(self, query: str, k: int = 5) -> sc.SearchResult:
         retriever = self.s.manager.retriever
         if retriever is None:
-            raise ToolError("no evidence index: start `veracity mcp` with --index DIR (build one with "
-                            "`veracity index build`)")
+            raise ToolError(
+                "no evidence index: start `veracity mcp` with --index DIR (build one with `veracity index build`)"
+            )
         query = query.strip()
         if not query:
             raise ToolError("the query is empty")
         if not 1 <= k <= 50:
             raise ToolError(f"k must be between 1 and 50, not {k}")
         found = await anyio.to_thread.run_sync(lambda: retriever.search(query, k))
-        return sc.SearchResult(query=query, passages=[sc.Passage(text=e.text, source=e.source or None,
-                                                                 url=getattr(e, "url", None), score=e.score)
-                                                      for e in found])
+        return sc.SearchResult(
+            query=query,
+            passages=[
+                sc.Passage(text=e.text, source=e.source or None, url=getattr(e, "url", None), score=e.score)
+                for e in found
+            ],
+        )
 
     async def get_run(self, run_id: str) -> sc.RunResult:
         run = await anyio.to_thread.run_sync(self.s.store.get, run_id.strip())
         if run is None:
             raise ToolError(f"no run {run_id!r}: it never existed or was deleted")
-        steps = [d for _, d in await anyio.to_thread.run_sync(self.s.store.steps, run["id"])
-                 if d.get("stage") != "model_call"]
+        steps = [
+            d
+            for _, d in await anyio.to_thread.run_sync(self.s.store.steps, run["id"])
+            if d.get("stage") != "model_call"
+        ]
         d = detail(self.s, run, steps)
         kind = "text" if run["pipeline"] == TEXT_CHECK else "answer" if d.get("answer") is not None else "claim"
         verdict = {k: v for k, v in (d.get("verdict") or {}).items() if k != "steps"} or None
-        return sc.RunResult(id=d["id"], status=d["status"], kind=kind, claim=d["claim"], pipeline=d["pipeline"],
-                            model=d["model"], shown_as=d["shown_as"], uncertain=d["uncertain"], label=d["label"],
-                            confidence=d["confidence"], error=d["error"],
-                            created_at=d["created_at"], verdict=verdict, text=d.get("text"), leaf=d.get("leaf"))
+        return sc.RunResult(
+            id=d["id"],
+            status=d["status"],
+            kind=kind,
+            claim=d["claim"],
+            pipeline=d["pipeline"],
+            model=d["model"],
+            shown_as=d["shown_as"],
+            uncertain=d["uncertain"],
+            label=d["label"],
+            confidence=d["confidence"],
+            error=d["error"],
+            created_at=d["created_at"],
+            verdict=verdict,
+            text=d.get("text"),
+            leaf=d.get("leaf"),
+        )
 
 
 # -- the short text beside the structured content ------------------------------------------------------------------
+
 
 def claim_text(r: sc.ClaimResult) -> str:
     """The verdict first, worded as every front end words it: an uncertain one leads with "Uncertain, leaning ..."
@@ -218,8 +297,10 @@ def claim_text(r: sc.ClaimResult) -> str:
 def text_text(r: sc.TextResult) -> str:
     fact = "no checkable claim" if not r.counts.get("checked") else f"factuality {r.factuality_text}"
     lines = [f"{len(r.claims)} claims, {fact}. Run {r.run_id}."]
-    lines += [f"[{c.id}] {c.shown_as or c.outcome}{f' {c.confidence:.2f}' if c.confidence is not None else ''}: "
-              f"{c.text}" for c in r.claims]
+    lines += [
+        f"[{c.id}] {c.shown_as or c.outcome}{f' {c.confidence:.2f}' if c.confidence is not None else ''}: {c.text}"
+        for c in r.claims
+    ]
     if r.note:
         lines.append(r.note)
     return "\n".join(lines)

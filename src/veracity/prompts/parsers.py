@@ -21,14 +21,17 @@ def text_lines(text: str) -> list[str]:
 
 def parse_rationale(text: str) -> str:
     """The reasoning before `Therefore, the final answer is ...` (which the label call decides)."""
-    cut = re.split(r"therefore,?\s+the\s+final\s+answer|the\s+final\s+answer\s+is", text, maxsplit=1,
-                   flags=re.IGNORECASE)[0]
+    cut = re.split(
+        r"therefore,?\s+the\s+final\s+answer|the\s+final\s+answer\s+is", text, maxsplit=1, flags=re.IGNORECASE
+    )[0]
     return "\n".join(text_lines(cut)).strip()
 
 
 _CONCLUSION = re.compile(
     r"\b(?:claim|statement)\s+(?:is|was)(n[’']t\s+|\s+not\s+|\s+)(true|false|correct|incorrect|accurate|inaccurate|"
-    r"supported|refuted|wrong|right)\b", re.IGNORECASE)
+    r"supported|refuted|wrong|right)\b",
+    re.IGNORECASE,
+)
 _AFFIRM = {"true", "correct", "accurate", "supported", "right"}
 
 
@@ -51,24 +54,37 @@ FINAL_ANSWER_CUE = "Therefore, the final answer is:"
 # --------------------------------------------------------------------------------------------------
 # Labels. A label is read from free text only when the text asserts exactly one label unambiguously.
 
-_NEGATOR = re.compile(r"(?<![A-Za-z])(?:not|no|never|neither|nor|cannot|without|hardly|barely)(?![A-Za-z])"
-                      r"|n[’']t(?![A-Za-z])", re.IGNORECASE)
+_NEGATOR = re.compile(
+    r"(?<![A-Za-z])(?:not|no|never|neither|nor|cannot|without|hardly|barely)(?![A-Za-z])"
+    r"|n[’']t(?![A-Za-z])",
+    re.IGNORECASE,
+)
 # refusals, uncertainty and hedges: the model did not commit to a label
 _UNSURE = re.compile(
     r"(?<![A-Za-z])(?:can\s*not|cannot|can[’']t|unable|not\s+sure|unsure|uncertain|unclear|unknown|undetermined|"
     r"undecided|indeterminate|inconclusive|ambiguous|unverifiable|don[’']t\s+know|do\s+not\s+know|no\s+idea|"
     r"neither|either|both|hard\s+to\s+(?:say|tell)|impossible\s+to|maybe|perhaps|possibly|insufficient|"
-    r"not\s+enough|partly|partially|half|mostly|refuse|who\s+knows)(?![A-Za-z])", re.IGNORECASE)
+    r"not\s+enough|partly|partially|half|mostly|refuse|who\s+knows)(?![A-Za-z])",
+    re.IGNORECASE,
+)
 # an explicit final answer right before a label: "Answer: X", "the final answer is X", "the claim is X"
 _FINAL_MARKER = re.compile(
     r"(?:(?:final\s+)?answer|verdict|label|rating|prediction|conclusion)\s*(?:is\s*:?|[:=\-])\s*[\"'*`(\[]*$"
-    r"|(?:the\s+)?(?:claim|statement)\s+is\s*[\"'*`(\[]*$", re.IGNORECASE)
+    r"|(?:the\s+)?(?:claim|statement)\s+is\s*[\"'*`(\[]*$",
+    re.IGNORECASE,
+)
 # where a short answer ends and the model starts writing the next demonstration
-_DEMO_LINE = re.compile(r"\n\s*\n|\n\s*-{3,}|\n\s*(?:claim|question|contexts?|record|knowledge|statement|passages|"
-                        r"search\s+result)\s*\d*\s*[:=]", re.IGNORECASE)
+_DEMO_LINE = re.compile(
+    r"\n\s*\n|\n\s*-{3,}|\n\s*(?:claim|question|contexts?|record|knowledge|statement|passages|"
+    r"search\s+result)\s*\d*\s*[:=]",
+    re.IGNORECASE,
+)
 _SENTENCE_END = re.compile(r"[.!?;\n]")
-_CLAUSE_BREAK = re.compile(r"[,:;.!?\n()]|(?<![A-Za-z])(?:but|however|yet|although|though|whereas|rather|"
-                           r"instead)(?![A-Za-z])", re.IGNORECASE)
+_CLAUSE_BREAK = re.compile(
+    r"[,:;.!?\n()]|(?<![A-Za-z])(?:but|however|yet|although|though|whereas|rather|"
+    r"instead)(?![A-Za-z])",
+    re.IGNORECASE,
+)
 
 
 def _label_mentions(text: str, labels: list[str] | tuple[str, ...]) -> list[tuple[int, int, str]]:
@@ -128,7 +144,7 @@ def parse_label(text: str | None, labels: list[str] | tuple[str, ...]) -> str | 
         return asserted[0][2]
     if len(distinct) > 1:
         s, _, last = asserted[-1]
-        if _FINAL_MARKER.search(text[max(0, s - 40):s]):
+        if _FINAL_MARKER.search(text[max(0, s - 40) : s]):
             return last
     return None
 

@@ -21,8 +21,9 @@ spec with no `problem` has no failure of its own (a decision whose `None` leads 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..llm.base import FORMAT_REMINDER, Choice, CompletionRequest
@@ -82,8 +83,10 @@ class PromptSpec:
         if self.options:
             object.__setattr__(self, "decision", True)
         if self.decision and (self.parser is not None or self.reminder):
-            raise PromptSpecError(f"prompt spec {self.name!r}: a decision has no parser or reminder of its own "
-                                  "(the backend's choose reads it and retries with the options)")
+            raise PromptSpecError(
+                f"prompt spec {self.name!r}: a decision has no parser or reminder of its own "
+                "(the backend's choose reads it and retries with the options)"
+            )
         if len(set(self.slots)) != len(self.slots):
             raise PromptSpecError(f"prompt spec {self.name!r}: a slot is named twice in {self.slots}")
         self.check(load_prompt(self.template))
@@ -98,36 +101,60 @@ class PromptSpec:
         if missing or extra or unknown:
             raise PromptSpecError(
                 f"prompt spec {self.name!r} does not fit template {self.template!r}: "
-                + "; ".join(part for part in (
-                    f"the template needs {sorted(missing)}" if missing else "",
-                    f"the spec fills {sorted(extra)} that the template lacks" if extra else "",
-                    f"formats for unknown slots {sorted(unknown)}" if unknown else "") if part))
+                + "; ".join(
+                    part
+                    for part in (
+                        f"the template needs {sorted(missing)}" if missing else "",
+                        f"the spec fills {sorted(extra)} that the template lacks" if extra else "",
+                        f"formats for unknown slots {sorted(unknown)}" if unknown else "",
+                    )
+                    if part
+                )
+            )
 
-    def load(self, prompts_dir: str | None = None) -> "Prompt":
+    def load(self, prompts_dir: str | None = None) -> Prompt:
         """The spec bound to its template file: `prompts_dir`'s when it has one, else the packaged one."""
         template = load_prompt(self.template, prompts_dir)
         try:
             self.check(template)
         except PromptSpecError as e:
-            raise ConfigError(f"prompt template {self.template}.txt"
-                              f"{f' in {prompts_dir}' if prompts_dir else ''} has other slots than the "
-                              f"pipeline fills: {e}") from None
+            raise ConfigError(
+                f"prompt template {self.template}.txt"
+                f"{f' in {prompts_dir}' if prompts_dir else ''} has other slots than the "
+                f"pipeline fills: {e}"
+            ) from None
         return Prompt(self, template)
 
     def render(self, prompts_dir: str | None = None, **values: Any) -> str:
         return self.load(prompts_dir).render(**values)
 
-    def follow(self, name: str, cue: str, **changes: Any) -> "PromptSpec":
+    def follow(self, name: str, cue: str, **changes: Any) -> PromptSpec:
         """A spec for a call that continues this one's prompt: the same template and slots, then `cue`
         (whose slots are added). Request, parser and failure are the new call's own (`changes`)."""
         slots = self.slots + tuple(s for s in _cue_slots(cue) if s not in self.slots)
         formats = {**self.formats, **changes.pop("formats", {})}
-        return PromptSpec(name=name, template=self.template, stage=changes.pop("stage", self.stage), slots=slots,
-                          formats=formats, cue=self.cue + cue, chat=self.chat, **changes)
+        return PromptSpec(
+            name=name,
+            template=self.template,
+            stage=changes.pop("stage", self.stage),
+            slots=slots,
+            formats=formats,
+            cue=self.cue + cue,
+            chat=self.chat,
+            **changes,
+        )
 
 
-def record_parse_failure(tracer: "Tracer | None", stage: str, raw: str, fallback: str, *, problem: str,
-                         where: str = "", failures: list[str] | None = None) -> str:
+def record_parse_failure(
+    tracer: Tracer | None,
+    stage: str,
+    raw: str,
+    fallback: str,
+    *,
+    problem: str,
+    where: str = "",
+    failures: list[str] | None = None,
+) -> str:
     """The one way a parse failure is recorded: a `parse_failure` step in the trace and a line in the check's
     list of failures. Returns the line."""
     if tracer is not None:
@@ -149,7 +176,7 @@ class Reply:
     ok: bool  # the value is usable
     choice: Choice | None = None  # a decision's full outcome (probabilities, method)
     failure: str | None = None  # the failure line, once recorded
-    tracer: "Tracer | None" = field(default=None, repr=False)
+    tracer: Tracer | None = field(default=None, repr=False)
     failures: list[str] | None = field(default=None, repr=False)
 
     @property
@@ -166,9 +193,15 @@ class Reply:
 
     def fail(self, fallback: str | None = None, *, where: str = "") -> str:
         """Record this reply as a parse failure (the call does it itself unless it was asked to `defer`)."""
-        self.failure = record_parse_failure(self.tracer, self.spec.stage, self.raw, fallback or self.spec.fallback,
-                                            problem=self.spec.problem or "no usable reply", where=where,
-                                            failures=self.failures)
+        self.failure = record_parse_failure(
+            self.tracer,
+            self.spec.stage,
+            self.raw,
+            fallback or self.spec.fallback,
+            problem=self.spec.problem or "no usable reply",
+            where=where,
+            failures=self.failures,
+        )
         return self.failure
 
 
@@ -190,17 +223,42 @@ class Prompt:
         # one pass, as the template's, so a value that itself contains [[X]] is left alone
         return body + _SLOT.sub(lambda m: texts[m.group(1)], spec.cue)
 
-    def request(self, prompt: str, *, max_tokens: int | None = None, temperature: float = 0.0,
-                seed: int | None = None, images: tuple[str, ...] | list[str] = ()) -> CompletionRequest:
-        return CompletionRequest.of(prompt, continuation=not self.spec.chat,
-                                    max_tokens=self.spec.max_tokens if max_tokens is None else max_tokens,
-                                    stop=self.spec.stop, temperature=temperature, seed=seed, images=images)
+    def request(
+        self,
+        prompt: str,
+        *,
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
+        seed: int | None = None,
+        images: tuple[str, ...] | list[str] = (),
+    ) -> CompletionRequest:
+        return CompletionRequest.of(
+            prompt,
+            continuation=not self.spec.chat,
+            max_tokens=self.spec.max_tokens if max_tokens is None else max_tokens,
+            stop=self.spec.stop,
+            temperature=temperature,
+            seed=seed,
+            images=images,
+        )
 
-    def ask(self, model: "RunModel", *, failures: list[str] | None = None, tracer: "Tracer | None" = None,
-            options: list[str] | tuple[str, ...] | None = None, parse_args: Mapping[str, Any] | None = None,
-            fallback: str | None = None, where: str = "", defer: bool = False, max_tokens: int | None = None,
-            temperature: float = 0.0, seed: int | None = None, images: tuple[str, ...] | list[str] = (),
-            **values: Any) -> Reply:
+    def ask(
+        self,
+        model: RunModel,
+        *,
+        failures: list[str] | None = None,
+        tracer: Tracer | None = None,
+        options: list[str] | tuple[str, ...] | None = None,
+        parse_args: Mapping[str, Any] | None = None,
+        fallback: str | None = None,
+        where: str = "",
+        defer: bool = False,
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
+        seed: int | None = None,
+        images: tuple[str, ...] | list[str] = (),
+        **values: Any,
+    ) -> Reply:
         """The whole call: render the slots (`values`, upper case), complete or choose, parse, retry once with
         the reminder, and record a parse failure (into `failures` and the trace) unless `defer`.
 
@@ -214,10 +272,21 @@ class Prompt:
         request = self.request(prompt, max_tokens=max_tokens, temperature=temperature, seed=seed, images=images)
         if spec.decision:
             opts = list(spec.options if options is None else options)
-            choice = (strict_choose(model, request, opts, stage=spec.stage) if spec.strict
-                      else model.choose(request, opts, stage=spec.stage))
-            reply = Reply(spec, prompt, choice.raw, choice.option, choice.option is not None, choice=choice,
-                          tracer=tracer, failures=failures)
+            choice = (
+                strict_choose(model, request, opts, stage=spec.stage)
+                if spec.strict
+                else model.choose(request, opts, stage=spec.stage)
+            )
+            reply = Reply(
+                spec,
+                prompt,
+                choice.raw,
+                choice.option,
+                choice.option is not None,
+                choice=choice,
+                tracer=tracer,
+                failures=failures,
+            )
         else:
             out = model.complete(request, stage=spec.stage)
             raw, value = out.text, self._parse(out.text, parse_args)
@@ -235,7 +304,7 @@ class Prompt:
         return self.spec.parser(text, **(parse_args or {}))
 
 
-def strict_choose(model: "RunModel", request: CompletionRequest, labels: list[str], *, stage: str) -> Choice:
+def strict_choose(model: RunModel, request: CompletionRequest, labels: list[str], *, stage: str) -> Choice:
     """The model's choice among `labels`, read strictly when it was read from text.
 
     Scored decisions (log-probabilities) stand as they are. A decision the backend read from free text
@@ -250,8 +319,11 @@ def strict_choose(model: "RunModel", request: CompletionRequest, labels: list[st
     if option is not None or choice.method == "parse-retry":
         return replace(choice, option=option, probabilities=choice.probabilities if option else None)
     # the backend's first-match reading took a label from an answer that does not assert one: ask once more
-    retry = model.complete(replace(request.with_reminder(FORMAT_REMINDER.format(options=", ".join(labels))),
-                                   n=1, max_tokens=16), stage=stage)
+    retry = model.complete(
+        replace(request.with_reminder(FORMAT_REMINDER.format(options=", ".join(labels))), n=1, max_tokens=16),
+        stage=stage,
+    )
     option = parse_label(retry.text, labels)
-    return replace(choice, option=option, probabilities=None, raw=f"{choice.raw}{RETRY_MARK}{retry.text}",
-                   method="parse-retry")
+    return replace(
+        choice, option=option, probabilities=None, raw=f"{choice.raw}{RETRY_MARK}{retry.text}", method="parse-retry"
+    )

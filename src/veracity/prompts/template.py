@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from ..errors import ConfigError
@@ -43,7 +43,7 @@ def _read(path: Path, name: str) -> PromptTemplate:
     return PromptTemplate(name=name, body="\n".join(lines).strip("\n"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_prompt(name: str, prompts_dir: str | None = None) -> PromptTemplate:
     """Load template `name` from `prompts_dir` when it has one, else from the packaged templates."""
     for folder in ([Path(prompts_dir)] if prompts_dir else []) + [PACKAGED]:

@@ -5,5 +5,6 @@
     checking.py   one answer's check as a stored run (the web server's answer check), and its `veracity` object
     policies.py   annotate, flag, fc-rag (Fact-Check-Then-RAG), chosen per proxy or per request
     app.py        the HTTP routes: /v1/chat/completions (streamed or not), /v1/models
-    commands.py   the `veracity proxy` command
+
+The `veracity proxy` command is veracity.cli.proxy.
 """

@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -29,8 +30,7 @@ from ..server.errors import ApiError
 from ..server.limits import RateLimiter
 from ..server.safe import strict_json
 from .checking import AnswerChecks, content_text, leaf_result, question_of
-from .policies import (Policy, PolicyError, better, flag_chunks, flag_points, flagged, streamed_text,
-                       with_knowledge)
+from .policies import Policy, PolicyError, better, flag_chunks, flag_points, flagged, streamed_text, with_knowledge
 from .upstream import Upstream, UpstreamError, error_body
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def error_response(status: int, message: str, code: str, headers: dict[str, str]
     return JSONResponse(error_body(message, code), status_code=status, headers=headers)
 
 
-def create_proxy_app(state: ProxyState, settings: "ServerSettings") -> FastAPI:
+def create_proxy_app(state: ProxyState, settings: ServerSettings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         # unlike `veracity serve`, the proxy never marks unfinished runs interrupted at start: the web server
@@ -64,8 +64,9 @@ def create_proxy_app(state: ProxyState, settings: "ServerSettings") -> FastAPI:
         state.checks.manager.shutdown()
         await state.upstream.close()
 
-    app = FastAPI(title="veracity proxy", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
-                  openapi_url=None)
+    app = FastAPI(
+        title="veracity proxy", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
+    )
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
@@ -119,6 +120,7 @@ def create_proxy_app(state: ProxyState, settings: "ServerSettings") -> FastAPI:
 
 # -- not streamed ------------------------------------------------------------------------------------------------
 
+
 def _answer(reply: dict[str, Any]) -> Any:
     choices = reply.get("choices") or [{}]
     message = choices[0].get("message") if isinstance(choices[0], dict) else None
@@ -144,12 +146,24 @@ def _finish(veracity: dict[str, Any], policy: Policy, t0: float) -> dict[str, An
     return veracity
 
 
-async def _fc_rag(state: ProxyState, body: dict[str, Any], question: str, policy: Policy, reply: Any,
-                  veracity: dict[str, Any], *, stream: bool) -> tuple[Any, dict[str, Any]]:
+async def _fc_rag(
+    state: ProxyState,
+    body: dict[str, Any],
+    question: str,
+    policy: Policy,
+    reply: Any,
+    veracity: dict[str, Any],
+    *,
+    stream: bool,
+) -> tuple[Any, dict[str, Any]]:
     """Fact-Check-Then-RAG: (the reply kept, its veracity with `fc_rag` saying what happened). With `stream`, the
     replies are lists of chunks."""
-    info: dict[str, Any] = {"threshold": policy.threshold, "regenerated": False, "chosen": "original",
-                            "original_score": veracity.get("score")}
+    info: dict[str, Any] = {
+        "threshold": policy.threshold,
+        "regenerated": False,
+        "chosen": "original",
+        "original_score": veracity.get("score"),
+    }
     if veracity["status"] != "checked":
         info["reason"] = "the original answer was not checked"
     elif veracity["score"] >= policy.threshold:
@@ -161,14 +175,19 @@ async def _fc_rag(state: ProxyState, body: dict[str, Any], question: str, policy
         else:
             again = with_knowledge(body, knowledge)
             try:
-                second = (await _collect(state, again) if stream else await state.upstream.post_json(CHAT, again))
+                second = await _collect(state, again) if stream else await state.upstream.post_json(CHAT, again)
             except UpstreamError as e:
                 info["reason"] = f"the regeneration failed: {e}"
                 return reply, {**veracity, "fc_rag": info}
             text = streamed_text(second) if stream else _answer(second)
             checked = await state.checks.check(question, text)
-            info.update(regenerated=True, knowledge=len(knowledge), regenerated_score=checked.get("score"),
-                        original=veracity, original_text=streamed_text(reply) if stream else _answer(reply))
+            info.update(
+                regenerated=True,
+                knowledge=len(knowledge),
+                regenerated_score=checked.get("score"),
+                original=veracity,
+                original_text=streamed_text(reply) if stream else _answer(reply),
+            )
             if better(veracity, checked):
                 info.update(chosen="regenerated", reason="the regenerated answer scored at least as well")
                 del info["original"]
@@ -181,13 +200,23 @@ async def _fc_rag(state: ProxyState, body: dict[str, Any], question: str, policy
 
 def _as_steps(veracity: dict[str, Any]) -> list[dict[str, Any]]:
     """The units of a `veracity` object as the `leaf_sentence` steps they came from (for `leaf_result`)."""
-    return [{"stage": "leaf_sentence", "index": u["index"], "sentence": u["text"], "query": u.get("query", ""),
-             "evidence": u["evidence"], "rating": u["verdict"], "confidence": u.get("confidence"),
-             "read_as": u.get("read_as", "")}
-            for u in veracity.get("units", [])]
+    return [
+        {
+            "stage": "leaf_sentence",
+            "index": u["index"],
+            "sentence": u["text"],
+            "query": u.get("query", ""),
+            "evidence": u["evidence"],
+            "rating": u["verdict"],
+            "confidence": u.get("confidence"),
+            "read_as": u.get("read_as", ""),
+        }
+        for u in veracity.get("units", [])
+    ]
 
 
 # -- streamed ----------------------------------------------------------------------------------------------------
+
 
 def _event(data: Any) -> bytes:
     return f"data: {data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)}\n\n".encode()
@@ -236,10 +265,18 @@ async def _stream(state: ProxyState, body: dict[str, Any], question: str, policy
             for chunk in chunks:
                 yield _event(chunk)
         head = chunks[0] if chunks else {}
-        yield _event({"id": head.get("id", "veracity"), "object": "chat.completion.chunk",
-                      "created": head.get("created", int(time.time())), "model": head.get("model", ""),
-                      "choices": [], "veracity": _finish(veracity, policy, t0)})
+        yield _event(
+            {
+                "id": head.get("id", "veracity"),
+                "object": "chat.completion.chunk",
+                "created": head.get("created", int(time.time())),
+                "model": head.get("model", ""),
+                "choices": [],
+                "veracity": _finish(veracity, policy, t0),
+            }
+        )
         yield _event("[DONE]")
 
-    return StreamingResponse(body_events(), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+    return StreamingResponse(
+        body_events(), media_type="text/event-stream", headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+    )

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 from starlette.concurrency import run_in_threadpool
 
 from ..claims.sentences import sentence_spans
+from ..failures import short_error
 from ..inputs import InputError, clean_answer
 from ..leaf.factcheck import AnswerChecker, LeafResult, SentenceCheck
 from ..leaf.rater import Rater
 from ..server import store as st
 from ..server.answers import AnswerCheckPipeline
-from ..failures import short_error
 from ..server.errors import ApiError
 from ..types import Evidence
 from ..verdict_words import verdict_words
@@ -42,7 +42,7 @@ PIPELINES = ("leaf", "verifier")  # the model rater (LEAF as configured), or evi
 CHECKED, FAILED, SKIPPED, UNCHECKED = "checked", "failed", "skipped", "unchecked"
 
 
-def checking_config(config: "Config", pipeline: str) -> "Config":
+def checking_config(config: Config, pipeline: str) -> Config:
     """The run config of `pipeline`: `verifier` turns the trained verifier on for every rating."""
     if pipeline == "verifier":
         return replace(config, verifier=replace(config.verifier, use="on"))
@@ -58,7 +58,7 @@ def question_of(messages: Any, max_chars: int) -> str:
             text = content_text(m.get("content"))
             break
     text = " ".join(text.split()) or "(no question)"
-    return text if len(text) <= max_chars else "…" + text[-(max_chars - 1):]
+    return text if len(text) <= max_chars else "…" + text[-(max_chars - 1) :]
 
 
 def content_text(content: Any) -> str:
@@ -67,16 +67,27 @@ def content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(p["text"] for p in content
-                         if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str))
+        return "\n".join(
+            p["text"]
+            for p in content
+            if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+        )
     return ""
 
 
 class AnswerChecks:
     """Checks answers as stored runs; `check(question, answer)` is the `veracity` object of one answer."""
 
-    def __init__(self, config: "Config", manager: "RunManager", evidence: EvidenceSource, *, pipeline: str = "leaf",
-                 max_answer_chars: int, timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        config: Config,
+        manager: RunManager,
+        evidence: EvidenceSource,
+        *,
+        pipeline: str = "leaf",
+        max_answer_chars: int,
+        timeout: float = 60.0,
+    ) -> None:
         self.config = checking_config(config, pipeline)
         self.manager = manager
         self.evidence = evidence
@@ -86,12 +97,19 @@ class AnswerChecks:
         rater = Rater(self.config)
         checker = AnswerChecker.from_config(self.config, write_queries=pipeline != "verifier")
         self.pipeline = AnswerCheckPipeline(self.config, rater, checker)
-        self.checker = ("trained verifier (each sentence its own query)" if pipeline == "verifier"
-                        else f"LEAF rater {self.config.leaf.rater_model or self.config.model}")
+        self.checker = (
+            "trained verifier (each sentence its own query)"
+            if pipeline == "verifier"
+            else f"LEAF rater {self.config.leaf.rater_model or self.config.model}"
+        )
 
     def _base(self, status: str) -> dict[str, Any]:
-        return {"status": status, "evidence_source": self.evidence.description, "checker": self.checker,
-                "units_are": self.config.leaf.units}
+        return {
+            "status": status,
+            "evidence_source": self.evidence.description,
+            "checker": self.checker,
+            "units_are": self.config.leaf.units,
+        }
 
     async def check(self, question: str, content: Any) -> dict[str, Any]:
         """The check of `content` (the answer's text) as a reply to `question`."""
@@ -100,26 +118,39 @@ class AnswerChecks:
         try:
             answer = clean_answer(content if isinstance(content, str) else "", self.max_answer_chars)
         except InputError as e:
-            note = (f"the answer has {e.length} characters; this proxy checks at most {self.max_answer_chars} "
-                    "(--max-answer-chars)" if e.code == "answer_too_long" else "the answer is empty: nothing to check")
+            note = (
+                f"the answer has {e.length} characters; this proxy checks at most {self.max_answer_chars} "
+                "(--max-answer-chars)"
+                if e.code == "answer_too_long"
+                else "the answer is empty: nothing to check"
+            )
             return {**self._base(SKIPPED), "note": note}
         try:
             run_id, _ = await run_in_threadpool(
-                self.manager.submit, claim=question, pipeline=self.pipeline, config=self.config, qa=None,
-                options={"answer": answer, "via": "veracity proxy"})
+                self.manager.submit,
+                claim=question,
+                pipeline=self.pipeline,
+                config=self.config,
+                qa=None,
+                options={"answer": answer, "via": "veracity proxy"},
+            )
         except ApiError as e:  # queue full, shutting down
             return {**self._base(FAILED), "error": f"the check could not start: {e.detail}"}
         try:
             steps, final = await asyncio.wait_for(self._wait(run_id), self.timeout)
-        except asyncio.TimeoutError:
-            return {**self._base(FAILED), "run_id": run_id,
-                    "error": f"the check took longer than {self.timeout:g} s (--check-timeout); it goes on as "
-                             f"run {run_id}"}
+        except TimeoutError:
+            return {
+                **self._base(FAILED),
+                "run_id": run_id,
+                "error": f"the check took longer than {self.timeout:g} s (--check-timeout); it goes on as run {run_id}",
+            }
         if final.get("status") != st.DONE:
-            return {**self._base(FAILED), "run_id": run_id,
-                    "error": f"the check failed: {short_error(final.get('error')) or final.get('status')}"}
-        return {**self._base(CHECKED), "run_id": run_id, "seconds": final.get("seconds"),
-                **result_view(steps, content)}
+            return {
+                **self._base(FAILED),
+                "run_id": run_id,
+                "error": f"the check failed: {short_error(final.get('error')) or final.get('status')}",
+            }
+        return {**self._base(CHECKED), "run_id": run_id, "seconds": final.get("seconds"), **result_view(steps, content)}
 
     async def _wait(self, run_id: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """The run's steps and its final event, once it has ended."""
@@ -142,14 +173,26 @@ class AnswerChecks:
 
 def leaf_result(steps: list[dict[str, Any]]) -> LeafResult:
     """The LeafResult a run's `leaf_sentence` and `leaf_score` steps describe."""
-    checks = [SentenceCheck(index=s["index"], sentence=s["sentence"], query=s.get("query", ""),
-                            evidence=[Evidence.from_dict(e) for e in s.get("evidence", [])],
-                            rating=s.get("rating"), reasoning=s.get("reasoning", ""), confidence=s.get("confidence"),
-                            read_as=s.get("read_as") or "")
-              for s in steps if s.get("stage") == "leaf_sentence"]
+    checks = [
+        SentenceCheck(
+            index=s["index"],
+            sentence=s["sentence"],
+            query=s.get("query", ""),
+            evidence=[Evidence.from_dict(e) for e in s.get("evidence", [])],
+            rating=s.get("rating"),
+            reasoning=s.get("reasoning", ""),
+            confidence=s.get("confidence"),
+            read_as=s.get("read_as") or "",
+        )
+        for s in steps
+        if s.get("stage") == "leaf_sentence"
+    ]
     score = next((s for s in reversed(steps) if s.get("stage") == "leaf_score"), {})
-    return LeafResult(sentences=checks, total_sentences=score.get("total_sentences", len(checks)),
-                      max_sentences=max(len(checks), score.get("checked", len(checks))))
+    return LeafResult(
+        sentences=checks,
+        total_sentences=score.get("total_sentences", len(checks)),
+        max_sentences=max(len(checks), score.get("checked", len(checks))),
+    )
 
 
 def result_view(steps: list[dict[str, Any]], answer: str) -> dict[str, Any]:
@@ -157,18 +200,34 @@ def result_view(steps: list[dict[str, Any]], answer: str) -> dict[str, Any]:
     is not a stretch of the answer, e.g. a rewritten claim) and its evidence."""
     result = leaf_result(steps)
     spans = unit_spans(answer, [s.sentence for s in result.sentences])
-    units = [{"index": s.index, "text": s.sentence, "span": span,
-              # how the unit reads (`verdict_words`): one whose rating was unusable is "Uncertain (no verdict)", not
-              # a decided "Not Supported", though the score counts it unsupported, as LEAF does
-              "shown_as": verdict_words(s.rating, uncertain=s.rating is None).text, "uncertain": s.rating is None,
-              "verdict": s.rating, "supported": s.supported,
-              "confidence": s.confidence, "query": s.query, "reasoning": s.reasoning,
-              **({"read_as": s.read_as} if s.read_as else {}),
-              "evidence": [e.to_dict() for e in s.evidence]}
-             for s, span in zip(result.sentences, spans)]
+    units = [
+        {
+            "index": s.index,
+            "text": s.sentence,
+            "span": span,
+            # how the unit reads (`verdict_words`): one whose rating was unusable is "Uncertain (no verdict)", not
+            # a decided "Not Supported", though the score counts it unsupported, as LEAF does
+            "shown_as": verdict_words(s.rating, uncertain=s.rating is None).text,
+            "uncertain": s.rating is None,
+            "verdict": s.rating,
+            "supported": s.supported,
+            "confidence": s.confidence,
+            "query": s.query,
+            "reasoning": s.reasoning,
+            **({"read_as": s.read_as} if s.read_as else {}),
+            "evidence": [e.to_dict() for e in s.evidence],
+        }
+        for s, span in zip(result.sentences, spans)
+    ]
     score = next((s for s in reversed(steps) if s.get("stage") == "leaf_score"), {})
-    return {"score": result.score, "supported": result.supported, "checked": result.checked,
-            "total_units": score.get("total_sentences", result.checked), "note": score.get("note"), "units": units}
+    return {
+        "score": result.score,
+        "supported": result.supported,
+        "checked": result.checked,
+        "total_units": score.get("total_sentences", result.checked),
+        "note": score.get("note"),
+        "units": units,
+    }
 
 
 def unit_spans(answer: str, units: list[str]) -> list[list[int] | None]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..cli_options import index_retriever
+from ..leaf.factcheck import index_retriever
 from ..tools.web_search import hit_evidence
 
 if TYPE_CHECKING:
@@ -19,9 +19,11 @@ if TYPE_CHECKING:
     from ..retrieval.base import Retriever
     from ..types import Evidence
 
-NO_EVIDENCE = ("no evidence source is configured (start the proxy with --index DIR, --search serper|searxng|wikipedia, "
-               "or with the Wikipedia knowledge base installed: pip install 'veracity[wiki]'): the answer was not "
-               "checked")
+NO_EVIDENCE = (
+    "no evidence source is configured (start the proxy with --index DIR, --search serper|searxng|wikipedia, "
+    "or with the Wikipedia knowledge base installed: pip install 'veracity[wiki]'): the answer was not "
+    "checked"
+)
 
 
 def describe_index(index: str) -> str:
@@ -38,17 +40,17 @@ class SearchRetriever:
     def __init__(self, provider) -> None:
         self.provider = provider
 
-    def search(self, query: str, k: int = 5) -> list["Evidence"]:
+    def search(self, query: str, k: int = 5) -> list[Evidence]:
         return [hit_evidence(hit, None) for hit in self.provider.web(query, k)]
 
 
 @dataclass
 class EvidenceSource:
-    retriever: "Retriever | None"
+    retriever: Retriever | None
     description: str  # "index DIR", "search serper", or "none"
 
 
-def evidence_source(config: "Config") -> EvidenceSource:
+def evidence_source(config: Config) -> EvidenceSource:
     """The index when one is configured, else the configured web search, else none (UserError for an empty index
     or a search backend missing its key or URL)."""
     if config.index:

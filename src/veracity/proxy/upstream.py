@@ -12,8 +12,9 @@ Every failure becomes an `UpstreamError` with the status the client gets: the up
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, AsyncIterator
+from typing import Any
 
 import httpx
 
@@ -46,9 +47,12 @@ class Upstream:
         self.url = self.url.rstrip("/")
         headers = {"Authorization": f"Bearer {self.key}"} if self.key else {}
         # no retries here: the client's own library retries what it considers worth retrying
-        self.client = httpx.AsyncClient(base_url=self.url, headers=headers,
-                                        timeout=httpx.Timeout(self.timeout, connect=min(10.0, self.timeout)),
-                                        limits=httpx.Limits(max_connections=64, max_keepalive_connections=16))
+        self.client = httpx.AsyncClient(
+            base_url=self.url,
+            headers=headers,
+            timeout=httpx.Timeout(self.timeout, connect=min(10.0, self.timeout)),
+            limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
+        )
 
     async def close(self) -> None:
         await self.client.aclose()
@@ -101,8 +105,9 @@ class Upstream:
             body = data if isinstance(data, dict) and isinstance(data.get("error"), dict) else None
             if body is not None and isinstance(body["error"].get("message"), str):
                 body = {**body, "error": {**body["error"], "message": f"upstream model server: {message}"}}
-            raise UpstreamError(resp.status_code, f"upstream model server answered HTTP {resp.status_code}: "
-                                                  f"{message}", body)
+            raise UpstreamError(
+                resp.status_code, f"upstream model server answered HTTP {resp.status_code}: {message}", body
+            )
         if not isinstance(data, dict):
             raise UpstreamError(502, f"upstream model server at {self.url} sent a reply that is not a JSON object")
         return data

@@ -13,8 +13,10 @@ import re
 
 from ..prompts.parsers import text_lines
 
-_PREFIX = (r"^\s*(?:question\s*\d*|q\d*|answer\s*\d*|a\d*|relevant passage|passage|evidence|prediction)\s*[:=]"
-           r"\s*(?:\*\*)?\s*")
+_PREFIX = (
+    r"^\s*(?:question\s*\d*|q\d*|answer\s*\d*|a\d*|relevant passage|passage|evidence|prediction)\s*[:=]"
+    r"\s*(?:\*\*)?\s*"
+)
 # markdown a small model adds: a bullet or number, bold ("- **Question:** ...")
 _MARKUP = re.compile(r"^\s*(?:[-*\u2022+>](?:\s+|$)|\d{1,2}[.)]\s+)?(?:\*\*)?")
 _QUOTES = '"\u201c\u201d'

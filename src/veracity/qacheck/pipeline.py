@@ -17,7 +17,7 @@ from ..types import Claim, QAStep, Verdict
 from ..verdicts import reason_then_label
 from ..verify import uncertain_threshold
 from ..verify.decide import check_evidence, verifier_enabled
-from .prompts import QUESTION_FIRST, QUESTION_FOLLOWUP, REASONER, REASONER_LABEL, VALIDATOR, VERIFIER, YES_NO
+from .prompts import QUESTION_FIRST, QUESTION_FOLLOWUP, REASONER, REASONER_LABEL, VALIDATOR, VERIFIER
 from .qa import QA_MODULES, QAModule
 
 if TYPE_CHECKING:
@@ -32,9 +32,17 @@ def _norm(q: str) -> str:
 class QACheck(Pipeline):
     description = "Question-guided multi-hop verification (QACheck)"
 
-    def __init__(self, config: "Config", name: str = "qacheck", *, qa: str | None = None, validator: bool | None = None,
-                 verifier: bool | None = None, max_iterations: int | None = None,
-                 evidence_verifier: bool = True) -> None:
+    def __init__(
+        self,
+        config: Config,
+        name: str = "qacheck",
+        *,
+        qa: str | None = None,
+        validator: bool | None = None,
+        verifier: bool | None = None,
+        max_iterations: int | None = None,
+        evidence_verifier: bool = True,
+    ) -> None:
         self.name = name
         c: QACheckConfig = config.qacheck
         self.qa_name = qa or c.qa
@@ -52,52 +60,83 @@ class QACheck(Pipeline):
         self.p_reasoner = REASONER.load(pd)
         self.p_reasoner_label = REASONER_LABEL.load(pd)
 
-    def needs_retriever(self, config: "Config") -> bool:
+    def needs_retriever(self, config: Config) -> bool:
         return self.qa_name == "retriever-reader"
 
     # -- the five modules (each call's prompt spec is in prompts.py; a parse failure goes to `failures`) ------
 
-    def claim_verifier(self, claim: Claim, context: list[QAStep], ctx: Context,
-                       failures: list[str] | None = None, decisions: dict | None = None) -> bool:
+    def claim_verifier(
+        self,
+        claim: Claim,
+        context: list[QAStep],
+        ctx: Context,
+        failures: list[str] | None = None,
+        decisions: dict | None = None,
+    ) -> bool:
         """D(c, C): is the context enough? In evidence settings, when the trained verifier reads the evidence so far
         as decisive with a confidence of at least verifier.uncertain_below, it is, and the model is not asked."""
         d = self._evidence_decision(claim, context, ctx, decisions)
         if d is not None and d.decisive and d.confidence >= uncertain_threshold(ctx.config.verifier):
-            ctx.tracer.emit("verifier", depth=len(context), enough=True, confidence=d.confidence,
-                            by="evidence_verifier")
+            ctx.tracer.emit(
+                "verifier", depth=len(context), enough=True, confidence=d.confidence, by="evidence_verifier"
+            )
             return True
         ch = self.p_verifier.ask(ctx.model, failures=failures, CLAIM=claim.text, QA_CONTEXTS=context)
         enough = ch.value == "Yes"
         ctx.tracer.emit("verifier", depth=len(context), enough=enough, confidence=ch.confidence)
         return enough
 
-    def question_generator(self, claim: Claim, context: list[QAStep], ctx: Context, attempt: int,
-                           resample: bool, failures: list[str] | None = None) -> str | None:
+    def question_generator(
+        self,
+        claim: Claim,
+        context: list[QAStep],
+        ctx: Context,
+        attempt: int,
+        resample: bool,
+        failures: list[str] | None = None,
+    ) -> str | None:
         # Greedy decoding would repeat a question the validator just rejected: sample instead.
         sampling = dict(temperature=0.7 if resample else 0.0, seed=attempt if resample else None)
         if context:
-            return self.p_followup.ask(ctx.model, failures=failures, **sampling, CLAIM=claim.text,
-                                       QA_CONTEXTS=context, Q_INDEX=len(context) + 1).value
+            return self.p_followup.ask(
+                ctx.model,
+                failures=failures,
+                **sampling,
+                CLAIM=claim.text,
+                QA_CONTEXTS=context,
+                Q_INDEX=len(context) + 1,
+            ).value
         return self.p_first.ask(ctx.model, failures=failures, **sampling, CLAIM=claim.text).value
 
-    def validator(self, claim: Claim, step: QAStep, context: list[QAStep], ctx: Context,
-                  failures: list[str] | None = None) -> bool:
-        ch = self.p_validator.ask(ctx.model, failures=failures, CLAIM=claim.text, QA_CONTEXTS=context,
-                                  NEW_QA_PAIR=step)
+    def validator(
+        self, claim: Claim, step: QAStep, context: list[QAStep], ctx: Context, failures: list[str] | None = None
+    ) -> bool:
+        ch = self.p_validator.ask(ctx.model, failures=failures, CLAIM=claim.text, QA_CONTEXTS=context, NEW_QA_PAIR=step)
         useful = ch.value != "No"
-        ctx.tracer.emit("validator", depth=step.depth, question=step.question, useful=useful,
-                        confidence=ch.confidence)
+        ctx.tracer.emit("validator", depth=step.depth, question=step.question, useful=useful, confidence=ch.confidence)
         return useful
 
-    def reasoner(self, claim: Claim, context: list[QAStep], ctx: Context,
-                 failures: list[str] | None = None, decisions: dict | None = None) -> Verdict:
+    def reasoner(
+        self,
+        claim: Claim,
+        context: list[QAStep],
+        ctx: Context,
+        failures: list[str] | None = None,
+        decisions: dict | None = None,
+    ) -> Verdict:
         """R(c, C): the model's rationale and label; in evidence settings the trained verifier's reading of the
         retrieved evidence decides when it is decisive, and the rationale says so when the model concluded
         otherwise (verifier.use; ablation `qacheck-no-evidence-verifier`). When it is not decisive the model's label
         stands, with the verifier's probability of it as its confidence, uncertain when the verifier read otherwise;
         in a two-label set the verifier's leaning is taken instead, uncertain (`EvidenceDecision.undecided`)."""
-        verdict = reason_then_label(ctx, self.p_reasoner, self.p_reasoner_label,
-                                    failures=[] if failures is None else failures, CONTEXTS=context, CLAIM=claim.text)
+        verdict = reason_then_label(
+            ctx,
+            self.p_reasoner,
+            self.p_reasoner_label,
+            failures=[] if failures is None else failures,
+            CONTEXTS=context,
+            CLAIM=claim.text,
+        )
         d = self._evidence_decision(claim, context, ctx, decisions)
         if d is None:
             return verdict
@@ -105,13 +144,15 @@ class QACheck(Pipeline):
             verdict.label, verdict.confidence, verdict.uncertain_reason = d.undecided(verdict.label)
             return verdict
         if d.label != verdict.label:
-            verdict.rationale = (f"{d.rationale}\nThe model's own reasoning concluded {verdict.label}: "
-                                 f"{verdict.rationale}")
+            verdict.rationale = (
+                f"{d.rationale}\nThe model's own reasoning concluded {verdict.label}: {verdict.rationale}"
+            )
         verdict.label, verdict.confidence = d.label, d.confidence
         return verdict
 
-    def _evidence_decision(self, claim: Claim, context: list[QAStep], ctx: Context,
-                           decisions: dict | None = None) -> "EvidenceDecision | None":
+    def _evidence_decision(
+        self, claim: Claim, context: list[QAStep], ctx: Context, decisions: dict | None = None
+    ) -> EvidenceDecision | None:
         """The trained verifier's reading of the evidence retrieved so far (an `evidence_verifier` step), or None
         when it is off (verifier.use, or this ablation) or there is no real evidence (closed-book, recited).
 
@@ -154,8 +195,7 @@ class QACheck(Pipeline):
             if context and self.use_verifier and self.claim_verifier(claim, context, ctx, failures, decisions):
                 stop_reason = "verifier"
                 break
-            question = self.question_generator(claim, context, ctx, attempt, resample=rejected > 0,
-                                               failures=failures)
+            question = self.question_generator(claim, context, ctx, attempt, resample=rejected > 0, failures=failures)
             if question is None:
                 stop_reason = "no_question"
                 break
@@ -168,8 +208,14 @@ class QACheck(Pipeline):
             ctx.tracer.emit("question", depth=depth, question=question)
             answer, evidence = self.qa.answer(question, ctx, failures)
             step = QAStep(depth=depth, question=question, answer=answer, evidence=evidence)
-            ctx.tracer.emit("answer", depth=depth, question=question, answer=answer, qa=self.qa_name,
-                            evidence=[e.to_dict() for e in evidence])
+            ctx.tracer.emit(
+                "answer",
+                depth=depth,
+                question=question,
+                answer=answer,
+                qa=self.qa_name,
+                evidence=[e.to_dict() for e in evidence],
+            )
             if self.use_validator:
                 step.useful = self.validator(claim, step, context, ctx, failures)
             if step.useful is False:
@@ -188,7 +234,8 @@ class QACheck(Pipeline):
 def _variant(name: str, description: str, qa: str = "choice", **kw) -> None:
     fixed = {} if qa == "choice" else {"qa": qa}  # "choice": the configured QA module
     register(name, description, kind=QACheck, qa=qa, index="retriever-reader")(
-        lambda config, name: QACheck(config, name, **fixed, **kw))
+        lambda config, name: QACheck(config, name, **fixed, **kw)
+    )
 
 
 _variant("qacheck", "QACheck with the configured QA module (default reciter-reader)")
@@ -197,7 +244,10 @@ _variant("qacheck-closed-book", "QACheck, closed-book QA (the paper's FLAN-T5 mo
 _variant("qacheck-reciter-reader", "QACheck, reciter-reader QA", qa="reciter-reader")
 _variant("qacheck-no-validator", "QACheck ablation: every QA pair is kept", validator=False)
 _variant("qacheck-no-verifier", "QACheck ablation: always run max iterations", verifier=False)
-_variant("qacheck-no-evidence-verifier", "QACheck ablation: the reasoner decides without the trained evidence "
-         "verifier", evidence_verifier=False)
+_variant(
+    "qacheck-no-evidence-verifier",
+    "QACheck ablation: the reasoner decides without the trained evidence verifier",
+    evidence_verifier=False,
+)
 _variant("qacheck-1-iter", "QACheck ablation: at most 1 question", max_iterations=1)
 _variant("qacheck-3-iter", "QACheck ablation: at most 3 questions", max_iterations=3)

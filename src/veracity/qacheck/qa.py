@@ -19,8 +19,7 @@ class QAModule(ABC):
         self.p_reader = READER.load(prompts_dir)
 
     @abstractmethod
-    def answer(self, question: str, ctx: Context,
-               failures: list[str] | None = None) -> tuple[str, list[Evidence]]: ...
+    def answer(self, question: str, ctx: Context, failures: list[str] | None = None) -> tuple[str, list[Evidence]]: ...
 
     def read(self, question: str, passages: list[Evidence], ctx: Context, failures: list[str] | None = None) -> str:
         """The reader: answer `question` from numbered passages, quoted as data (they may be any page's text)."""
@@ -35,8 +34,10 @@ class RetrieverReader(QAModule):
 
     def answer(self, question: str, ctx: Context, failures: list[str] | None = None) -> tuple[str, list[Evidence]]:
         if ctx.retriever is None:
-            raise UserError("the retriever-reader QA module needs an index: pass --index DIR "
-                            "(build one with `veracity index build`)")
+            raise UserError(
+                "the retriever-reader QA module needs an index: pass --index DIR "
+                "(build one with `veracity index build`)"
+            )
         passages = ctx.retriever.search(question, k=self.top_k)
         ctx.tracer.emit("retrieval", query=question, results=[p.to_dict() for p in passages])
         if not passages:

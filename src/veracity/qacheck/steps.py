@@ -21,8 +21,15 @@ STOP_REASONS = {
 
 
 def qa_card(depth: Any, question: str, duplicate: bool = False) -> dict[str, Any]:
-    return {"kind": "qa", "depth": depth, "question": question, "duplicate": duplicate, "answer": None,
-            "evidence": [], "useful": None}
+    return {
+        "kind": "qa",
+        "depth": depth,
+        "question": question,
+        "duplicate": duplicate,
+        "answer": None,
+        "evidence": [],
+        "useful": None,
+    }
 
 
 @step_type
@@ -93,8 +100,15 @@ class Verifier(Step):
     by: str = "model"  # "evidence_verifier": the trained verifier found the evidence decisive, the model was not asked
 
     def fold(self, view: Fold) -> None:
-        view.append({"kind": "verifier", "depth": self.depth, "enough": self.enough, "confidence": self.confidence,
-                     "by": self.by or "model"})
+        view.append(
+            {
+                "kind": "verifier",
+                "depth": self.depth,
+                "enough": self.enough,
+                "confidence": self.confidence,
+                "by": self.by or "model",
+            }
+        )
 
 
 @step_type

@@ -121,8 +121,10 @@ def _check_model(model) -> None:
         raise ValueError(f"its data and indices arrays differ in length ({len(data)} vs {len(indices)})")
     n_tokens = len(indptr) - 1
     if n_tokens < 0 or indptr[0] != 0 or indptr[-1] != len(data) or np.any(np.diff(indptr) < 0):
-        raise ValueError("its indptr array is inconsistent (it must start at 0, never decrease and end at "
-                         f"the number of entries, {len(data)})")
+        raise ValueError(
+            "its indptr array is inconsistent (it must start at 0, never decrease and end at "
+            f"the number of entries, {len(data)})"
+        )
     if np.iinfo(np.dtype(model.int_dtype)).max < n_tokens:
         raise ValueError(f"its parameter int_dtype {model.int_dtype!r} cannot hold {n_tokens} token ids")
     if len(indices) and (indices.min() < 0 or indices.max() >= num_docs):
@@ -131,7 +133,12 @@ def _check_model(model) -> None:
         raise ValueError("its scores hold non-finite numbers")
     for token, column in vocab.items():
         top = n_tokens if token == "" else n_tokens - 1  # bm25s keeps "" (no token) just past the last column
-        if not isinstance(token, str) or not isinstance(column, int) or isinstance(column, bool) \
-                or not 0 <= column <= top:
-            raise ValueError(f"its vocabulary maps {str(token)[:40]!r} to {str(column)[:40]}, "
-                             f"not a token id below {n_tokens}")
+        if (
+            not isinstance(token, str)
+            or not isinstance(column, int)
+            or isinstance(column, bool)
+            or not 0 <= column <= top
+        ):
+            raise ValueError(
+                f"its vocabulary maps {str(token)[:40]!r} to {str(column)[:40]}, not a token id below {n_tokens}"
+            )

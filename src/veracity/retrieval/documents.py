@@ -75,8 +75,14 @@ class Passage:
         return f"{self.title}\n{self.text}" if self.title else self.text
 
     def to_dict(self) -> dict[str, Any]:
-        d = {"id": self.id, "doc_id": self.doc_id, "title": self.title, "text": self.text,
-             "url": self.url, "date": self.date}
+        d = {
+            "id": self.id,
+            "doc_id": self.doc_id,
+            "title": self.title,
+            "text": self.text,
+            "url": self.url,
+            "date": self.date,
+        }
         if self.doc_sha256 is not None:
             d.update(start=self.start, end=self.end, doc_sha256=self.doc_sha256)
         return d
@@ -152,8 +158,10 @@ def _load_jsonl(path: Path) -> Iterator[Document]:
             if not raw:
                 break
             if len(raw) > MAX_CORPUS_FILE_BYTES:
-                raise UserError(f"{path}: line {lineno} is too large: more than {human_size(MAX_CORPUS_FILE_BYTES)}, "
-                                f"the limit is {human_size(MAX_CORPUS_FILE_BYTES)}")
+                raise UserError(
+                    f"{path}: line {lineno} is too large: more than {human_size(MAX_CORPUS_FILE_BYTES)}, "
+                    f"the limit is {human_size(MAX_CORPUS_FILE_BYTES)}"
+                )
             if lineno == 1:
                 raw = raw.removeprefix(_BOM)
             line, bad = _decode(raw)
@@ -226,8 +234,12 @@ def _scrub(doc: Document) -> int:
 
 def _warn_surrogates(path: Path, found: int) -> None:
     if found:
-        log.warning("warning: %s: replaced %d lone surrogate escape%s (not a character) with U+FFFD",
-                    path, found, "" if found == 1 else "s")
+        log.warning(
+            "warning: %s: replaced %d lone surrogate escape%s (not a character) with U+FFFD",
+            path,
+            found,
+            "" if found == 1 else "s",
+        )
 
 
 def _load_folder(folder: Path) -> Iterator[Document]:
@@ -283,8 +295,12 @@ def _decode(data: bytes) -> tuple[str, int]:
 
 def _warn_replaced(path: Path, replaced: int) -> None:
     if replaced:
-        log.warning("warning: %s is not valid UTF-8: replaced %d invalid byte sequence%s with U+FFFD",
-                    path, replaced, "" if replaced == 1 else "s")
+        log.warning(
+            "warning: %s is not valid UTF-8: replaced %d invalid byte sequence%s with U+FFFD",
+            path,
+            replaced,
+            "" if replaced == 1 else "s",
+        )
 
 
 class _PlainHTML(HTMLParser):
@@ -376,15 +392,26 @@ def chunk_document(doc: Document, max_words: int = 120, overlap_words: int = 20)
         raise UserError(f"max words per passage must be at least 1, got {max_words}")
     if not 0 <= overlap_words < max_words:
         raise UserError(f"overlap must be between 0 and max words - 1 ({max_words - 1}), got {overlap_words}")
-    from veracity.evidence.quotes import sha256_text
+    from veracity.quotes import sha256_text
 
     chunks = _pack(_units(doc.text, max_words, overlap_words), max_words, overlap_words)
     digest = sha256_text(doc.text) if chunks else None
     passages = []
     for n, chunk in enumerate(chunks):
         start, end = min(u.start for u in chunk), max(u.end for u in chunk)
-        passages.append(Passage(id=f"{doc.id}#{n}", doc_id=doc.id, title=doc.title, text=doc.text[start:end],
-                                url=doc.url, date=doc.date, start=start, end=end, doc_sha256=digest))
+        passages.append(
+            Passage(
+                id=f"{doc.id}#{n}",
+                doc_id=doc.id,
+                title=doc.title,
+                text=doc.text[start:end],
+                url=doc.url,
+                date=doc.date,
+                start=start,
+                end=end,
+                doc_sha256=digest,
+            )
+        )
     return passages
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from veracity import __version__
 from veracity.errors import IndexError_, UserError
-from veracity.evidence.quotes import utc_now
+from veracity.quotes import utc_now
 from veracity.retrieval.base import Ranker
 from veracity.retrieval.bm25 import STEMMER_LANGUAGE, STOPWORDS, TOKEN_PATTERN, BM25Ranker
 from veracity.retrieval.dense import DenseRanker, Encoder, resolve_model_path
@@ -75,8 +75,14 @@ class Index:
     An `Index` is itself a `Retriever`; `retriever(mode)` gives one fixed to a search mode.
     """
 
-    def __init__(self, passages: list[Passage], bm25: BM25Ranker, dense: DenseRanker | None,
-                 manifest: dict[str, Any], path: Path | None = None) -> None:
+    def __init__(
+        self,
+        passages: list[Passage],
+        bm25: BM25Ranker,
+        dense: DenseRanker | None,
+        manifest: dict[str, Any],
+        path: Path | None = None,
+    ) -> None:
         self._rows = passages
         self.passages: dict[str, Passage] = {p.id: p for p in passages}  # by passage id
         self._by_document: dict[str, list[Passage]] | None = None  # built on the first `document` lookup
@@ -88,9 +94,18 @@ class Index:
     # ------------------------------------------------------------------ building
 
     @classmethod
-    def from_documents(cls, documents: Iterable[Document], dense: bool = False, *, max_words: int = 120,
-                       overlap_words: int = 20, model: str | Path | None = None, progress: bool = False,
-                       source: str = "the given documents", knowledge_base: str | None = None) -> Index:
+    def from_documents(
+        cls,
+        documents: Iterable[Document],
+        dense: bool = False,
+        *,
+        max_words: int = 120,
+        overlap_words: int = 20,
+        model: str | Path | None = None,
+        progress: bool = False,
+        source: str = "the given documents",
+        knowledge_base: str | None = None,
+    ) -> Index:
         """Chunk and index `documents` in memory. Quiet unless `progress` is set. `knowledge_base`: the spec of the
         knowledge base these documents are (retrieval/knowledge_base.py), kept in the manifest and in every
         evidence record's `found_by`."""
@@ -98,15 +113,34 @@ class Index:
         if dense:
             resolve_model_path(Encoder(model).name)  # a bad model folder fails now, not after the BM25 build
         n_documents, passages = _chunk_all(documents, max_words, overlap_words, source)
-        return cls.from_passages(passages, n_documents, dense, max_words=max_words, overlap_words=overlap_words,
-                                 model=model, progress=progress, source=source, knowledge_base=knowledge_base,
-                                 started=start)
+        return cls.from_passages(
+            passages,
+            n_documents,
+            dense,
+            max_words=max_words,
+            overlap_words=overlap_words,
+            model=model,
+            progress=progress,
+            source=source,
+            knowledge_base=knowledge_base,
+            started=start,
+        )
 
     @classmethod
-    def from_passages(cls, passages: list[Passage], n_documents: int, dense: bool = False, *, max_words: int = 120,
-                      overlap_words: int = 20, model: str | Path | None = None, progress: bool = False,
-                      source: str = "the given documents", knowledge_base: str | None = None,
-                      started: float | None = None) -> Index:
+    def from_passages(
+        cls,
+        passages: list[Passage],
+        n_documents: int,
+        dense: bool = False,
+        *,
+        max_words: int = 120,
+        overlap_words: int = 20,
+        model: str | Path | None = None,
+        progress: bool = False,
+        source: str = "the given documents",
+        knowledge_base: str | None = None,
+        started: float | None = None,
+    ) -> Index:
         """Index passages already chunked (`chunk_document`'s, of `n_documents` documents, with these settings) in
         memory: what `from_documents` does after chunking, and what a sharded build does with each shard."""
         start = time.perf_counter() if started is None else started
@@ -139,9 +173,17 @@ class Index:
         return cls(passages, bm25, dense_ranker, manifest)
 
     @classmethod
-    def build(cls, documents_or_path: Iterable[Document] | str | Path, out_dir: str | Path, *,
-              dense: bool = False, max_words: int = 120, overlap_words: int = 20,
-              model: str | Path | None = None, progress: bool = False) -> Index:
+    def build(
+        cls,
+        documents_or_path: Iterable[Document] | str | Path,
+        out_dir: str | Path,
+        *,
+        dense: bool = False,
+        max_words: int = 120,
+        overlap_words: int = 20,
+        model: str | Path | None = None,
+        progress: bool = False,
+    ) -> Index:
         """Index a corpus (a path `load_documents` reads, or documents) and save it to `out_dir`."""
         out_dir = Path(out_dir)
         STORED.check_can_write(out_dir)  # fail before the (possibly long) build, not after
@@ -149,8 +191,15 @@ class Index:
             documents, source = load_documents(documents_or_path), str(documents_or_path)
         else:
             documents, source = documents_or_path, "the given documents"
-        index = cls.from_documents(documents, dense, max_words=max_words, overlap_words=overlap_words,
-                                   model=model, progress=progress, source=source)
+        index = cls.from_documents(
+            documents,
+            dense,
+            max_words=max_words,
+            overlap_words=overlap_words,
+            model=model,
+            progress=progress,
+            source=source,
+        )
         index.save(out_dir)
         return index
 
@@ -222,10 +271,15 @@ class Index:
 
     def search(self, query: str, k: int = 5, mode: str | None = None) -> list[Evidence]:
         """The `k` best passages for `query` as evidence, best first (fewer if fewer match)."""
-        found_by = {"retriever": mode or self.default_mode, "index": str(self.path.resolve()) if self.path else None,
-                    "knowledge_base": self.manifest.get("knowledge_base")}
-        return [_evidence(passage, score, self.manifest.get("created"), {**found_by, "query": query, "rank": rank})
-                for rank, (passage, score) in enumerate(self.search_passages(query, k, mode), start=1)]
+        found_by = {
+            "retriever": mode or self.default_mode,
+            "index": str(self.path.resolve()) if self.path else None,
+            "knowledge_base": self.manifest.get("knowledge_base"),
+        }
+        return [
+            _evidence(passage, score, self.manifest.get("created"), {**found_by, "query": query, "rank": rank})
+            for rank, (passage, score) in enumerate(self.search_passages(query, k, mode), start=1)
+        ]
 
     def search_passages(self, query: str, k: int = 5, mode: str | None = None) -> list[tuple[Passage, float]]:
         """Like `search`, but returns the passages themselves with their scores."""
@@ -238,7 +292,7 @@ class Index:
         self._ranker(mode)
         return SubjectRetriever(self, mode) if self.manifest.get("knowledge_base") else ModeRetriever(self, mode)
 
-    def given_evidence(self) -> "GivenEvidenceRetriever":
+    def given_evidence(self) -> GivenEvidenceRetriever:
         """A `Retriever` for an index of the evidence given with one claim: every passage can be found, the ones
         that share a word with the query first (`GivenEvidenceRetriever`)."""
         return GivenEvidenceRetriever(self)
@@ -251,8 +305,9 @@ class Index:
             return self._bm25
         if self._dense is None:
             where = f"the index {self.path}" if self.path else "this index"
-            raise UserError(f"{mode} search needs dense embeddings, but {where} was built without them: "
-                            "rebuild it with --dense")
+            raise UserError(
+                f"{mode} search needs dense embeddings, but {where} was built without them: rebuild it with --dense"
+            )
         return self._dense if mode == "dense" else HybridRanker([self._bm25, self._dense])
 
     def document(self, doc_id: str) -> tuple[str, str | None] | None:
@@ -273,8 +328,12 @@ class Index:
         """What the index holds and how it was built (the manifest, flattened), plus its size."""
         manifest = dict(self.manifest)
         settings = manifest.pop("settings", {})
-        info: dict[str, Any] = {"path": str(self.path) if self.path else None, **manifest, **settings,
-                                "default_mode": self.default_mode}
+        info: dict[str, Any] = {
+            "path": str(self.path) if self.path else None,
+            **manifest,
+            **settings,
+            "default_mode": self.default_mode,
+        }
         if self.path:
             info["size_bytes"] = sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file())
         return info
@@ -343,13 +402,16 @@ class GivenEvidenceRetriever:
         if whole:  # all of it, in the order given
             out, kept = [], passages
         else:
-            out, kept = list(found), [p for p in passages if (p.doc_id, p.start, p.text) not in hits][:k - len(found)]
+            out, kept = list(found), [p for p in passages if (p.doc_id, p.start, p.text) not in hits][: k - len(found)]
         found_by = {"retriever": "given", "index": None, "query": query}
         for p in kept:
             rank = len(out) + 1
             hit = hits.get((p.doc_id, p.start, p.text))
-            out.append(replace(hit, found_by={**hit.found_by, "rank": rank}) if hit is not None
-                       else _evidence(p, 0.0, self.index.manifest.get("created"), {**found_by, "rank": rank}))
+            out.append(
+                replace(hit, found_by={**hit.found_by, "rank": rank})
+                if hit is not None
+                else _evidence(p, 0.0, self.index.manifest.get("created"), {**found_by, "rank": rank})
+            )
         return out
 
 
@@ -366,21 +428,31 @@ def document_text(rows: Sequence[Passage]) -> tuple[str, str | None]:
         return "\n\n".join(p.text for p in rows), None
     chars = [" "] * max(p.end for p in rows)  # type: ignore[type-var]
     for p in rows:
-        chars[p.start:p.end] = p.text  # type: ignore[misc]
+        chars[p.start : p.end] = p.text  # type: ignore[misc]
     return "".join(chars), rows[0].doc_sha256
 
 
 def _evidence(passage: Passage, score: float, indexed: str | None, found_by: dict[str, Any]) -> Evidence:
     """Evidence from a passage; an untitled passage names its document id as the source. It quotes the document's
     text at the passage's offsets (when the index was built with them), read when the index was built."""
-    return Evidence(text=passage.text, source=passage.title or passage.doc_id, doc_id=passage.doc_id,
-                    url=passage.url, score=score, date=passage.date, quote_start=passage.start,
-                    quote_end=passage.end, source_sha256=passage.doc_sha256, retrieved_at=indexed,
-                    found_by={k: v for k, v in {**found_by, "score": round(score, 4)}.items() if v is not None})
+    return Evidence(
+        text=passage.text,
+        source=passage.title or passage.doc_id,
+        doc_id=passage.doc_id,
+        url=passage.url,
+        score=score,
+        date=passage.date,
+        quote_start=passage.start,
+        quote_end=passage.end,
+        source_sha256=passage.doc_sha256,
+        retrieved_at=indexed,
+        found_by={k: v for k, v in {**found_by, "score": round(score, 4)}.items() if v is not None},
+    )
 
 
-def _chunk_all(documents: Iterable[Document], max_words: int, overlap_words: int,
-               source: str) -> tuple[int, list[Passage]]:
+def _chunk_all(
+    documents: Iterable[Document], max_words: int, overlap_words: int, source: str
+) -> tuple[int, list[Passage]]:
     """Chunk every document; returns the document count and all passages."""
     seen: set[str] = set()
     passages: list[Passage] = []

@@ -66,7 +66,7 @@ def is_spec(index: str | os.PathLike | None) -> bool:
 
 def spec_language(spec: str) -> str:
     """The language of a kb: spec (kb:wikipedia is English), or a UserError naming the ones there are."""
-    name = spec[len(SPEC_PREFIX):].strip().lower()
+    name = spec[len(SPEC_PREFIX) :].strip().lower()
     if name == NAME:
         return "en"
     language = name.removeprefix(f"{NAME}-") if name.startswith(f"{NAME}-") else None
@@ -82,8 +82,9 @@ def installed(language: str = "en") -> KnowledgeBase | None:
     from importlib import metadata
 
     if language not in DATA_FILES:
-        raise UserError(f"the Wikipedia knowledge base has no language {language!r}: choose one of "
-                        f"{', '.join(LANGUAGES)}")
+        raise UserError(
+            f"the Wikipedia knowledge base has no language {language!r}: choose one of {', '.join(LANGUAGES)}"
+        )
     try:
         dist = metadata.distribution(PACKAGE)
     except metadata.PackageNotFoundError:
@@ -146,13 +147,16 @@ def index_folder(kb: KnowledgeBase, *, progress: bool = False) -> Path:
         root.mkdir(parents=True, exist_ok=True)
         lock = (root / f".{NAME}-{kb.language}.lock").open("a")
     except OSError as e:
-        raise UserError(f"cannot write the knowledge base's index under {root}: {e.strerror or e} "
-                        "(set VERACITY_KB_DIR to a writable folder)") from None
+        raise UserError(
+            f"cannot write the knowledge base's index under {root}: {e.strerror or e} "
+            "(set VERACITY_KB_DIR to a writable folder)"
+        ) from None
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (folder / MANIFEST).is_file():  # another process may have built it meanwhile
-            index = Index.from_documents(documents(kb), progress=progress, source=f"{PACKAGE} {kb.version}",
-                                         knowledge_base=kb.spec)
+            index = Index.from_documents(
+                documents(kb), progress=progress, source=f"{PACKAGE} {kb.version}", knowledge_base=kb.spec
+            )
             index.save(folder)
             for old in root.glob(f"{NAME}-{kb.language}-*"):
                 if old != folder and old.is_dir():

@@ -21,18 +21,39 @@ from typing import Any
 
 from veracity import __version__
 from veracity.errors import UserError
-from veracity.evidence.quotes import utc_now
+from veracity.quotes import utc_now
 from veracity.retrieval.documents import Document, Passage, chunk_document, load_documents
-from veracity.retrieval.pg_index import (FORMAT, FORMAT_VERSION, REGISTRY, TS_CONFIG, PgIndex, PgSpec, connect,
-                                         first_line, open_pg_index, parse_spec, psycopg_module, vector_literal)
+from veracity.retrieval.pg_index import (
+    FORMAT,
+    FORMAT_VERSION,
+    REGISTRY,
+    TS_CONFIG,
+    PgIndex,
+    PgSpec,
+    connect,
+    first_line,
+    open_pg_index,
+    parse_spec,
+    psycopg_module,
+    vector_literal,
+)
 
 BATCH_PASSAGES = 1000
 DIMS = 384  # MiniLM's; another --model sets its own from the first batch
 
 
-def build_pg(source: str | Path, spec: str, *, dense: bool = False, max_words: int = 120, overlap_words: int = 20,
-             model: str | Path | None = None, batch_passages: int = BATCH_PASSAGES, replace: bool = False,
-             progress: bool = False) -> PgIndex:
+def build_pg(
+    source: str | Path,
+    spec: str,
+    *,
+    dense: bool = False,
+    max_words: int = 120,
+    overlap_words: int = 20,
+    model: str | Path | None = None,
+    batch_passages: int = BATCH_PASSAGES,
+    replace: bool = False,
+    progress: bool = False,
+) -> PgIndex:
     """Index `source` (anything `load_documents` reads) into the database and name `spec` gives, resuming the build
     of that name already there; returns the finished index."""
     parsed = parse_spec(spec)
@@ -49,8 +70,13 @@ def build_pg(source: str | Path, spec: str, *, dense: bool = False, max_words: i
 
         encoder = Encoder(model)
         resolve_model_path(encoder.name)  # a bad model folder fails now, not after the first batch
-    settings = {"max_words": max_words, "overlap_words": overlap_words, "dense": dense,
-                "dense_model": encoder.name if encoder else None, "text_search_config": TS_CONFIG}
+    settings = {
+        "max_words": max_words,
+        "overlap_words": overlap_words,
+        "dense": dense,
+        "dense_model": encoder.name if encoder else None,
+        "text_search_config": TS_CONFIG,
+    }
     identity = {"path": str(source.resolve()), "bytes": source.stat().st_size if source.is_file() else None}
     psycopg = psycopg_module()
     conn = connect(parsed)
@@ -78,10 +104,14 @@ def _start(conn, spec: PgSpec, identity: dict, settings: dict, replace: bool) ->
         try:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         except psycopg_module().Error as e:
-            raise UserError(f"the database {spec.shown()} lacks pgvector and it cannot be installed "
-                            f"({first_line(e)}): CREATE EXTENSION vector as its owner") from None
-    conn.execute(f"CREATE TABLE IF NOT EXISTS {REGISTRY} (name text PRIMARY KEY, manifest jsonb, progress jsonb "
-                 "NOT NULL, complete boolean NOT NULL DEFAULT false, updated timestamptz NOT NULL DEFAULT now())")
+            raise UserError(
+                f"the database {spec.shown()} lacks pgvector and it cannot be installed "
+                f"({first_line(e)}): CREATE EXTENSION vector as its owner"
+            ) from None
+    conn.execute(
+        f"CREATE TABLE IF NOT EXISTS {REGISTRY} (name text PRIMARY KEY, manifest jsonb, progress jsonb "
+        "NOT NULL, complete boolean NOT NULL DEFAULT false, updated timestamptz NOT NULL DEFAULT now())"
+    )
     row = conn.execute(f"SELECT progress, complete FROM {REGISTRY} WHERE name = %s", (spec.name,)).fetchone()
     if row is not None and replace:
         with conn.transaction():
@@ -89,8 +119,14 @@ def _start(conn, spec: PgSpec, identity: dict, settings: dict, replace: bool) ->
             conn.execute(f"DELETE FROM {REGISTRY} WHERE name = %s", (spec.name,))
         row = None
     if row is None:
-        state = {"source": identity, "settings": settings, "documents_read": 0, "documents": 0, "passages": 0,
-                 "seconds": 0.0}
+        state = {
+            "source": identity,
+            "settings": settings,
+            "documents_read": 0,
+            "documents": 0,
+            "passages": 0,
+            "seconds": 0.0,
+        }
         with conn.transaction():
             conn.execute(f"DROP SCHEMA IF EXISTS {s} CASCADE")  # a schema of that name, left without its row
             conn.execute(f"CREATE SCHEMA {s}")
@@ -100,24 +136,31 @@ def _start(conn, spec: PgSpec, identity: dict, settings: dict, replace: bool) ->
                 tsv tsvector GENERATED ALWAYS AS
                     (to_tsvector('{TS_CONFIG}'::regconfig, coalesce(title, '') || ' ' || text)) STORED,
                 embedding vector)""")  # its dimension is set by the first batch of embeddings
-            conn.execute(f"CREATE TABLE {s}.documents (id text PRIMARY KEY, first_row bigint NOT NULL, "
-                         "passages integer NOT NULL)")
+            conn.execute(
+                f"CREATE TABLE {s}.documents (id text PRIMARY KEY, first_row bigint NOT NULL, "
+                "passages integer NOT NULL)"
+            )
             conn.execute(f"INSERT INTO {REGISTRY} (name, progress) VALUES (%s, %s)", (spec.name, json.dumps(state)))
         return state
     state, complete = row
     if state.get("source") != identity:
-        raise UserError(f"the index {spec.shown()} is the build of another corpus ({state.get('source')}), not of "
-                        f"{identity['path']}: give that corpus again, another name, or --replace")
+        raise UserError(
+            f"the index {spec.shown()} is the build of another corpus ({state.get('source')}), not of "
+            f"{identity['path']}: give that corpus again, another name, or --replace"
+        )
     if state.get("settings") != settings:
         was = ", ".join(f"{k}={v!r}" for k, v in state.get("settings", {}).items() if settings.get(k) != v)
-        raise UserError(f"the index {spec.shown()} was built with other settings ({was}): give the same options, "
-                        "another name, or --replace")
+        raise UserError(
+            f"the index {spec.shown()} was built with other settings ({was}): give the same options, "
+            "another name, or --replace"
+        )
     return None if complete else state
 
 
 class _Build:
-    def __init__(self, conn, spec: PgSpec, source: Path, state: dict[str, Any], encoder, batch: int,
-                 progress: bool) -> None:
+    def __init__(
+        self, conn, spec: PgSpec, source: Path, state: dict[str, Any], encoder, batch: int, progress: bool
+    ) -> None:
         self.conn, self.spec, self.source, self.state = conn, spec, source, state
         self.encoder, self.batch, self.progress = encoder, batch, progress
         self.settings = state["settings"]
@@ -139,8 +182,10 @@ class _Build:
                     self._flush(position)
                     bar.set_postfix(passages=self.state["passages"], refresh=False)
             if position < skip:
-                raise UserError(f"{self.source} holds {position} documents, but {skip} were indexed: it is not the "
-                                f"corpus the build of {self.spec.shown()} started from (give --replace)")
+                raise UserError(
+                    f"{self.source} holds {position} documents, but {skip} were indexed: it is not the "
+                    f"corpus the build of {self.spec.shown()} started from (give --replace)"
+                )
             self._flush(max(position, skip))
         if not self.state["passages"]:
             raise UserError(f"no text to index: {self.source} holds no document with text")
@@ -159,8 +204,9 @@ class _Build:
         """Write the batch and the progress in one transaction."""
         psycopg = psycopg_module()
         s = self.spec.schema
-        vectors = self.encoder.encode([p.search_text for p in self.passages]) if self.encoder and self.passages \
-            else None
+        vectors = (
+            self.encoder.encode([p.search_text for p in self.passages]) if self.encoder and self.passages else None
+        )
         base = self.state["passages"]
         try:
             with self.conn.transaction():
@@ -169,22 +215,41 @@ class _Build:
                     self.conn.execute(f"ALTER TABLE {s}.passages ALTER COLUMN embedding TYPE vector({dims})")
                     self.state["dims"] = int(vectors.shape[1])
                 with self.conn.cursor() as cur:
-                    with cur.copy(f"COPY {s}.passages (row_id, id, doc_id, title, text, url, date, start_pos, "
-                                  "end_pos, doc_sha256, embedding) FROM STDIN") as copy:
+                    with cur.copy(
+                        f"COPY {s}.passages (row_id, id, doc_id, title, text, url, date, start_pos, "
+                        "end_pos, doc_sha256, embedding) FROM STDIN"
+                    ) as copy:
                         for i, p in enumerate(self.passages):
-                            copy.write_row((base + i, _clean(p.id), _clean(p.doc_id), _clean(p.title),
-                                            _clean(p.text), _clean(p.url), _clean(p.date), p.start, p.end,
-                                            p.doc_sha256, vector_literal(vectors[i]) if vectors is not None else None))
+                            copy.write_row(
+                                (
+                                    base + i,
+                                    _clean(p.id),
+                                    _clean(p.doc_id),
+                                    _clean(p.title),
+                                    _clean(p.text),
+                                    _clean(p.url),
+                                    _clean(p.date),
+                                    p.start,
+                                    p.end,
+                                    p.doc_sha256,
+                                    vector_literal(vectors[i]) if vectors is not None else None,
+                                )
+                            )
                     with cur.copy(f"COPY {s}.documents (id, first_row, passages) FROM STDIN") as copy:
                         for doc_id, (first, count) in self.documents.items():
                             copy.write_row((_clean(doc_id), first, count))
                 now = time.perf_counter()
-                self.state.update(documents_read=position, documents=self.state["documents"] + len(self.documents),
-                                  passages=base + len(self.passages),
-                                  seconds=round(self.state["seconds"] + now - self.started, 3))
+                self.state.update(
+                    documents_read=position,
+                    documents=self.state["documents"] + len(self.documents),
+                    passages=base + len(self.passages),
+                    seconds=round(self.state["seconds"] + now - self.started, 3),
+                )
                 self.started = now
-                self.conn.execute(f"UPDATE {REGISTRY} SET progress = %s, updated = now() WHERE name = %s",
-                                  (json.dumps(self.state), self.spec.name))
+                self.conn.execute(
+                    f"UPDATE {REGISTRY} SET progress = %s, updated = now() WHERE name = %s",
+                    (json.dumps(self.state), self.spec.name),
+                )
         except psycopg.errors.UniqueViolation as e:
             raise UserError(f"duplicate document id in {self.source} ({first_line(e)})") from None
         self.passages, self.documents = [], {}
@@ -195,16 +260,20 @@ class _Build:
         conn.execute(f"CREATE INDEX IF NOT EXISTS passages_tsv ON {s}.passages USING gin (tsv)")
         with conn.transaction():
             conn.execute(f"DROP TABLE IF EXISTS {s}.terms")
-            conn.execute(f"CREATE TABLE {s}.terms AS SELECT word, ndoc AS df "
-                         f"FROM ts_stat('SELECT tsv FROM {s}.passages')")
+            conn.execute(
+                f"CREATE TABLE {s}.terms AS SELECT word, ndoc AS df FROM ts_stat('SELECT tsv FROM {s}.passages')"
+            )
             conn.execute(f"ALTER TABLE {s}.terms ADD PRIMARY KEY (word)")
         if self.settings["dense"]:
-            conn.execute(f"CREATE INDEX IF NOT EXISTS passages_embedding ON {s}.passages "
-                         "USING hnsw (embedding vector_cosine_ops)")
+            conn.execute(
+                f"CREATE INDEX IF NOT EXISTS passages_embedding ON {s}.passages "
+                "USING hnsw (embedding vector_cosine_ops)"
+            )
         conn.execute(f"ANALYZE {s}.passages")
         conn.execute(f"ANALYZE {s}.terms")
-        avg, shortest = conn.execute(f"SELECT avg(length(tsv)), min(length(tsv)) FROM {s}.passages "
-                                     "WHERE length(tsv) > 0").fetchone()
+        avg, shortest = conn.execute(
+            f"SELECT avg(length(tsv)), min(length(tsv)) FROM {s}.passages WHERE length(tsv) > 0"
+        ).fetchone()
         self.state["seconds"] = round(self.state["seconds"] + time.perf_counter() - self.started, 3)
         manifest = {
             "format": FORMAT,
@@ -219,8 +288,10 @@ class _Build:
             "settings": {"source": str(self.source), **self.settings, "dense_dim": self.state.get("dims")},
             "build_seconds": self.state["seconds"],
         }
-        conn.execute(f"UPDATE {REGISTRY} SET manifest = %s, progress = %s, complete = true, updated = now() "
-                     "WHERE name = %s", (json.dumps(manifest), json.dumps(self.state), self.spec.name))
+        conn.execute(
+            f"UPDATE {REGISTRY} SET manifest = %s, progress = %s, complete = true, updated = now() WHERE name = %s",
+            (json.dumps(manifest), json.dumps(self.state), self.spec.name),
+        )
 
 
 def _clean(text: str | None) -> str | None:

@@ -39,8 +39,7 @@ from veracity.errors import IndexError_, UserError
 from veracity.retrieval.base import Hit
 from veracity.retrieval.documents import Passage
 from veracity.retrieval.hybrid import HybridRanker
-from veracity.retrieval.index import (MODES, ManifestModes, ModeRetriever, SubjectRetriever, check_query,
-                                      document_text)
+from veracity.retrieval.index import MODES, ManifestModes, ModeRetriever, SubjectRetriever, check_query, document_text
 from veracity.retrieval.index import _evidence as evidence_of
 from veracity.types import Evidence
 
@@ -102,8 +101,9 @@ def parse_spec(spec: str, *, need_name: bool = True) -> PgSpec:
         segments = segments[:1]
     elif len(segments) > 2:
         raise UserError(f"{redact(spec)[:200]}: give postgresql://HOST/DATABASE#INDEX (too many path segments)")
-    url = urlunsplit(parts._replace(path="/" + "/".join(segments) if segments else "", query="&".join(kept),
-                                    fragment=""))
+    url = urlunsplit(
+        parts._replace(path="/" + "/".join(segments) if segments else "", query="&".join(kept), fragment="")
+    )
     if len(set(names)) > 1:
         raise UserError(f"{redact(spec)[:200]} names two indexes ({', '.join(sorted(set(names)))}): give one")
     if not names:
@@ -112,8 +112,10 @@ def parse_spec(spec: str, *, need_name: bool = True) -> PgSpec:
         return PgSpec(url, "")
     name = names[0]
     if not _NAME.match(name):
-        raise UserError(f"bad index name {name[:60]!r}: use lower-case letters, digits and _ (starting with a letter, "
-                        "at most 48 characters)")
+        raise UserError(
+            f"bad index name {name[:60]!r}: use lower-case letters, digits and _ (starting with a letter, "
+            "at most 48 characters)"
+        )
     return PgSpec(url, name)
 
 
@@ -159,11 +161,15 @@ def open_pg_index(spec: str, *, model: str | None = None) -> PgIndex:
         if row is None:
             names = [n for n, done in registry_rows(conn) if done]
             there = f"it has {', '.join(names)}" if names else "it has none"
-            raise IndexError_(f"no index {parsed.name!r} in the database {redact(parsed.url)} ({there}): build one "
-                              f"with `veracity index build CORPUS --to '{parsed.shown()}'`")
+            raise IndexError_(
+                f"no index {parsed.name!r} in the database {redact(parsed.url)} ({there}): build one "
+                f"with `veracity index build CORPUS --to '{parsed.shown()}'`"
+            )
         if not row[1]:
-            raise IndexError_(f"the index build of {parsed.shown()} is not finished: run the same `veracity index "
-                              "build` command again to resume it")
+            raise IndexError_(
+                f"the index build of {parsed.shown()} is not finished: run the same `veracity index "
+                "build` command again to resume it"
+            )
         manifest = row[0]
     except BaseException:
         conn.close()
@@ -211,21 +217,26 @@ class PgIndex(ManifestModes):
                 except psycopg.OperationalError as e:  # the server restarted, or the connection dropped: once more
                     self._conn = None
                     if attempt == 2:
-                        raise IndexError_(f"the database {redact(self.spec.url)} failed: "
-                                          f"{first_line(e, self.spec.url)}") from None
+                        raise IndexError_(
+                            f"the database {redact(self.spec.url)} failed: {first_line(e, self.spec.url)}"
+                        ) from None
                 except psycopg.Error as e:
-                    raise IndexError_(f"the index {self.path} cannot be read: {first_line(e, self.spec.url)}") \
-                        from None
+                    raise IndexError_(f"the index {self.path} cannot be read: {first_line(e, self.spec.url)}") from None
         raise AssertionError("unreachable")
 
     # ------------------------------------------------------------------ searching
 
     def search(self, query: str, k: int = 5, mode: str | None = None) -> list[Evidence]:
-        found_by = {"retriever": mode or self.default_mode, "index": self.path,
-                    "knowledge_base": self.manifest.get("knowledge_base")}
+        found_by = {
+            "retriever": mode or self.default_mode,
+            "index": self.path,
+            "knowledge_base": self.manifest.get("knowledge_base"),
+        }
         created = self.manifest.get("created")
-        return [evidence_of(passage, score, created, {**found_by, "query": query, "rank": rank})
-                for rank, (passage, score) in enumerate(self.search_passages(query, k, mode), start=1)]
+        return [
+            evidence_of(passage, score, created, {**found_by, "query": query, "rank": rank})
+            for rank, (passage, score) in enumerate(self.search_passages(query, k, mode), start=1)
+        ]
 
     def search_passages(self, query: str, k: int = 5, mode: str | None = None) -> list[tuple[Passage, float]]:
         check_query(query, k)
@@ -244,8 +255,10 @@ class PgIndex(ManifestModes):
         if mode == "bm25":
             return _FullTextRanker(self)
         if not self.has_dense:
-            raise UserError(f"{mode} search needs dense embeddings, but the index {self.path} was built without "
-                            "them: rebuild it with --dense")
+            raise UserError(
+                f"{mode} search needs dense embeddings, but the index {self.path} was built without "
+                "them: rebuild it with --dense"
+            )
         return _DenseRanker(self) if mode == "dense" else HybridRanker([_FullTextRanker(self), _DenseRanker(self)])
 
     def rank_fulltext(self, query: str, k: int) -> list[Hit]:
@@ -254,8 +267,11 @@ class PgIndex(ManifestModes):
         stands when its k-th score beats the best score a passage holding none of them could reach, else more
         lexemes are taken (the cap times 4), up to all of them: the result is the exact top k of all passages."""
         s = self.spec.schema
-        terms = self._query(f"SELECT t.word, s.df FROM unnest(tsvector_to_array(to_tsvector('{TS_CONFIG}', %s))) "
-                            f"AS t(word) JOIN {s}.terms s ON s.word = t.word ORDER BY s.df, t.word", (query,))
+        terms = self._query(
+            f"SELECT t.word, s.df FROM unnest(tsvector_to_array(to_tsvector('{TS_CONFIG}', %s))) "
+            f"AS t(word) JOIN {s}.terms s ON s.word = t.word ORDER BY s.df, t.word",
+            (query,),
+        )
         if not terms:
             return []
         n = max(int(self.manifest["passages"]), 1)
@@ -289,8 +305,10 @@ class PgIndex(ManifestModes):
         avgdl = float(self.manifest.get("avg_lexemes") or 1.0)
         weights = [math.log(1 + (n - df + 0.5) / (df + 0.5)) for _, df in terms]
         matched = " + ".join("%s * (tsv @@ %s::tsquery)::int" for _ in terms)
-        sql = (f"SELECT row_id, ({matched}) * {K1 + 1} / (1 + {K1} * (1 - {B} + {B} * length(tsv) / %s)) AS score "
-               f"FROM {self.spec.schema}.passages WHERE tsv @@ %s::tsquery ORDER BY score DESC, row_id LIMIT %s")
+        sql = (
+            f"SELECT row_id, ({matched}) * {K1 + 1} / (1 + {K1} * (1 - {B} + {B} * length(tsv) / %s)) AS score "
+            f"FROM {self.spec.schema}.passages WHERE tsv @@ %s::tsquery ORDER BY score DESC, row_id LIMIT %s"
+        )
         params: list[Any] = [x for pair in zip(weights, (tsquery_lexeme(w) for w, _ in terms)) for x in pair]
         params += [avgdl, " | ".join(tsquery_lexeme(w) for w in candidates), k]
         return [(int(row), float(score)) for row, score in self._query(sql, params)]
@@ -303,28 +321,37 @@ class PgIndex(ManifestModes):
         vector = self._encoder.encode_query(query)
         dim = self.manifest.get("settings", {}).get("dense_dim")
         if dim and vector.shape[0] != dim:
-            raise UserError(f"the embedding model {self._encoder.name} gives {vector.shape[0]}-dimensional vectors, "
-                            f"but the index holds {dim}-dimensional ones: use the model it was built with")
+            raise UserError(
+                f"the embedding model {self._encoder.name} gives {vector.shape[0]}-dimensional vectors, "
+                f"but the index holds {dim}-dimensional ones: use the model it was built with"
+            )
         literal = vector_literal(vector)
-        rows = self._query(f"SELECT row_id, 1 - (embedding <=> %s::vector) FROM {self.spec.schema}.passages "
-                           "ORDER BY embedding <=> %s::vector LIMIT %s", (literal, literal, k),
-                           ef=max(EF_SEARCH, k))
+        rows = self._query(
+            f"SELECT row_id, 1 - (embedding <=> %s::vector) FROM {self.spec.schema}.passages "
+            "ORDER BY embedding <=> %s::vector LIMIT %s",
+            (literal, literal, k),
+            ef=max(EF_SEARCH, k),
+        )
         return [(int(row), float(score)) for row, score in rows]
 
     def passages(self, rows: list[int]) -> dict[int, Passage]:
         """The passages at these rows, by row (only these are read)."""
         if not rows:
             return {}
-        found = self._query(f"SELECT {PASSAGE_COLUMNS} FROM {self.spec.schema}.passages WHERE row_id = ANY(%s)",
-                            (list(rows),))
+        found = self._query(
+            f"SELECT {PASSAGE_COLUMNS} FROM {self.spec.schema}.passages WHERE row_id = ANY(%s)", (list(rows),)
+        )
         return {int(r[0]): _passage(r) for r in found}
 
     def document(self, doc_id: str) -> tuple[str, str | None] | None:
         """A document as its passages hold it, and the SHA-256 of its text; None when the index lacks it."""
         s = self.spec.schema
-        rows = self._query(f"SELECT {', '.join('p.' + c.strip() for c in PASSAGE_COLUMNS.split(','))} "
-                           f"FROM {s}.documents d JOIN {s}.passages p ON p.row_id >= d.first_row "
-                           "AND p.row_id < d.first_row + d.passages WHERE d.id = %s ORDER BY p.row_id", (doc_id,))
+        rows = self._query(
+            f"SELECT {', '.join('p.' + c.strip() for c in PASSAGE_COLUMNS.split(','))} "
+            f"FROM {s}.documents d JOIN {s}.passages p ON p.row_id >= d.first_row "
+            "AND p.row_id < d.first_row + d.passages WHERE d.id = %s ORDER BY p.row_id",
+            (doc_id,),
+        )
         return document_text([_passage(r) for r in rows]) if rows else None
 
     # ------------------------------------------------------------------ describing
@@ -332,9 +359,11 @@ class PgIndex(ManifestModes):
     def info(self) -> dict[str, Any]:
         manifest = dict(self.manifest)
         settings = manifest.pop("settings", {})
-        size = self._query("SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN "
-                           "pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'",
-                           (self.spec.schema,))[0][0]
+        size = self._query(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN "
+            "pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'",
+            (self.spec.schema,),
+        )[0][0]
         return {"path": self.path, **manifest, **settings, "default_mode": self.default_mode, "size_bytes": int(size)}
 
 
@@ -364,8 +393,9 @@ def vector_literal(vector) -> str:
 
 
 def _passage(r: tuple) -> Passage:
-    return Passage(id=r[1], doc_id=r[2], title=r[3] or "", text=r[4], url=r[5], date=r[6], start=r[7], end=r[8],
-                   doc_sha256=r[9])
+    return Passage(
+        id=r[1], doc_id=r[2], title=r[3] or "", text=r[4], url=r[5], date=r[6], start=r[7], end=r[8], doc_sha256=r[9]
+    )
 
 
 def shown_index(index: Any) -> Any:

@@ -8,12 +8,32 @@ import re
 _WORD = re.compile(r"\w+")
 _QUALIFIER = re.compile(r"\s*\([^)]*\)\s*$")  # "Mercury (planet)": the article's subject is "Mercury"
 MIN_NAME_LETTERS = 4  # a last name shorter than this ("Li", "Ray") names too many things to stand alone
-_PARTICLES = frozenset({"van", "von", "de", "da", "di", "du", "del", "der", "den", "la", "le", "ter", "bin", "ibn",
-                        "al"})
+_PARTICLES = frozenset(
+    {"van", "von", "de", "da", "di", "du", "del", "der", "den", "la", "le", "ter", "bin", "ibn", "al"}
+)
 #: particles that make a title a place, an event or a work rather than a person ("Tour de France" has "de" before a
 #: place; "Lake Albert" and "Mount Everest" begin with a kind of place)
-_NOT_IN_NAMES = frozenset({"Lake", "Mount", "River", "Cape", "Saint", "St.", "Gulf", "Bay", "Sea", "Battle",
-                           "Treaty", "Tour", "University", "Republic", "Kingdom", "Empire", "House"})
+_NOT_IN_NAMES = frozenset(
+    {
+        "Lake",
+        "Mount",
+        "River",
+        "Cape",
+        "Saint",
+        "St.",
+        "Gulf",
+        "Bay",
+        "Sea",
+        "Battle",
+        "Treaty",
+        "Tour",
+        "University",
+        "Republic",
+        "Kingdom",
+        "Empire",
+        "House",
+    }
+)
 
 
 def names_subject(query: str, title: str, taken: set[str] = frozenset()) -> bool:
@@ -34,7 +54,7 @@ def title_span(query: str, title: str) -> tuple[int, int] | None:
     n = len(subject)
     if not n:
         return None
-    return next(((i, i + n) for i in range(len(words) - n + 1) if words[i:i + n] == subject), None)
+    return next(((i, i + n) for i in range(len(words) - n + 1) if words[i : i + n] == subject), None)
 
 
 def taken_words(query: str, titles: list[str]) -> set[str]:
@@ -44,7 +64,7 @@ def taken_words(query: str, titles: list[str]) -> set[str]:
     for title in titles:
         span = title_span(query, title)
         if span is not None:
-            taken.update(words[span[0]:span[1]])
+            taken.update(words[span[0] : span[1]])
     return taken
 
 

@@ -40,13 +40,49 @@ FILE_NAMESPACE, CATEGORY_NAMESPACE = 6, 14
 #: link prefixes of files and categories in every wiki besides the names the dump's siteinfo gives
 LINK_PREFIXES_DROPPED = ("file", "image", "media", "category")
 #: elements whose contents are no prose: references, tables, galleries, formulas, ...
-TAGS_DROPPED = frozenset({"ref", "references", "table", "gallery", "math", "chem", "ce", "timeline", "imagemap",
-                          "score", "graph", "templatedata", "syntaxhighlight", "source", "noinclude", "includeonly",
-                          "mapframe", "maplink", "inputbox", "categorytree", "hiero"})
+TAGS_DROPPED = frozenset(
+    {
+        "ref",
+        "references",
+        "table",
+        "gallery",
+        "math",
+        "chem",
+        "ce",
+        "timeline",
+        "imagemap",
+        "score",
+        "graph",
+        "templatedata",
+        "syntaxhighlight",
+        "source",
+        "noinclude",
+        "includeonly",
+        "mapframe",
+        "maplink",
+        "inputbox",
+        "categorytree",
+        "hiero",
+    }
+)
 #: sections that hold lists of sources and links rather than prose (English names)
-SECTIONS_DROPPED = frozenset({"references", "external links", "see also", "further reading", "notes", "bibliography",
-                              "sources", "citations", "footnotes", "notes and references", "references and notes",
-                              "works cited", "literature"})
+SECTIONS_DROPPED = frozenset(
+    {
+        "references",
+        "external links",
+        "see also",
+        "further reading",
+        "notes",
+        "bibliography",
+        "sources",
+        "citations",
+        "footnotes",
+        "notes and references",
+        "references and notes",
+        "works cited",
+        "literature",
+    }
+)
 _MAGIC_WORD = re.compile(r"__[A-Z]+__")
 _EMPTY_PARENS = re.compile(r"\(\s*[,;:]?\s*\)")
 _PAREN_LEAD = re.compile(r"\(\s*(?:[,;:]\s*)?")
@@ -63,8 +99,9 @@ def is_dump(path: str | Path) -> bool:
     return str(path).lower().endswith(DUMP_SUFFIXES)
 
 
-def read_dump(path: str | Path, *, language: str | None = None,
-              skip: int = 0) -> Iterator[tuple[int, str, Document | None]]:
+def read_dump(
+    path: str | Path, *, language: str | None = None, skip: int = 0
+) -> Iterator[tuple[int, str, Document | None]]:
     """(position, page id, document) for every page of the dump in order, the position counting from 1; the
     document is None for a page that is not an article, and for the first `skip` pages (not converted)."""
     mwxml, _ = _libraries()
@@ -88,8 +125,17 @@ def read_dump(path: str | Path, *, language: str | None = None,
                     continue
                 text = _last_text(page)
                 plain = wikitext_to_plain(text, dropped) if text else ""
-                document = Document(id=page_id, title=page.title, text=plain, url=article_url(page.title, lang),
-                                    metadata={"language": lang, "page_id": page.id}) if plain.strip() else None
+                document = (
+                    Document(
+                        id=page_id,
+                        title=page.title,
+                        text=plain,
+                        url=article_url(page.title, lang),
+                        metadata={"language": lang, "page_id": page.id},
+                    )
+                    if plain.strip()
+                    else None
+                )
                 yield position, page_id, document
     except UserError:
         raise
@@ -176,8 +222,10 @@ def _language(path: Path, site_info: Any, given: str | None) -> str:
         m = pattern.match(name)
         if m:
             return m.group(1).replace("_", "-")
-    raise UserError(f"cannot tell the language of the dump {path} (no <dbname> like enwiki in it, and its file "
-                    "name does not start with one): give it with --language, e.g. --language en")
+    raise UserError(
+        f"cannot tell the language of the dump {path} (no <dbname> like enwiki in it, and its file "
+        "name does not start with one): give it with --language, e.g. --language en"
+    )
 
 
 def _open(path: Path) -> BinaryIO:
@@ -189,8 +237,9 @@ def _open(path: Path) -> BinaryIO:
 def _unreadable(path: Path, position: int, e: BaseException) -> UserError:
     detail = " ".join(str(e).split(": b'")[0].split())[:160] or type(e).__name__
     if isinstance(e, EOFError) or (position and detail.startswith(_AT_END)):
-        return UserError(f"the dump {path} ends early, after {position} pages (a truncated or still running "
-                         f"download?): {detail}")
+        return UserError(
+            f"the dump {path} ends early, after {position} pages (a truncated or still running download?): {detail}"
+        )
     if position == 0:
         return UserError(f"{path} is not a MediaWiki XML dump{' (bz2)' if path.suffix == '.bz2' else ''}: {detail}")
     return UserError(f"cannot read the dump {path} after {position} pages: {detail}")
@@ -202,6 +251,7 @@ def _libraries() -> tuple[Any, Any]:
         import mwxml
         import mwxml.errors
     except ImportError:
-        raise UserError(f"reading Wikipedia dumps needs mwxml and mwparserfromhell: "
-                        f"pip install 'veracity[{EXTRA}]'") from None
+        raise UserError(
+            f"reading Wikipedia dumps needs mwxml and mwparserfromhell: pip install 'veracity[{EXTRA}]'"
+        ) from None
     return mwxml, mwparserfromhell

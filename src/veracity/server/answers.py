@@ -28,8 +28,10 @@ if TYPE_CHECKING:
     from ..config import Config
 
 NAME = "answer-check"
-DESCRIPTION = ("check an answer to a question sentence by sentence against the index (LEAF): each sentence "
-               "supported or not, with its evidence")
+DESCRIPTION = (
+    "check an answer to a question sentence by sentence against the index (LEAF): each sentence "
+    "supported or not, with its evidence"
+)
 
 
 class AnswerCheckPipeline(Pipeline):
@@ -38,26 +40,32 @@ class AnswerCheckPipeline(Pipeline):
     input_kind = "answer"
     labels = ()
 
-    def __init__(self, config: "Config", rater: Rater, checker: AnswerChecker | None = None) -> None:
+    def __init__(self, config: Config, rater: Rater, checker: AnswerChecker | None = None) -> None:
         self.checker = checker or AnswerChecker.from_config(config)
         self.rater = rater
 
-    def needs_retriever(self, config: "Config") -> bool:
+    def needs_retriever(self, config: Config) -> bool:
         return True
 
     def check(self, claim: Claim, ctx: Context) -> Verdict:
         answer = str(claim.metadata.get("answer") or "")
-        result = self.checker.check(claim.text, answer, model=self.rater.bind(ctx), retriever=ctx.retriever,
-                                    tracer=ctx.tracer)
+        result = self.checker.check(
+            claim.text, answer, model=self.rater.bind(ctx), retriever=ctx.retriever, tracer=ctx.tracer
+        )
         rationale = f"{result.supported} of {result.checked} sentences supported by the index."
         if result.note:
             rationale += f" Note: {result.note}."
-        return Verdict(label=f"LEAF {result.score:.2f}", rationale=rationale, confidence=None,
-                       parse_failures=list(result.parse_failures))
+        return Verdict(
+            label=f"LEAF {result.score:.2f}",
+            rationale=rationale,
+            confidence=None,
+            parse_failures=list(result.parse_failures),
+        )
 
 
-def check_answer_input(question: str | None, answer: str | None, *, max_question_chars: int,
-                       max_answer_chars: int) -> tuple[str, str]:
+def check_answer_input(
+    question: str | None, answer: str | None, *, max_question_chars: int, max_answer_chars: int
+) -> tuple[str, str]:
     """The question (whitespace squeezed) and the answer (line breaks kept: they separate list items), by the
     rules of `inputs` (the CLI's too), or a 400 saying what is wrong."""
     try:
@@ -66,10 +74,12 @@ def check_answer_input(question: str | None, answer: str | None, *, max_question
         answer_sentences(a, 1)
     except InputError as e:
         if e.code.endswith("_too_long"):  # the limit is the server's, not a config key the client could raise
-            what, limit = (("question", max_question_chars) if e.code.startswith("question")
-                           else ("answer", max_answer_chars))
-            raise ApiError(400, e.code, f"the {what} has {e.length} characters; this server accepts at most "
-                                        f"{limit}: shorten it") from None
+            what, limit = (
+                ("question", max_question_chars) if e.code.startswith("question") else ("answer", max_answer_chars)
+            )
+            raise ApiError(
+                400, e.code, f"the {what} has {e.length} characters; this server accepts at most {limit}: shorten it"
+            ) from None
         raise ApiError(400, e.code, str(e)) from None
     except UserError as e:
         raise ApiError(400, "answer_empty", str(e)) from None

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 from fastapi import FastAPI, Request
@@ -29,12 +30,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .. import __version__
 from ..check import open_retriever
 from ..reading import human_size
-from .api import health, router as api_router
+from .api import health
+from .api import router as api_router
 from .auth import Auth
 from .catalog import Catalog
 from .errors import ApiError
 from .limits import RateLimiter
-from .pages import router as pages_router, template_globals
+from .pages import router as pages_router
+from .pages import template_globals
 from .requests import job_for
 from .runs import RunManager
 from .safe import mend
@@ -82,8 +85,9 @@ class GuardMiddleware:
     and request bodies over the size limit (`max_body_bytes`, or the path's own in `limits`: the POSTs that may
     carry images or a text). A body sent without Content-Length is counted as it is read."""
 
-    def __init__(self, app: Any, auth: Auth, max_body_bytes: int,
-                 limits: dict[str, tuple[int, str]] | None = None) -> None:
+    def __init__(
+        self, app: Any, auth: Auth, max_body_bytes: int, limits: dict[str, tuple[int, str]] | None = None
+    ) -> None:
         self.app = app
         self.auth = auth
         self.max_body = max_body_bytes
@@ -95,11 +99,18 @@ class GuardMiddleware:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         error = None
         if not self.auth.host_allowed(headers.get("host", "")):
-            error = ApiError(421, "bad_host", "this server only answers requests addressed to localhost, 127.0.0.1 "
-                                              "or [::1]; to serve other hosts, set VERACITY_API_TOKEN")
+            error = ApiError(
+                421,
+                "bad_host",
+                "this server only answers requests addressed to localhost, 127.0.0.1 "
+                "or [::1]; to serve other hosts, set VERACITY_API_TOKEN",
+            )
         else:
-            limit, what = ((self.limits.get(scope.get("path"), (self.max_body, "")))
-                           if scope.get("method") == "POST" else (self.max_body, ""))
+            limit, what = (
+                (self.limits.get(scope.get("path"), (self.max_body, "")))
+                if scope.get("method") == "POST"
+                else (self.max_body, "")
+            )
             if limit <= self.max_body:
                 what = ""
             try:
@@ -107,8 +118,9 @@ class GuardMiddleware:
             except ValueError:
                 length = 0
             if length > limit:
-                error = ApiError(413, "body_too_large", f"the request body has {length} bytes; the limit is "
-                                                        f"{limit}{what}")
+                error = ApiError(
+                    413, "body_too_large", f"the request body has {length} bytes; the limit is {limit}{what}"
+                )
             elif "transfer-encoding" in headers:  # chunked: no length to look at before reading
                 receive = self._counting(receive, limit)
         if error is None:
@@ -133,8 +145,9 @@ class GuardMiddleware:
 
 
 def _templates() -> Jinja2Templates:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(HERE / "templates")), autoescape=True,
-                             trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(HERE / "templates")), autoescape=True, trim_blocks=True, lstrip_blocks=True
+    )
     env.globals.update(template_globals())
     env.globals["version"] = __version__
     return Jinja2Templates(env=env)
@@ -164,9 +177,15 @@ def _validation_message(errors: list[dict[str, Any]]) -> str:
     return "; ".join(parts) or "the request is not valid"
 
 
-def create_state(config: "Config", settings: ServerSettings | None = None, *, env: Mapping[str, str] | None = None,
-                 retriever: "Retriever | None" = None, lazy_models: bool = False,
-                 shared_queue: bool = False) -> ServerState:
+def create_state(
+    config: Config,
+    settings: ServerSettings | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    retriever: Retriever | None = None,
+    lazy_models: bool = False,
+    shared_queue: bool = False,
+) -> ServerState:
     """What the routes share: the run store, the models and pipelines, the executor, the limits. Also what the MCP
     server and the proxy run their checks through, so that their runs are the page's runs. `shared_queue`: a
     `veracity serve` worker over a store several workers share (PostgreSQL) takes its runs from the database's
@@ -175,26 +194,53 @@ def create_state(config: "Config", settings: ServerSettings | None = None, *, en
     settings.validate()
     auth = Auth.for_host(settings.host, os.environ if env is None else env)
     store = RunStore(settings.db_path)
-    catalog = Catalog(config, settings.extra_models, max_answer_chars=settings.max_answer_chars,
-                      max_images=settings.max_images, max_image_bytes=settings.max_image_bytes,
-                      max_text_bytes=settings.max_text_bytes, max_text_claims=settings.max_text_claims,
-                      lazy_models=lazy_models)
-    uploads = ImageUploads(settings.images_path, store, max_bytes=settings.max_image_bytes,
-                           max_images=settings.max_images)
+    catalog = Catalog(
+        config,
+        settings.extra_models,
+        max_answer_chars=settings.max_answer_chars,
+        max_images=settings.max_images,
+        max_image_bytes=settings.max_image_bytes,
+        max_text_bytes=settings.max_text_bytes,
+        max_text_claims=settings.max_text_claims,
+        lazy_models=lazy_models,
+    )
+    uploads = ImageUploads(
+        settings.images_path, store, max_bytes=settings.max_image_bytes, max_images=settings.max_images
+    )
     if retriever is None:  # the index (by default the Wikipedia knowledge base), or the wikipedia search, or none
         retriever = open_retriever(config)
     shared = shared_queue and store.shared
     rebuild = partial(job_for, catalog, uploads.folder) if shared else None
-    manager = RunManager(store, catalog, max_concurrent=settings.max_concurrent, max_queue=settings.max_queue,
-                         retriever=retriever, rebuild=rebuild)
+    manager = RunManager(
+        store,
+        catalog,
+        max_concurrent=settings.max_concurrent,
+        max_queue=settings.max_queue,
+        retriever=retriever,
+        rebuild=rebuild,
+    )
     limiter = RateLimiter(settings.rate_limit, settings.rate_burst, shared=store if shared else None)
-    state = ServerState(config=config, settings=settings, auth=auth, store=store, catalog=catalog, manager=manager,
-                        limiter=limiter, templates=_templates(), uploads=uploads)
+    state = ServerState(
+        config=config,
+        settings=settings,
+        auth=auth,
+        store=store,
+        catalog=catalog,
+        manager=manager,
+        limiter=limiter,
+        templates=_templates(),
+        uploads=uploads,
+    )
     return state
 
 
-def create_app(config: "Config", settings: ServerSettings | None = None, *, env: Mapping[str, str] | None = None,
-               retriever: "Retriever | None" = None) -> FastAPI:
+def create_app(
+    config: Config,
+    settings: ServerSettings | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    retriever: Retriever | None = None,
+) -> FastAPI:
     state = create_state(config, settings, env=env, retriever=retriever, shared_queue=True)
     store, uploads, manager, settings = state.store, state.uploads, state.manager, state.settings
 
@@ -211,8 +257,15 @@ def create_app(config: "Config", settings: ServerSettings | None = None, *, env:
 
     # FastAPI's /docs and /redoc pages load their scripts from a CDN, which an offline install cannot
     # reach; the schema itself is served at /openapi.json.
-    app = FastAPI(title="veracity", version=__version__, description=DESCRIPTION, lifespan=lifespan,
-                  docs_url=None, redoc_url=None, default_response_class=SafeJSONResponse)
+    app = FastAPI(
+        title="veracity",
+        version=__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        default_response_class=SafeJSONResponse,
+    )
     app.state.veracity = state
 
     @app.exception_handler(ApiError)
@@ -223,32 +276,36 @@ def create_app(config: "Config", settings: ServerSettings | None = None, *, env:
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         # the errors echo the input: mended, so a NaN or a lone surrogate there cannot fail the answer
         errors = mend(jsonable_encoder(exc.errors(), custom_encoder={Exception: str, bytes: _bytes_text}))
-        return SafeJSONResponse({"error": "invalid_request", "detail": _validation_message(errors),
-                                 "errors": errors}, status_code=422)
+        return SafeJSONResponse(
+            {"error": "invalid_request", "detail": _validation_message(errors), "errors": errors}, status_code=422
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}.get(exc.status_code,
-                                                                                         "http_error")
+        code = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}.get(exc.status_code, "http_error")
         detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
         if exc.status_code == 404:
             detail = f"nothing at {request.url.path}: see /openapi.json for the API"
-        return SafeJSONResponse({"error": code, "detail": detail}, status_code=exc.status_code,
-                                headers=getattr(exc, "headers", None))
+        return SafeJSONResponse(
+            {"error": code, "detail": detail}, status_code=exc.status_code, headers=getattr(exc, "headers", None)
+        )
 
     @app.exception_handler(Exception)
     async def internal_error(request: Request, exc: Exception) -> JSONResponse:
         # the last resort (Starlette logs the traceback too): the client still gets the one error shape
         log.error("%s %s failed: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
-        return SafeJSONResponse({"error": "internal_error", "detail": "the server failed to answer this request; "
-                                 "its log has the details"}, status_code=500)
+        return SafeJSONResponse(
+            {"error": "internal_error", "detail": "the server failed to answer this request; its log has the details"},
+            status_code=500,
+        )
 
     app.include_router(health)
     app.include_router(api_router)
     app.include_router(pages_router)
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
-    app.add_middleware(GuardMiddleware, auth=state.auth, max_body_bytes=settings.max_body_bytes,
-                       limits=body_limits(settings))
+    app.add_middleware(
+        GuardMiddleware, auth=state.auth, max_body_bytes=settings.max_body_bytes, limits=body_limits(settings)
+    )
     if settings.trusted_proxies:
         # X-Forwarded-For and X-Forwarded-Proto count only from these peers (the client address then is the
         # nearest untrusted one in X-Forwarded-For): for the rate limit and the access log. From anyone else

@@ -16,7 +16,7 @@ import hmac
 import ipaddress
 import re
 import secrets
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from ..errors import UserError
 from .errors import ApiError
@@ -59,8 +59,15 @@ def _origin_parts(origin: str) -> tuple[str, str, int] | None:
         port = u.port
     except ValueError:
         return None
-    if u.scheme not in ("http", "https") or not u.hostname or u.username is not None or u.password is not None \
-            or u.path not in ("", "/") or u.query or u.fragment:
+    if (
+        u.scheme not in ("http", "https")
+        or not u.hostname
+        or u.username is not None
+        or u.password is not None
+        or u.path not in ("", "/")
+        or u.query
+        or u.fragment
+    ):
         return None
     return u.scheme, u.hostname.lower(), port or (443 if u.scheme == "https" else 80)
 
@@ -75,8 +82,7 @@ def normal_origin(origin: str) -> str | None:
     return f"{scheme}://{'[' + host + ']' if ':' in host else host}:{port}"
 
 
-def origin_allowed(origin: str | None, host_header: str, allowed: Iterable[str] = (), *,
-                   null_ok: bool = False) -> bool:
+def origin_allowed(origin: str | None, host_header: str, allowed: Iterable[str] = (), *, null_ok: bool = False) -> bool:
     """Whether a request with this Origin header may be served (DNS rebinding, pages of other sites): no Origin
     (not a browser: curl, an SDK) is allowed; an Origin naming this server's own host and port (the Host header it
     was sent to, or a loopback form of it when that is a loopback address: localhost, 127.0.0.1, [::1]) is allowed;
@@ -103,20 +109,25 @@ def origin_allowed(origin: str | None, host_header: str, allowed: Iterable[str] 
 class Auth:
     def __init__(self, token: str | None) -> None:
         self.token = token or None
-        self._session = (hmac.new(self.token.encode(), b"veracity-session", hashlib.sha256).hexdigest()
-                         if self.token else None)
+        self._session = (
+            hmac.new(self.token.encode(), b"veracity-session", hashlib.sha256).hexdigest() if self.token else None
+        )
 
     @classmethod
-    def for_host(cls, host: str, env: Mapping[str, str]) -> "Auth":
+    def for_host(cls, host: str, env: Mapping[str, str]) -> Auth:
         """The token rule: required whenever `host` is not a loopback address."""
         token = (env.get(TOKEN_ENV) or "").strip() or None
         if token is None and not is_loopback(host):
-            raise UserError(f"listening on {host or 'all interfaces'} lets other machines reach the server: set "
-                            f"{TOKEN_ENV} to a secret first (e.g. `export {TOKEN_ENV}=$(python -c "
-                            "'import secrets; print(secrets.token_urlsafe(32))')`), or listen on 127.0.0.1")
+            raise UserError(
+                f"listening on {host or 'all interfaces'} lets other machines reach the server: set "
+                f"{TOKEN_ENV} to a secret first (e.g. `export {TOKEN_ENV}=$(python -c "
+                "'import secrets; print(secrets.token_urlsafe(32))')`), or listen on 127.0.0.1"
+            )
         if token is not None and len(token) < MIN_TOKEN_CHARS:
-            raise UserError(f"{TOKEN_ENV} has {len(token)} characters; use at least {MIN_TOKEN_CHARS} "
-                            "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)")
+            raise UserError(
+                f"{TOKEN_ENV} has {len(token)} characters; use at least {MIN_TOKEN_CHARS} "
+                "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
+            )
         return cls(token)
 
     @property
@@ -142,11 +153,15 @@ class Auth:
     def check_api(self, headers: Mapping[str, str], cookies: Mapping[str, str]) -> None:
         if not self.allowed(headers, cookies):
             given = "authorization" in headers
-            raise ApiError(401, "unauthorized",
-                           "the bearer token is wrong" if given else
-                           f"this server needs a bearer token: send the header 'Authorization: Bearer TOKEN' "
-                           f"with the value of {TOKEN_ENV} the server was started with",
-                           headers={"WWW-Authenticate": 'Bearer realm="veracity"'})
+            raise ApiError(
+                401,
+                "unauthorized",
+                "the bearer token is wrong"
+                if given
+                else f"this server needs a bearer token: send the header 'Authorization: Bearer TOKEN' "
+                f"with the value of {TOKEN_ENV} the server was started with",
+                headers={"WWW-Authenticate": 'Bearer realm="veracity"'},
+            )
 
     def host_allowed(self, host_header: str) -> bool:
         """Without a token, only loopback Host headers are answered (DNS rebinding)."""

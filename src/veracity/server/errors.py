@@ -13,7 +13,7 @@ class ApiError(Exception):
         self.detail = detail
         self.headers = headers or {}
 
-    def named(self, name: str) -> "ApiError":
+    def named(self, name: str) -> ApiError:
         """The same error about one of several things (an image: `image 2 (cat.png): ...`)."""
         return ApiError(self.status, self.code, f"{name}: {self.detail}", self.headers)
 

@@ -33,8 +33,12 @@ def check_claim(text: str, max_chars: int) -> str:
         return clean_claim_text(text, max_chars)
     except ClaimError as e:
         if e.code == "claim_too_long":  # the config hint of the CLI's message is not the client's to act on
-            raise ApiError(400, e.code, f"the claim has {e.length} characters; this server accepts at most "
-                           f"{max_chars}: shorten it to the one statement you want checked") from None
+            raise ApiError(
+                400,
+                e.code,
+                f"the claim has {e.length} characters; this server accepts at most "
+                f"{max_chars}: shorten it to the one statement you want checked",
+            ) from None
         raise ApiError(400, e.code, str(e)) from None
 
 
@@ -48,17 +52,27 @@ def check_evidence(texts: list[str] | None) -> list[str]:
     if not texts:
         return []
     if len(texts) > MAX_EVIDENCE_PASSAGES:
-        raise ApiError(400, "too_many_passages", f"{len(texts)} evidence passages; at most {MAX_EVIDENCE_PASSAGES}: "
-                                                 "join related ones into one text")
+        raise ApiError(
+            400,
+            "too_many_passages",
+            f"{len(texts)} evidence passages; at most {MAX_EVIDENCE_PASSAGES}: join related ones into one text",
+        )
     out = [t.replace("\x00", "").strip() for t in texts]
     empty = [n for n, t in enumerate(out, start=1) if not t]
     if empty:
-        raise ApiError(400, "evidence_empty", f"evidence passage {empty[0]} is empty: give the text the claim is to "
-                                              "be checked against, or leave it out")
+        raise ApiError(
+            400,
+            "evidence_empty",
+            f"evidence passage {empty[0]} is empty: give the text the claim is to be checked against, or leave it out",
+        )
     total = sum(len(t) for t in out)
     if total > MAX_EVIDENCE_CHARS:
-        raise ApiError(413, "evidence_too_long", f"the evidence has {total} characters; this server accepts at most "
-                                                 f"{MAX_EVIDENCE_CHARS}: keep the passages that bear on the claim")
+        raise ApiError(
+            413,
+            "evidence_too_long",
+            f"the evidence has {total} characters; this server accepts at most "
+            f"{MAX_EVIDENCE_CHARS}: keep the passages that bear on the claim",
+        )
     return out
 
 
@@ -84,7 +98,7 @@ class RateLimiter:
 
     MAX_CLIENTS = 10_000
 
-    def __init__(self, per_minute: int, burst: int, shared: "RunStore | None" = None) -> None:
+    def __init__(self, per_minute: int, burst: int, shared: RunStore | None = None) -> None:
         self.rate = per_minute / 60.0
         self.capacity = float(max(1, min(burst, per_minute))) if per_minute else 0.0
         self.shared = shared  # a store several workers share (PostgreSQL): the buckets are kept there
@@ -123,6 +137,9 @@ class RateLimiter:
         wait = self.take(client)
         if wait > 0:
             secs = max(1, math.ceil(wait))
-            raise ApiError(429, "rate_limited",
-                           f"too many checks from this client: at most {round(self.rate * 60)} a minute; "
-                           f"try again in {secs} s", headers={"Retry-After": str(secs)})
+            raise ApiError(
+                429,
+                "rate_limited",
+                f"too many checks from this client: at most {round(self.rate * 60)} a minute; try again in {secs} s",
+                headers={"Retry-After": str(secs)},
+            )

@@ -22,14 +22,15 @@ if TYPE_CHECKING:
 CLAIM, ANSWER = "claim", "answer"
 
 
-def claim_request(pipeline: str, qa: str | None, model: str | None, *, evidence_given: bool = False,
-                  kind: str = CLAIM) -> dict[str, Any]:
+def claim_request(
+    pipeline: str, qa: str | None, model: str | None, *, evidence_given: bool = False, kind: str = CLAIM
+) -> dict[str, Any]:
     """A claim check's (or with kind=ANSWER an answer check's) request, as `Catalog.resolve` takes it (a text
     check's: texts.text_request)."""
     return {"input": kind, "pipeline": pipeline, "qa": qa, "model": model, "evidence_given": evidence_given}
 
 
-def job_for(catalog: "Catalog", images_folder: Path, run: dict[str, Any]) -> Job:
+def job_for(catalog: Catalog, images_folder: Path, run: dict[str, Any]) -> Job:
     """The job of a claimed run (RunStore.claim), with its pipeline and config resolved by this worker's catalog;
     an ApiError when this worker cannot run it (e.g. it does not offer the run's model)."""
     request = run.get("request")
@@ -37,21 +38,47 @@ def job_for(catalog: "Catalog", images_folder: Path, run: dict[str, Any]) -> Job
         raise ApiError(400, "not_runnable", "the run was stored without how it was asked: submit it again")
     options = run.get("options") or {}
     kind = request["input"]
-    pipeline, config, _ = catalog.resolve(str(request.get("pipeline")), request.get("qa"), request.get("model"),
-                                          input_kind=ANSWER if kind == ANSWER else CLAIM,
-                                          evidence_given=bool(request.get("evidence_given")))
+    pipeline, config, _ = catalog.resolve(
+        str(request.get("pipeline")),
+        request.get("qa"),
+        request.get("model"),
+        input_kind=ANSWER if kind == ANSWER else CLAIM,
+        evidence_given=bool(request.get("evidence_given")),
+    )
     metadata: dict[str, Any] = {}
     if kind == ANSWER:
         metadata["answer"] = options.get("answer")
     if kind == TEXT:
         src = request.get("source") or {}
-        source = Source(text=str(src.get("text") or ""), origin=str(src.get("origin") or ""),
-                        kind=str(src.get("kind") or "text"), title=str(src.get("title") or ""),
-                        note=str(src.get("note") or ""))
-        pipeline = TextCheckPipeline(pipeline, source, extract=str(request.get("extract") or "auto"),
-                                     max_claims=request.get("max_claims"), max_tokens=request.get("max_tokens"))
-    images = [str(images_folder / str(info.get("file"))) for info in options.get("images") or []
-              if isinstance(info, dict) and info.get("file")]
+        source = Source(
+            text=str(src.get("text") or ""),
+            origin=str(src.get("origin") or ""),
+            kind=str(src.get("kind") or "text"),
+            title=str(src.get("title") or ""),
+            note=str(src.get("note") or ""),
+        )
+        pipeline = TextCheckPipeline(
+            pipeline,
+            source,
+            extract=str(request.get("extract") or "auto"),
+            max_claims=request.get("max_claims"),
+            max_tokens=request.get("max_tokens"),
+        )
+    images = [
+        str(images_folder / str(info.get("file")))
+        for info in options.get("images") or []
+        if isinstance(info, dict) and info.get("file")
+    ]
     evidence = [str(t) for t in options.get("evidence") or []]
-    return Job(run["id"], run["claim"], pipeline, config, config.model, metadata, images=images,
-               date=options.get("date"), evidence=evidence, request=request)
+    return Job(
+        run["id"],
+        run["claim"],
+        pipeline,
+        config,
+        config.model,
+        metadata,
+        images=images,
+        date=options.get("date"),
+        evidence=evidence,
+        request=request,
+    )

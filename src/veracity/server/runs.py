@@ -6,8 +6,7 @@ arrives late takes, under the same lock, the steps so far and its place among th
 sees each step exactly once and in order. Nothing else produces steps: what the page and the API show
 is what the tracer emitted.
 
-Deleting a running run, or stopping the server, makes the listener raise `RunStopped` at the run's
-next step, which unwinds the pipeline without writing anything more.
+A run's live state and its followers (`LiveRun`, `Subscriber`, `watch_remote`, `subscribe_remote`) are in live.py.
 
 Two ways runs reach the worker threads. Locally (SQLite; the MCP server and the proxy always): a run accepted here
 is queued in this process and run by it. Over a shared queue (`veracity serve --db postgresql://...`, started N
@@ -25,11 +24,11 @@ import asyncio
 import logging
 import secrets
 import threading
-import time
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..check import run_check
 from ..errors import BackendError, UserError
@@ -37,6 +36,7 @@ from ..failures import INTERNAL_ERROR, backend_error, short_error
 from ..types import Claim
 from . import store as st
 from .errors import ApiError
+from .live import DONE_MARK, LiveRun, RunStopped, Subscriber, final_event, subscribe_remote
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -48,54 +48,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("veracity.server")
 
-DONE_MARK = "done"
-
-
-class RunStopped(BaseException):
-    """Raised inside a run's pipeline (from its tracer listener) to stop it. A BaseException, so that no
-    `except Exception` in a pipeline or backend swallows it."""
-
-
-class Subscriber:
-    """One SSE stream: events are put on an asyncio queue of the server's event loop, from any thread."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self.queue: asyncio.Queue[tuple[str, int | None, dict[str, Any]]] = asyncio.Queue()
-        self.task: asyncio.Task | None = None  # the poller of a run another worker executes (watch_remote)
-
-    def push(self, kind: str, seq: int | None, data: dict[str, Any]) -> None:
-        try:
-            self.loop.call_soon_threadsafe(self.queue.put_nowait, (kind, seq, data))
-        except RuntimeError:  # the loop is closed: the server is going away
-            pass
-
-
-@dataclass
-class LiveRun:
-    """A queued or running run, held in memory while it is live."""
-
-    run_id: str
-    status: str = st.QUEUED
-    steps: list[dict[str, Any]] = field(default_factory=list)
-    subscribers: list[Subscriber] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    stopped: str | None = None  # "deleted" | "shutdown" | "cancelled"
-    final: dict[str, Any] | None = None  # the `done` event, once finished
-    future: Future | None = None
-
-    def publish(self, kind: str, seq: int | None, data: dict[str, Any]) -> None:
-        """Call with `lock` held."""
-        for s in self.subscribers:
-            s.push(kind, seq, data)
-
 
 @dataclass
 class Job:
     run_id: str
     claim: str
-    pipeline: "Pipeline"
-    config: "Config"
+    pipeline: Pipeline
+    config: Config
     model: str
     metadata: dict[str, Any] = field(default_factory=dict)  # e.g. {"answer": ...} for an answer check
     images: list[str] = field(default_factory=list)  # the claim's images: paths of the stored uploads
@@ -108,43 +67,17 @@ def new_run_id() -> str:
     return secrets.token_hex(8)
 
 
-def final_event(run: dict[str, Any]) -> dict[str, Any]:
-    """The `done` event of a run that ended, as the store has it."""
-    r = run.get("result") or {}
-    if run["status"] == st.DONE:
-        return {"status": st.DONE, "verdict": r.get("verdict"), "usage": r.get("usage"), "seconds": r.get("seconds"),
-                "model": r.get("model")}
-    return {"status": run["status"], "error": short_error(run.get("error"))}
-
-
-POLL_SECONDS = 0.25  # how often a follower of another worker's run reads its new steps
-
-
-async def watch_remote(store: "RunStore", run_id: str, sub: Subscriber, after: int, status: str) -> None:
-    """Feed `sub` the steps after `after` of a run another worker executes, its start, and its end, by polling the
-    store (the one way every worker, on any machine, sees the same run)."""
-    loop = asyncio.get_running_loop()
-    while True:
-        await asyncio.sleep(POLL_SECONDS)
-        run = await loop.run_in_executor(None, store.get, run_id)
-        for seq, data in await loop.run_in_executor(None, store.steps, run_id, after):
-            sub.queue.put_nowait(("step", seq, data))
-            after = seq
-        if run is None:
-            sub.queue.put_nowait((DONE_MARK, None, {"status": "deleted"}))
-            return
-        if run["status"] != status and run["status"] == st.RUNNING:
-            status = st.RUNNING
-            sub.queue.put_nowait(("status", None, {"status": st.RUNNING}))
-        if run["status"] not in st.UNFINISHED:
-            sub.queue.put_nowait((DONE_MARK, None, final_event(run)))
-            return
-
-
 class RunManager:
-    def __init__(self, store: "RunStore", catalog: "Catalog", *, max_concurrent: int = 2, max_queue: int = 100,
-                 retriever: "Retriever | None" = None,
-                 rebuild: "Callable[[dict[str, Any]], Job] | None" = None) -> None:
+    def __init__(
+        self,
+        store: RunStore,
+        catalog: Catalog,
+        *,
+        max_concurrent: int = 2,
+        max_queue: int = 100,
+        retriever: Retriever | None = None,
+        rebuild: Callable[[dict[str, Any]], Job] | None = None,
+    ) -> None:
         """`rebuild`: a shared queue (the store is shared and this is a `veracity serve` worker): how a claimed
         run's stored request becomes a Job (requests.job_for). Without it, runs accepted here run here."""
         self.store = store
@@ -162,8 +95,10 @@ class RunManager:
         self._stop = threading.Event()
         self._threads = [threading.Thread(target=self._heartbeat, name="veracity-heartbeat", daemon=True)]
         if self.shared:
-            self._threads += [threading.Thread(target=self._claim_loop, name=f"veracity-claim-{n}", daemon=True)
-                              for n in range(max_concurrent)]
+            self._threads += [
+                threading.Thread(target=self._claim_loop, name=f"veracity-claim-{n}", daemon=True)
+                for n in range(max_concurrent)
+            ]
         for t in self._threads:
             t.start()
 
@@ -174,10 +109,19 @@ class RunManager:
 
     # -- submitting --------------------------------------------------------------------------------
 
-    def submit(self, *, claim: str, pipeline: "Pipeline", config: "Config", qa: str | None,
-               options: dict[str, Any] | None = None, date: str | None = None,
-               images: list[tuple[str, dict[str, Any]]] | None = None,
-               evidence: list[str] | None = None, request: dict[str, Any] | None = None) -> tuple[str, int]:
+    def submit(
+        self,
+        *,
+        claim: str,
+        pipeline: Pipeline,
+        config: Config,
+        qa: str | None,
+        options: dict[str, Any] | None = None,
+        date: str | None = None,
+        images: list[tuple[str, dict[str, Any]]] | None = None,
+        evidence: list[str] | None = None,
+        request: dict[str, Any] | None = None,
+    ) -> tuple[str, int]:
         """Store a new queued run and schedule it; returns (run id, position in the queue, 0 = starting).
         `images`: (path, description) of each stored upload (uploads.ImageUploads.save); the run keeps the
         descriptions, the date and the evidence sent with the claim (`evidence`) in its options."""
@@ -189,46 +133,92 @@ class RunManager:
         if images:
             stored["images"] = [info for _, info in images]
         if self.shared:
-            return self._submit_shared(claim=claim, pipeline=pipeline, config=config, qa=qa, options=stored,
-                                       images=images, request=request)
+            return self._submit_shared(
+                claim=claim, pipeline=pipeline, config=config, qa=qa, options=stored, images=images, request=request
+            )
         with self._lock:
             if self._closed:
-                raise ApiError(503, "shutting_down", "the server is shutting down: try again in a moment",
-                               headers={"Retry-After": "5"})
+                raise ApiError(
+                    503,
+                    "shutting_down",
+                    "the server is shutting down: try again in a moment",
+                    headers={"Retry-After": "5"},
+                )
             running = len(self._live) - len(self._waiting)
             if running >= self.max_concurrent and len(self._waiting) >= self.max_queue:
-                raise ApiError(503, "queue_full",
-                               f"{len(self._waiting)} checks are already waiting (the limit): try again in a minute",
-                               headers={"Retry-After": "60"})
+                raise ApiError(
+                    503,
+                    "queue_full",
+                    f"{len(self._waiting)} checks are already waiting (the limit): try again in a minute",
+                    headers={"Retry-After": "60"},
+                )
             run_id = new_run_id()
-            self.store.create(run_id, claim=claim, pipeline=pipeline.name, qa=qa, model=config.model,
-                              options=stored, image_files=[info["file"] for _, info in images or []],
-                              request=request)
+            self.store.create(
+                run_id,
+                claim=claim,
+                pipeline=pipeline.name,
+                qa=qa,
+                model=config.model,
+                options=stored,
+                image_files=[info["file"] for _, info in images or []],
+                request=request,
+            )
             live = LiveRun(run_id)
             self._live[run_id] = live
             self._waiting.append(run_id)
             position = max(0, len(self._waiting) - max(0, self.max_concurrent - running))
-            job = Job(run_id, claim, pipeline, config, config.model, dict(options or {}),
-                      images=[path for path, _ in images or []], date=date, evidence=list(evidence or []))
+            job = Job(
+                run_id,
+                claim,
+                pipeline,
+                config,
+                config.model,
+                dict(options or {}),
+                images=[path for path, _ in images or []],
+                date=date,
+                evidence=list(evidence or []),
+            )
             live.future = self._executor.submit(self._execute, job)
         return run_id, position
 
-    def _submit_shared(self, *, claim: str, pipeline: "Pipeline", config: "Config", qa: str | None,
-                       options: dict[str, Any], images: list[tuple[str, dict[str, Any]]] | None,
-                       request: dict[str, Any] | None) -> tuple[str, int]:
+    def _submit_shared(
+        self,
+        *,
+        claim: str,
+        pipeline: Pipeline,
+        config: Config,
+        qa: str | None,
+        options: dict[str, Any],
+        images: list[tuple[str, dict[str, Any]]] | None,
+        request: dict[str, Any] | None,
+    ) -> tuple[str, int]:
         """Put the run in the database's queue, for whichever worker is free (this one included)."""
         if self._closed:
-            raise ApiError(503, "shutting_down", "the server is shutting down: try again in a moment",
-                           headers={"Retry-After": "5"})
+            raise ApiError(
+                503, "shutting_down", "the server is shutting down: try again in a moment", headers={"Retry-After": "5"}
+            )
         if request is None:
             raise ApiError(400, "not_shareable", f"pipeline {pipeline.name!r} cannot run on the shared queue")
         waiting = self.store.queued_count()
         if waiting >= self.max_queue:
-            raise ApiError(503, "queue_full", f"{waiting} checks are already waiting (the limit): try again in a "
-                                              "minute", headers={"Retry-After": "60"})
+            raise ApiError(
+                503,
+                "queue_full",
+                f"{waiting} checks are already waiting (the limit): try again in a minute",
+                headers={"Retry-After": "60"},
+            )
         run_id = new_run_id()
-        self.store.create(run_id, claim=claim, pipeline=pipeline.name, qa=qa, model=config.model, options=options,
-                          image_files=[info["file"] for _, info in images or []], request=request, owned=False)
+        self.store.create(
+            run_id,
+            claim=claim,
+            pipeline=pipeline.name,
+            qa=qa,
+            model=config.model,
+            options=options,
+            image_files=[info["file"] for _, info in images or []],
+            request=request,
+            owned=False,
+        )
         self._wake.set()
         with self._lock:
             free = self.max_concurrent - len(self._live)
@@ -333,7 +323,7 @@ class RunManager:
         """Run a job this worker holds (running, leased): its steps to the store and the subscribers, then its
         verdict or its failure."""
 
-        def listener(step: "Step") -> None:
+        def listener(step: Step) -> None:
             d = step.to_dict()
             with live.lock:
                 if live.stopped:
@@ -357,8 +347,13 @@ class RunManager:
                 if live.stopped:
                     return
                 self.store.finish(job.run_id, out)
-                final = {"status": st.DONE, "verdict": out["verdict"], "usage": out["usage"],
-                         "seconds": out["seconds"], "model": out["model"]}
+                final = {
+                    "status": st.DONE,
+                    "verdict": out["verdict"],
+                    "usage": out["usage"],
+                    "seconds": out["seconds"],
+                    "model": out["model"],
+                }
                 self._finish(live, final)
             return
         except RunStopped:
@@ -397,14 +392,15 @@ class RunManager:
 
     # -- watching ----------------------------------------------------------------------------------
 
-    def subscribe(self, run_id: str, loop: asyncio.AbstractEventLoop
-                  ) -> tuple[list[dict[str, Any]], str, Subscriber | None, dict[str, Any] | None] | None:
+    def subscribe(
+        self, run_id: str, loop: asyncio.AbstractEventLoop
+    ) -> tuple[list[dict[str, Any]], str, Subscriber | None, dict[str, Any] | None] | None:
         """For a live run: (steps so far, status, a subscriber for what follows, final event if it just ended).
         None when the run is not live (finished earlier, or unknown): read it from the store instead."""
         with self._lock:
             live = self._live.get(run_id)
         if live is None:
-            return self._subscribe_remote(run_id, loop) if self.shared else None
+            return subscribe_remote(self.store, run_id, loop) if self.shared else None
         with live.lock:
             snapshot = list(live.steps)
             if live.final is not None:
@@ -412,19 +408,6 @@ class RunManager:
             sub = Subscriber(loop)
             live.subscribers.append(sub)
             return snapshot, live.status, sub, None
-
-    def _subscribe_remote(self, run_id: str, loop: asyncio.AbstractEventLoop
-                          ) -> tuple[list[dict[str, Any]], str, Subscriber | None, dict[str, Any] | None] | None:
-        """A run of the shared queue that this worker does not run: waiting, or run by another worker. Its steps
-        so far from the store, then a poller (watch_remote) feeding the subscriber."""
-        run = self.store.get(run_id)
-        if run is None or run["status"] not in st.UNFINISHED:
-            return None
-        steps = self.store.steps(run_id)
-        sub = Subscriber(loop)
-        sub.task = loop.create_task(watch_remote(self.store, run_id, sub, steps[-1][0] if steps else -1,
-                                                 run["status"]))
-        return [d for _, d in steps], run["status"], sub, None
 
     async def follow(self, run_id: str, on_step: Callable[[dict[str, Any]], Awaitable[None]]) -> dict[str, Any] | None:
         """Wait for a live run to end: each of its steps (those so far, then each as it is emitted) goes to

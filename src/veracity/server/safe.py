@@ -47,15 +47,22 @@ def mend(value: Any) -> Any:
 
 
 def _refuse_constant(name: str) -> Any:
-    raise ApiError(400, "invalid_number", f"the JSON body holds {name}, which is not a number JSON allows: send a "
-                                          "finite number (or a string where text is expected)")
+    raise ApiError(
+        400,
+        "invalid_number",
+        f"the JSON body holds {name}, which is not a number JSON allows: send a "
+        "finite number (or a string where text is expected)",
+    )
 
 
 def _finite_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
-        raise ApiError(400, "invalid_number", f"the JSON body holds the number {text[:40]}, which is out of range: "
-                                              "send a finite number")
+        raise ApiError(
+            400,
+            "invalid_number",
+            f"the JSON body holds the number {text[:40]}, which is out of range: send a finite number",
+        )
     return value
 
 
@@ -73,14 +80,21 @@ def check_tree(value: Any) -> None:
             raise ApiError(400, "invalid_json", f"the JSON body is nested more than {MAX_JSON_DEPTH} levels deep")
         if isinstance(item, str):
             if has_lone_surrogate(item):
-                raise ApiError(400, "invalid_text",
-                               f"{_where(path)}: the text holds a lone UTF-16 surrogate (an escape such as "
-                               "\\ud800 without its pair), which is no character: send valid Unicode")
+                raise ApiError(
+                    400,
+                    "invalid_text",
+                    f"{_where(path)}: the text holds a lone UTF-16 surrogate (an escape such as "
+                    "\\ud800 without its pair), which is no character: send valid Unicode",
+                )
         elif isinstance(item, dict):
             for k, v in item.items():
                 if has_lone_surrogate(k):
-                    raise ApiError(400, "invalid_text", f"{_where(path)}: a key holds a lone UTF-16 surrogate, "
-                                                        "which is no character: send valid Unicode")
+                    raise ApiError(
+                        400,
+                        "invalid_text",
+                        f"{_where(path)}: a key holds a lone UTF-16 surrogate, "
+                        "which is no character: send valid Unicode",
+                    )
                 stack.append((v, path + [k]))
         elif isinstance(item, list):
             stack.extend((v, path + [i]) for i, v in enumerate(item))
@@ -95,13 +109,13 @@ def strict_json(body: bytes) -> Any:
     except UnicodeDecodeError:
         raise ApiError(400, "invalid_json", "the JSON body is not valid UTF-8") from None
     except RecursionError:
-        raise ApiError(400, "invalid_json", f"the JSON body is nested more than {MAX_JSON_DEPTH} levels deep") \
-            from None
+        raise ApiError(400, "invalid_json", f"the JSON body is nested more than {MAX_JSON_DEPTH} levels deep") from None
     except ValueError as e:
         if isinstance(e, json.JSONDecodeError):
             raise
         # e.g. an integer of more than 4300 digits
-        raise ApiError(400, "invalid_number", f"the JSON body holds a number that cannot be read: {str(e)[:120]}") \
-            from None
+        raise ApiError(
+            400, "invalid_number", f"the JSON body holds a number that cannot be read: {str(e)[:120]}"
+        ) from None
     check_tree(value)
     return value

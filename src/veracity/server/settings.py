@@ -25,7 +25,7 @@ def default_db_path() -> str:
     return os.path.join(_data_home(), "veracity", "runs.sqlite")
 
 
-def database_of(given: str | None, config: "Config | None" = None) -> str:
+def database_of(given: str | None, config: Config | None = None) -> str:
     """The run database a command uses: `--db`, else the config's `database_url`, else the default SQLite file."""
     return given or (config.database_url if config is not None else None) or default_db_path()
 
@@ -35,7 +35,7 @@ def is_server_url(db: str) -> bool:
     return db.split(":", 1)[0].lower() in ("postgresql", "postgres", "embedded") and ":" in db
 
 
-MAX_IMAGE_BYTES = 20_000_000  # what the pipelines load (images.files.MAX_BYTES): a larger upload could not run
+MAX_IMAGE_BYTES = 20_000_000  # what the pipelines load (image_files.MAX_BYTES): a larger upload could not run
 
 
 @dataclass
@@ -43,18 +43,18 @@ class ServerSettings:
     host: str = "127.0.0.1"
     port: int = 8000
     db_path: str = field(default_factory=default_db_path)
-    max_concurrent: int = 2          # checks running at once; more wait in the queue
-    max_queue: int = 100             # checks waiting; beyond that POST /api/checks answers 503
-    rate_limit: int = 30             # checks started per minute per client (0: no limit)
-    rate_burst: int = 10             # ... of which this many may come at once
+    max_concurrent: int = 2  # checks running at once; more wait in the queue
+    max_queue: int = 100  # checks waiting; beyond that POST /api/checks answers 503
+    rate_limit: int = 30  # checks started per minute per client (0: no limit)
+    rate_burst: int = 10  # ... of which this many may come at once
     extra_models: list[str] = field(default_factory=list)  # models offered besides config.model
-    max_image_bytes: int = 10_000_000        # one uploaded image (pipelines that look at images: DEFAME)
-    max_images: int = 4                      # images one check may carry (0: no uploads)
-    images_dir: str | None = None            # where uploads are kept; default: next to the database
-    max_body_bytes: int = 1024 * 1024        # JSON request bodies (a check with images may add its images)
+    max_image_bytes: int = 10_000_000  # one uploaded image (pipelines that look at images: DEFAME)
+    max_images: int = 4  # images one check may carry (0: no uploads)
+    images_dir: str | None = None  # where uploads are kept; default: next to the database
+    max_body_bytes: int = 1024 * 1024  # JSON request bodies (a check with images may add its images)
     max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS  # answer check: the longest answer accepted
-    max_text_bytes: int = MAX_TEXT_BYTES     # text check: the longest text (UTF-8) or uploaded file accepted
-    max_text_claims: int = 100               # text check: claims checked per text at most (the rest: not checked)
+    max_text_bytes: int = MAX_TEXT_BYTES  # text check: the longest text (UTF-8) or uploaded file accepted
+    max_text_claims: int = 100  # text check: claims checked per text at most (the rest: not checked)
     # proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (addresses or networks, e.g. 10.0.0.0/8);
     # none by default: the address that connects is the client, whatever headers it sends
     trusted_proxies: list[str] = field(default_factory=list)
@@ -77,16 +77,19 @@ class ServerSettings:
         if not 0 <= self.max_images <= 16:
             raise UserError(f"--max-images must be between 0 and 16, not {self.max_images}")
         if not 1000 <= self.max_image_bytes <= MAX_IMAGE_BYTES:
-            raise UserError(f"--max-image-mb must be between 0.001 and {MAX_IMAGE_BYTES / 1e6:g}, not "
-                            f"{self.max_image_bytes / 1e6:g}")
+            raise UserError(
+                f"--max-image-mb must be between 0.001 and {MAX_IMAGE_BYTES / 1e6:g}, not "
+                f"{self.max_image_bytes / 1e6:g}"
+            )
         if not 0 <= self.port <= 65535:
             raise UserError(f"--port must be between 0 and 65535, not {self.port}")
         for proxy in self.trusted_proxies:
             try:
                 ipaddress.ip_network(proxy.strip(), strict=False)
             except ValueError:
-                raise UserError(f"--trusted-proxy {proxy!r} is not an IP address or network (e.g. 127.0.0.1, "
-                                "10.0.0.0/8 or ::1)") from None
+                raise UserError(
+                    f"--trusted-proxy {proxy!r} is not an IP address or network (e.g. 127.0.0.1, 10.0.0.0/8 or ::1)"
+                ) from None
 
     @property
     def images_path(self) -> Path:

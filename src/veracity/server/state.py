@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class ServerState:
-    config: "Config"
+    config: Config
     settings: ServerSettings
     auth: Auth
     store: RunStore

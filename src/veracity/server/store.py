@@ -31,8 +31,24 @@ STATUSES = (QUEUED, RUNNING, DONE, FAILED, INTERRUPTED)
 UNFINISHED = (QUEUED, RUNNING)
 LEASE_SECONDS = 15.0  # a worker that has not renewed its runs' leases for this long is taken for dead
 
-_RUN_COLUMNS = ("id", "created", "started", "finished", "status", "claim", "pipeline", "qa", "model", "options",
-                "label", "confidence", "result", "seconds", "error", "uncertain")
+_RUN_COLUMNS = (
+    "id",
+    "created",
+    "started",
+    "finished",
+    "status",
+    "claim",
+    "pipeline",
+    "qa",
+    "model",
+    "options",
+    "label",
+    "confidence",
+    "result",
+    "seconds",
+    "error",
+    "uncertain",
+)
 _LIST_COLUMNS = ", ".join(k for k in _RUN_COLUMNS if k != "result")
 
 
@@ -87,9 +103,19 @@ class RunStore:
 
     # -- writing ----------------------------------------------------------------------------------
 
-    def create(self, run_id: str, *, claim: str, pipeline: str, qa: str | None, model: str,
-               options: dict[str, Any] | None = None, image_files: list[str] | None = None,
-               request: dict[str, Any] | None = None, owned: bool = True) -> None:
+    def create(
+        self,
+        run_id: str,
+        *,
+        claim: str,
+        pipeline: str,
+        qa: str | None,
+        model: str,
+        options: dict[str, Any] | None = None,
+        image_files: list[str] | None = None,
+        request: dict[str, Any] | None = None,
+        owned: bool = True,
+    ) -> None:
         """A new queued run. `owned`: this worker runs it (it holds a lease from now); otherwise it waits in the
         shared queue for any worker (`claim`), with `request` saying how to run it."""
         options = mend(options or {})
@@ -99,24 +125,50 @@ class RunStore:
             self.db.execute(
                 "INSERT INTO runs (id, created, status, claim, pipeline, qa, model, options, request, rechecks, "
                 f"worker, lease_until) VALUES (?,?,?,?,?,?,?,?,?,?,?,{now} + ?)",
-                (run_id, time.time(), QUEUED, mend_text(claim), pipeline, qa, model, json.dumps(options),
-                 json.dumps(mend(request), ensure_ascii=False) if request is not None else None,
-                 rechecks if isinstance(rechecks, str) else None, self.worker if owned else None,
-                 LEASE_SECONDS if owned else None))
-            self.db.executemany("INSERT INTO run_images (run_id, file) VALUES (?,?) ON CONFLICT DO NOTHING",
-                                [(run_id, f) for f in image_files or []])
+                (
+                    run_id,
+                    time.time(),
+                    QUEUED,
+                    mend_text(claim),
+                    pipeline,
+                    qa,
+                    model,
+                    json.dumps(options),
+                    json.dumps(mend(request), ensure_ascii=False) if request is not None else None,
+                    rechecks if isinstance(rechecks, str) else None,
+                    self.worker if owned else None,
+                    LEASE_SECONDS if owned else None,
+                ),
+            )
+            self.db.executemany(
+                "INSERT INTO run_images (run_id, file) VALUES (?,?) ON CONFLICT DO NOTHING",
+                [(run_id, f) for f in image_files or []],
+            )
 
     def mark_running(self, run_id: str) -> None:
-        self.db.execute(f"UPDATE runs SET status=?, started=?, worker=?, lease_until={self.db.now_sql()} + ? "
-                        "WHERE id=?", (RUNNING, time.time(), self.worker, LEASE_SECONDS, run_id))
+        self.db.execute(
+            f"UPDATE runs SET status=?, started=?, worker=?, lease_until={self.db.now_sql()} + ? WHERE id=?",
+            (RUNNING, time.time(), self.worker, LEASE_SECONDS, run_id),
+        )
 
     def add_step(self, run_id: str, seq: int, step: dict[str, Any]) -> bool:
         """Append a step to a run this worker holds; False (nothing written) when it holds it no more: the run
         was deleted, or another worker took this one for dead and marked the run interrupted."""
-        return self.db.execute("INSERT INTO steps (run_id, seq, stage, data) SELECT ?,?,?,? WHERE EXISTS "
-                               "(SELECT 1 FROM runs WHERE id=? AND worker=?)",
-                               (run_id, seq, mend_text(str(step.get("stage", ""))),
-                                json.dumps(mend(step), ensure_ascii=False, default=str), run_id, self.worker)) > 0
+        return (
+            self.db.execute(
+                "INSERT INTO steps (run_id, seq, stage, data) SELECT ?,?,?,? WHERE EXISTS "
+                "(SELECT 1 FROM runs WHERE id=? AND worker=?)",
+                (
+                    run_id,
+                    seq,
+                    mend_text(str(step.get("stage", ""))),
+                    json.dumps(mend(step), ensure_ascii=False, default=str),
+                    run_id,
+                    self.worker,
+                ),
+            )
+            > 0
+        )
 
     def finish(self, run_id: str, result: dict[str, Any]) -> None:
         """Store a finished run: `result` is CheckResult.to_dict() (its trace is not stored twice). The run's
@@ -127,21 +179,35 @@ class RunStore:
         self.db.execute(
             "UPDATE runs SET status=?, finished=?, label=?, confidence=?, result=?, seconds=?, uncertain=?, "
             "lease_until=NULL WHERE id=? AND status IN (?,?) AND (worker=? OR worker IS NULL)",
-            (DONE, time.time(), v.get("label"), v.get("confidence"),
-             json.dumps(result, ensure_ascii=False, default=str), result.get("seconds"),
-             1 if isinstance(v, dict) and v.get("uncertain") else 0, run_id, *UNFINISHED, self.worker))
+            (
+                DONE,
+                time.time(),
+                v.get("label"),
+                v.get("confidence"),
+                json.dumps(result, ensure_ascii=False, default=str),
+                result.get("seconds"),
+                1 if isinstance(v, dict) and v.get("uncertain") else 0,
+                run_id,
+                *UNFINISHED,
+                self.worker,
+            ),
+        )
 
     def fail(self, run_id: str, error: str, status: str = FAILED) -> None:
-        self.db.execute("UPDATE runs SET status=?, finished=?, error=?, lease_until=NULL WHERE id=? "
-                        "AND status IN (?,?) AND (worker=? OR worker IS NULL)",
-                        (status, time.time(), mend_text(error), run_id, *UNFINISHED, self.worker))
+        self.db.execute(
+            "UPDATE runs SET status=?, finished=?, error=?, lease_until=NULL WHERE id=? "
+            "AND status IN (?,?) AND (worker=? OR worker IS NULL)",
+            (status, time.time(), mend_text(error), run_id, *UNFINISHED, self.worker),
+        )
 
     def interrupt_unfinished(self, reason: str = "the server stopped before this run finished") -> list[str]:
         """Mark every queued or running run as interrupted (whoever holds it): for a store no other process uses."""
         with self.db.transaction():
             ids = [r["id"] for r in self.db.rows("SELECT id FROM runs WHERE status IN (?,?)", UNFINISHED)]
-            self.db.execute("UPDATE runs SET status=?, finished=?, error=?, worker=NULL, lease_until=NULL "
-                            "WHERE status IN (?,?)", (INTERRUPTED, time.time(), reason, *UNFINISHED))
+            self.db.execute(
+                "UPDATE runs SET status=?, finished=?, error=?, worker=NULL, lease_until=NULL WHERE status IN (?,?)",
+                (INTERRUPTED, time.time(), reason, *UNFINISHED),
+            )
         return ids
 
     def delete(self, run_id: str) -> bool:
@@ -159,12 +225,15 @@ class RunStore:
         writer at a time)."""
         skip = " FOR UPDATE SKIP LOCKED" if self.db.is_postgres else ""
         with self.db.transaction():
-            row = self.db.row("SELECT id FROM runs WHERE status=? AND worker IS NULL ORDER BY created, id LIMIT 1"
-                              + skip, (QUEUED,))
+            row = self.db.row(
+                "SELECT id FROM runs WHERE status=? AND worker IS NULL ORDER BY created, id LIMIT 1" + skip, (QUEUED,)
+            )
             if row is None:
                 return None
-            self.db.execute(f"UPDATE runs SET status=?, started=?, worker=?, lease_until={self.db.now_sql()} + ? "
-                            "WHERE id=?", (RUNNING, time.time(), self.worker, LEASE_SECONDS, row["id"]))
+            self.db.execute(
+                f"UPDATE runs SET status=?, started=?, worker=?, lease_until={self.db.now_sql()} + ? WHERE id=?",
+                (RUNNING, time.time(), self.worker, LEASE_SECONDS, row["id"]),
+            )
             run = self.db.row("SELECT * FROM runs WHERE id=?", (row["id"],))
         out = self._row(run)
         out["request"] = _json_or(run.get("request"), None)
@@ -176,25 +245,41 @@ class RunStore:
         if not run_ids:
             return set()
         marks = ",".join("?" for _ in run_ids)
-        held = {r["id"] for r in self.db.rows(
-            f"UPDATE runs SET lease_until={self.db.now_sql()} + ? WHERE worker=? AND status IN (?,?) "
-            f"AND id IN ({marks}) RETURNING id", (LEASE_SECONDS, self.worker, *UNFINISHED, *run_ids))}
+        held = {
+            r["id"]
+            for r in self.db.rows(
+                f"UPDATE runs SET lease_until={self.db.now_sql()} + ? WHERE worker=? AND status IN (?,?) "
+                f"AND id IN ({marks}) RETURNING id",
+                (LEASE_SECONDS, self.worker, *UNFINISHED, *run_ids),
+            )
+        }
         return set(run_ids) - held
 
     def reap(self) -> list[str]:
         """Mark interrupted the unfinished runs whose worker is gone: its lease ran out, or it was a process of
         this machine that is no longer alive. Their steps stay. Returns their ids."""
         now = self.db.now_sql()
-        candidates = self.db.rows(f"SELECT id, worker, lease_until < {now} AS expired FROM runs "
-                                  "WHERE status IN (?,?) AND worker IS NOT NULL AND worker <> ?",
-                                  (*UNFINISHED, self.worker))
+        candidates = self.db.rows(
+            f"SELECT id, worker, lease_until < {now} AS expired FROM runs "
+            "WHERE status IN (?,?) AND worker IS NOT NULL AND worker <> ?",
+            (*UNFINISHED, self.worker),
+        )
         gone = [r for r in candidates if r["expired"] or _dead_here(r["worker"])]
         out = []
         for r in gone:
-            n = self.db.execute("UPDATE runs SET status=?, finished=?, error=?, lease_until=NULL "
-                                "WHERE id=? AND worker=? AND status IN (?,?)",
-                                (INTERRUPTED, time.time(), "the server stopped before this run finished (the "
-                                 "worker running it is gone; its steps so far are kept)", r["id"], r["worker"], *UNFINISHED))
+            n = self.db.execute(
+                "UPDATE runs SET status=?, finished=?, error=?, lease_until=NULL "
+                "WHERE id=? AND worker=? AND status IN (?,?)",
+                (
+                    INTERRUPTED,
+                    time.time(),
+                    "the server stopped before this run finished (the "
+                    "worker running it is gone; its steps so far are kept)",
+                    r["id"],
+                    r["worker"],
+                    *UNFINISHED,
+                ),
+            )
             if n:
                 out.append(r["id"])
         return out
@@ -204,24 +289,33 @@ class RunStore:
         row = self.db.row("SELECT created, id FROM runs WHERE id=? AND status=? AND worker IS NULL", (run_id, QUEUED))
         if row is None:
             return None
-        return 1 + int(self.db.value("SELECT COUNT(*) FROM runs WHERE status=? AND worker IS NULL AND "
-                                     "(created < ? OR (created = ? AND id < ?))",
-                                     (QUEUED, row["created"], row["created"], run_id), default=0))
+        return 1 + int(
+            self.db.value(
+                "SELECT COUNT(*) FROM runs WHERE status=? AND worker IS NULL AND "
+                "(created < ? OR (created = ? AND id < ?))",
+                (QUEUED, row["created"], row["created"], run_id),
+                default=0,
+            )
+        )
 
     def queued_count(self) -> int:
         """Runs waiting in the shared queue."""
-        return int(self.db.value("SELECT COUNT(*) FROM runs WHERE status=? AND worker IS NULL", (QUEUED,),
-                                 default=0))
+        return int(self.db.value("SELECT COUNT(*) FROM runs WHERE status=? AND worker IS NULL", (QUEUED,), default=0))
 
     def take_token(self, client: str, rate_per_minute: int, burst: int) -> float:
         """A token bucket shared by every worker: 0 when `client` may start a check now (a token taken), else the
         seconds until it may."""
         per_second = rate_per_minute / 60.0
         with self.db.transaction():
-            self.db.execute("INSERT INTO rate_buckets (client, tokens, updated) VALUES (?,?,?) "
-                            "ON CONFLICT DO NOTHING", (client, float(burst), time.time()))
-            row = self.db.row("SELECT tokens, updated FROM rate_buckets WHERE client=?"
-                              + (" FOR UPDATE" if self.db.is_postgres else ""), (client,))
+            self.db.execute(
+                "INSERT INTO rate_buckets (client, tokens, updated) VALUES (?,?,?) ON CONFLICT DO NOTHING",
+                (client, float(burst), time.time()),
+            )
+            row = self.db.row(
+                "SELECT tokens, updated FROM rate_buckets WHERE client=?"
+                + (" FOR UPDATE" if self.db.is_postgres else ""),
+                (client,),
+            )
             now = time.time()
             tokens = min(float(burst), row["tokens"] + max(0.0, now - row["updated"]) * per_second)
             wait = 0.0 if tokens >= 1.0 else (1.0 - tokens) / per_second
@@ -267,15 +361,18 @@ class RunStore:
 
     def list(self, limit: int = 20, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
         """A page of runs, newest first (without their results), and the total count."""
-        rows = self.db.rows(f"SELECT {_LIST_COLUMNS} FROM runs ORDER BY created DESC, id DESC LIMIT ? OFFSET ?",
-                            (limit, offset))
+        rows = self.db.rows(
+            f"SELECT {_LIST_COLUMNS} FROM runs ORDER BY created DESC, id DESC LIMIT ? OFFSET ?", (limit, offset)
+        )
         total = self.db.value("SELECT COUNT(*) FROM runs", default=0)
         return [self._row(r) for r in rows], int(total)
 
     def rechecks_of(self, run_id: str) -> list[dict[str, Any]]:
         """The rechecks of a run (`veracity recheck`, the page's Re-check button), newest first, without results."""
-        rows = self.db.rows(f"SELECT {_LIST_COLUMNS} FROM runs WHERE pipeline='recheck' AND rechecks=? "
-                            "ORDER BY created DESC, id DESC", (run_id,))
+        rows = self.db.rows(
+            f"SELECT {_LIST_COLUMNS} FROM runs WHERE pipeline='recheck' AND rechecks=? ORDER BY created DESC, id DESC",
+            (run_id,),
+        )
         return [self._row(r) for r in rows]
 
     def image_files(self, run_id: str) -> list[str]:
@@ -289,5 +386,6 @@ class RunStore:
         return {r["file"] for r in self.db.rows("SELECT DISTINCT file FROM run_images")}
 
     def count_by_status(self) -> dict[str, int]:
-        return {r["status"]: int(r["n"]) for r in self.db.rows("SELECT status, COUNT(*) AS n FROM runs "
-                                                               "GROUP BY status")}
+        return {
+            r["status"]: int(r["n"]) for r in self.db.rows("SELECT status, COUNT(*) AS n FROM runs GROUP BY status")
+        }

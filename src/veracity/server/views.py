@@ -2,7 +2,7 @@
 
 `run_view` folds a stored run's steps into the items the templates draw (templates/steps.html) and its model
 calls (the calls table); `LiveView` folds them one at a time as the SSE stream sends them, so that each `step`
-event comes with a `view` event carrying the items that step added or changed, already folded: static/app.js
+event comes with a `view` event carrying the items that step added or changed, already folded: static/live.js
 only draws them, with the same markup as templates/steps.html. What each kind of item holds is said in
 `veracity.steps` and in each system's `steps` module. Kinds the page has no markup of its own for show as
 generic items (their stage and data), so nothing is hidden.
@@ -11,14 +11,27 @@ generic items (their stage and data), so nothing is hidden.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
 
+from ..evidence import steps as _recheck_steps  # noqa: F401  (registers a recheck's step types)
 from ..registry import load_step_types
 from ..steps import MEMORY_SOURCE, Fold, ViewItem, http_url, link_parts
+from ..textcheck import steps as _text_steps  # noqa: F401  (registers a checked text's step types)
 
-__all__ = ["EXAMPLES", "LiveView", "http_url", "human_time", "iso", "label_class", "link_parts", "plain_refs",
-           "run_view", "source_of"]
+__all__ = [
+    "EXAMPLES",
+    "LiveView",
+    "http_url",
+    "human_time",
+    "iso",
+    "label_class",
+    "link_parts",
+    "plain_refs",
+    "run_view",
+    "source_of",
+]
 
 EXAMPLES = [
     "Lars Onsager won the Nobel prize when he was 30 years old.",  # the QACheck paper's demo claim
@@ -47,8 +60,11 @@ class LiveView:
         """The `view` event of one more step: the items it added or changed (by index), what the run is doing
         now, and how many model calls it made so far."""
         changed = self.fold.add(step)
-        return {"items": [{"index": i, "item": self.fold.items[i]} for i in changed], "status": self.fold.status,
-                "calls": self.fold.calls}
+        return {
+            "items": [{"index": i, "item": self.fold.items[i]} for i in changed],
+            "status": self.fold.status,
+            "calls": self.fold.calls,
+        }
 
 
 def _moment(ts: Any) -> datetime | None:
@@ -56,7 +72,7 @@ def _moment(ts: Any) -> datetime | None:
     if not ts or not isinstance(ts, (int, float)):
         return None
     try:
-        return datetime.fromtimestamp(ts, timezone.utc)
+        return datetime.fromtimestamp(ts, UTC)
     except (OverflowError, OSError, ValueError):
         return None
 
@@ -76,7 +92,7 @@ def label_class(label: str | None) -> str:
 
 
 def plain_refs(text: Any) -> str:
-    """A claim image as the model's tools name it (`<image:1>`), in words: "image 1" (static/app.js: plainRefs)."""
+    """A claim image as the model's tools name it (`<image:1>`), in words: "image 1" (static/items.js: plainRefs)."""
     return re.sub(r"<image:(\d+)>", r"image \1", str(text or ""))
 
 

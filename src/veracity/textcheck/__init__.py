@@ -6,7 +6,8 @@ and show the verdicts on the text.
     steps.py     its steps (the text and its claims, each claim's result, the summary) and their view items
     stored.py    a checked text read back from its steps (the server's stored runs)
     report.py    the Markdown and the HTML report (the text with each claim's span coloured by its verdict)
-    commands.py  the CLI subcommand
+
+Its command, `veracity check-text`, is veracity.cli.check_text.
 
 Above the shared parts and the systems (it runs any registered pipeline), like `eval/`.
 """

@@ -10,15 +10,23 @@ cover, each with the outcome that colours it: the report's HTML and the page's v
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ..verdict_words import verdict_words
 
 OUTCOMES = ("supported", "refuted", "uncertain", "ambiguous", "not_checkable", "not_checked", "failed")
 PENDING = "pending"
-LABELS = {"supported": "Supported", "refuted": "Refuted", "uncertain": "Uncertain", "ambiguous": "Ambiguous",
-          "not_checkable": "Not checkable", "not_checked": "Not checked", "failed": "Check failed",
-          PENDING: "Checking…"}
+LABELS = {
+    "supported": "Supported",
+    "refuted": "Refuted",
+    "uncertain": "Uncertain",
+    "ambiguous": "Ambiguous",
+    "not_checkable": "Not checkable",
+    "not_checked": "Not checked",
+    "failed": "Check failed",
+    PENDING: "Checking…",
+}
 #: which outcome colours a stretch of text that several claims cover: the one that most needs a look
 PRIORITY = ("refuted", "uncertain", "ambiguous", "failed", PENDING, "supported", "not_checked", "not_checkable")
 
@@ -61,8 +69,7 @@ def marks(claims: Iterable[tuple[int, Iterable[Span], str]]) -> list[dict[str, A
         if last is not None and last["end"] == pos and last["claims"] == ids:
             last["end"] = end
         else:
-            out_marks.append({"start": pos, "end": end, "claims": ids,
-                              "outcome": strongest(outcome[c] for c in ids)})
+            out_marks.append({"start": pos, "end": end, "claims": ids, "outcome": strongest(outcome[c] for c in ids)})
     return out_marks
 
 
@@ -98,11 +105,15 @@ def factuality_words(summary: Mapping[str, Any]) -> str:
         return "n/a (nothing checked)"
     uncertain = checked - decided
     if factuality is None:
-        return f"not determined: none of the {checked} checked claim{'s' if checked != 1 else ''} was decided " \
-               f"({uncertain} uncertain)"
+        return (
+            f"not determined: none of the {checked} checked claim{'s' if checked != 1 else ''} was decided "
+            f"({uncertain} uncertain)"
+        )
     left = f"; {uncertain} uncertain, not counted" if uncertain else ""
-    return f"{100 * factuality:.0f}% ({_count(summary, 'supported')} of {decided} decided claim" \
-           f"{'s' if decided != 1 else ''} supported{left})"
+    return (
+        f"{100 * factuality:.0f}% ({_count(summary, 'supported')} of {decided} decided claim"
+        f"{'s' if decided != 1 else ''} supported{left})"
+    )
 
 
 def factuality_label(summary: Mapping[str, Any]) -> str | None:
@@ -114,14 +125,16 @@ def factuality_label(summary: Mapping[str, Any]) -> str | None:
         return None
     if factuality is None:
         return f"Factuality not determined (0 of {checked} claims decided)"
-    return f"Factuality {100 * factuality:.0f}%" + (f" ({decided} of {checked} claims decided)"
-                                                    if decided < checked else "")
+    return f"Factuality {100 * factuality:.0f}%" + (
+        f" ({decided} of {checked} claims decided)" if decided < checked else ""
+    )
 
 
 def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The summary of a checked text (`TextCheck.summary()`) as (what, how many) rows, with the factuality score."""
-    rows = [(LABELS[o], str(summary.get(o, 0))) for o in ("supported", "refuted", "uncertain", "not_checkable",
-                                                           "ambiguous")]
+    rows = [
+        (LABELS[o], str(summary.get(o, 0))) for o in ("supported", "refuted", "uncertain", "not_checkable", "ambiguous")
+    ]
     for extra in ("not_checked", "failed"):
         if summary.get(extra):
             rows.append((LABELS[extra], str(summary[extra])))

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
-from ..report import evidence_word, html_page, md_link, md_piece, md_text, write_report_as
+from ..report.evidence import evidence_word
+from ..report.markdown import md_link, md_piece, md_text
+from ..report.page import html_page, write_report_as
 from ..steps import evidence_view, http_url
 from .outcomes import Span, marks, outcome_words, summary_rows
 from .run import ClaimResult, TextCheck
@@ -47,6 +50,7 @@ def _verdict(r: ClaimResult) -> str:
 
 # -- Markdown ------------------------------------------------------------------------------------------------
 
+
 def _span_words(spans: Iterable[Span]) -> str:
     """Where a claim's passage is in the text, in words: "characters 0-31", several spans joined."""
     return "characters " + ", ".join(f"{s}-{e}" for s, e in spans)
@@ -76,16 +80,29 @@ def _marked_markdown(check: TextCheck) -> str:
 
 def to_markdown(check: TextCheck) -> str:
     src = check.source
-    lines = [f"# Fact-check of {md_text(src.title or src.origin)}", "",
-             f"Pipeline: {md_text(check.pipeline)} · model: {md_text(check.model)} · claims extracted by "
-             f"{md_text(check.extraction.method)} · {check.extraction.sentences} sentences", ""]
+    lines = [
+        f"# Fact-check of {md_text(src.title or src.origin)}",
+        "",
+        f"Pipeline: {md_text(check.pipeline)} · model: {md_text(check.model)} · claims extracted by "
+        f"{md_text(check.extraction.method)} · {check.extraction.sentences} sentences",
+        "",
+    ]
     if check.note:
         lines += [f"*{md_text(check.note)}*", ""]
     if check.stopped:
         lines += [f"*Stopped early: {md_text(check.stopped)}*", ""]
     lines += ["| outcome | claims |", "|---|---|"] + [f"| {a} | {b} |" for a, b in summary_rows(check.summary())]
-    lines += ["", "## Text", "", "*Each claim's passage in bold, its claims' numbers after it.*", "",
-              _marked_markdown(check), "", "## Claims", ""]
+    lines += [
+        "",
+        "## Text",
+        "",
+        "*Each claim's passage in bold, its claims' numbers after it.*",
+        "",
+        _marked_markdown(check),
+        "",
+        "## Claims",
+        "",
+    ]
     for r in check.results:
         quote = " … ".join(check.source.text[s:e] for s, e in r.claim.spans)
         lines.append(f"{r.claim.id}\\. **{_verdict(r)}** {md_text(r.claim.text)}")
@@ -93,20 +110,20 @@ def to_markdown(check: TextCheck) -> str:
         if r.note:
             lines.append(f"   - {md_text(r.note)}")
         for ev in evidence_view(r.evidence):
-            source = md_link(ev.get('source') or 'passage', ev.get('url'))
+            source = md_link(ev.get("source") or "passage", ev.get("url"))
             when = f" ({md_text(ev['when'])})" if ev.get("when") else ""
-            lines.append(f"   - {md_text(evidence_word([ev]))}: {source}{when}: "
-                         f"{md_text(ev.get('text', ''))}")
+            lines.append(f"   - {md_text(evidence_word([ev]))}: {source}{when}: {md_text(ev.get('text', ''))}")
     return "\n".join(lines) + "\n"
 
 
 # -- HTML ----------------------------------------------------------------------------------------------------
 
+
 def _claim_html(r: ClaimResult, passage: str | None) -> str:
     """A claim's entry in the list under the text: its verdict, its words, a link back to its passage (`passage`,
     the id of its first mark in the text), why it was not checked, and its evidence."""
-    back = (f" <a class=\"src\" href=\"#{passage}\">(in the text)</a>" if passage else "")
-    parts = [f"<b class=\"b o-{r.outcome}\">{_e(_verdict(r))}</b> {_e(r.claim.text)}{back}"]
+    back = f' <a class="src" href="#{passage}">(in the text)</a>' if passage else ""
+    parts = [f'<b class="b o-{r.outcome}">{_e(_verdict(r))}</b> {_e(r.claim.text)}{back}']
     if r.note:
         parts.append(f"<br><i>{_e(r.note)}</i>")
     if r.evidence:
@@ -115,8 +132,8 @@ def _claim_html(r: ClaimResult, passage: str | None) -> str:
             name = _e(ev.get("source") or "passage")
             name = name if not ev.get("memory") else f"{_e(evidence_word([ev]))}: {name}"
             url = http_url(ev.get("url"))
-            name = f"<a href=\"{_e(url)}\" rel=\"noopener noreferrer nofollow\">{name}</a>" if url else name
-            when = f" <span class=\"when\">({_e(ev['when'])})</span>" if ev.get("when") else ""
+            name = f'<a href="{_e(url)}" rel="noopener noreferrer nofollow">{name}</a>' if url else name
+            when = f' <span class="when">({_e(ev["when"])})</span>' if ev.get("when") else ""
             items.append(f"<li>{name}{when}: {_e(ev.get('text', ''))}</li>")
         parts.append("<ul>" + "".join(items) + "</ul>")
     return "".join(parts)
@@ -128,8 +145,8 @@ def _segments(check: TextCheck) -> list[tuple[str, list[int], str]]:
     text, out, pos = check.source.text, [], 0
     for m in marks((r.claim.id, r.claim.spans, r.outcome) for r in check.results):
         if m["start"] > pos:
-            out.append((text[pos:m["start"]], [], ""))
-        out.append((text[m["start"]:m["end"]], m["claims"], m["outcome"]))
+            out.append((text[pos : m["start"]], [], ""))
+        out.append((text[m["start"] : m["end"]], m["claims"], m["outcome"]))
         pos = m["end"]
     if pos < len(text):
         out.append((text[pos:], [], ""))
@@ -149,9 +166,11 @@ def _marked_text(check: TextCheck) -> tuple[str, dict[int, str]]:
         for c in ids:
             first_mark.setdefault(c, f"p-{n}")
         title = "; ".join(f"claim {c}: {_verdict(by_id[c])}" for c in ids)
-        more = "".join(f" <a href=\"#claim-{c}\">{c}</a>" for c in ids[1:])
-        out.append(f"<mark class=\"o-{outcome}\" id=\"p-{n}\"><a href=\"#claim-{ids[0]}\" title=\"{_e(title)}\">"
-                   f"{_e(part)}</a>{f'<sup>{more}</sup>' if more else ''}</mark>")
+        more = "".join(f' <a href="#claim-{c}">{c}</a>' for c in ids[1:])
+        out.append(
+            f'<mark class="o-{outcome}" id="p-{n}"><a href="#claim-{ids[0]}" title="{_e(title)}">'
+            f"{_e(part)}</a>{f'<sup>{more}</sup>' if more else ''}</mark>"
+        )
     return "".join(out), first_mark
 
 
@@ -159,15 +178,22 @@ def to_html(check: TextCheck) -> str:
     src = check.source
     title = f"Fact-check of {src.title or src.origin}"
     rows = "".join(f"<tr><th>{_e(a)}</th><td>{_e(b)}</td></tr>" for a, b in summary_rows(check.summary()))
-    notes = "".join(f"<p><i>{_e(n)}</i></p>" for n in (check.note, check.stopped and f"Stopped early: "
-                                                       f"{check.stopped}", src.note) if n)
+    notes = "".join(
+        f"<p><i>{_e(n)}</i></p>"
+        for n in (check.note, check.stopped and f"Stopped early: {check.stopped}", src.note)
+        if n
+    )
     text, first_mark = _marked_text(check)
-    claims = "".join(f"<li id=\"claim-{r.claim.id}\" value=\"{r.claim.id}\">"
-                     f"{_claim_html(r, first_mark.get(r.claim.id))}</li>" for r in check.results)
-    body = (f"<h1>{_e(title)}</h1>\n<p>Pipeline {_e(check.pipeline)} · model {_e(check.model)} · claims extracted "
-            f"by {_e(check.extraction.method)} · click a highlighted passage for its verdict and evidence</p>\n"
-            f"{notes}<table>{rows}</table>\n<h2>Text</h2>\n<div class=\"text\">{text}</div>\n"
-            f"<h2>Claims</h2>\n<ol class=\"claims\">{claims}</ol>\n")
+    claims = "".join(
+        f'<li id="claim-{r.claim.id}" value="{r.claim.id}">{_claim_html(r, first_mark.get(r.claim.id))}</li>'
+        for r in check.results
+    )
+    body = (
+        f"<h1>{_e(title)}</h1>\n<p>Pipeline {_e(check.pipeline)} · model {_e(check.model)} · claims extracted "
+        f"by {_e(check.extraction.method)} · click a highlighted passage for its verdict and evidence</p>\n"
+        f'{notes}<table>{rows}</table>\n<h2>Text</h2>\n<div class="text">{text}</div>\n'
+        f'<h2>Claims</h2>\n<ol class="claims">{claims}</ol>\n'
+    )
     return html_page(title, _CSS, body)
 
 

@@ -18,14 +18,15 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..check import run_check
+from ..claims import AMBIGUOUS, NOT_CHECKABLE, ExtractedClaim, Extraction, extract_claims
 from ..errors import BackendError, BackendUnavailable
 from ..failures import backend_error
-from ..claims import AMBIGUOUS, NOT_CHECKABLE, Extraction, ExtractedClaim, extract_claims
 from ..llm.base import NO_CONFIDENCES
 from ..llm.usage import UsageMeter
 from ..types import REFUTED, SUPPORTED, Claim
@@ -56,14 +57,21 @@ class ClaimResult:
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.claim.to_dict(), "outcome": self.outcome, "label": self.label, "confidence": self.confidence,
-                "rationale": self.rationale, "evidence": self.evidence, "note": self.note,
-                "seconds": round(self.seconds, 3)}
+        return {
+            **self.claim.to_dict(),
+            "outcome": self.outcome,
+            "label": self.label,
+            "confidence": self.confidence,
+            "rationale": self.rationale,
+            "evidence": self.evidence,
+            "note": self.note,
+            "seconds": round(self.seconds, 3),
+        }
 
 
 @dataclass
 class TextCheck:
-    source: "Source"
+    source: Source
     pipeline: str
     model: str
     extraction: Extraction
@@ -98,17 +106,35 @@ class TextCheck:
         return "; ".join(n for n in (self.extraction.note, self.confidence_note) if n) or None
 
     def summary(self) -> dict[str, Any]:
-        return {**self.counts, "checked": self.checked, "decided": self.decided, "claims": len(self.results),
-                "factuality": self.factuality,
-                "note": self.note, "stopped": self.stopped, "confidence_note": self.confidence_note}
+        return {
+            **self.counts,
+            "checked": self.checked,
+            "decided": self.decided,
+            "claims": len(self.results),
+            "factuality": self.factuality,
+            "note": self.note,
+            "stopped": self.stopped,
+            "confidence_note": self.confidence_note,
+        }
 
     def to_dict(self) -> dict[str, Any]:
-        return {"source": {"origin": self.source.origin, "kind": self.source.kind, "title": self.source.title,
-                           "note": self.source.note, "characters": len(self.source.text)},
-                "text": self.source.text, "pipeline": self.pipeline, "model": self.model,
-                "extraction": {k: v for k, v in self.extraction.to_dict().items() if k != "claims"},
-                "summary": self.summary(), "claims": [r.to_dict() for r in self.results],
-                "usage": self.usage, "seconds": round(self.seconds, 3)}
+        return {
+            "source": {
+                "origin": self.source.origin,
+                "kind": self.source.kind,
+                "title": self.source.title,
+                "note": self.source.note,
+                "characters": len(self.source.text),
+            },
+            "text": self.source.text,
+            "pipeline": self.pipeline,
+            "model": self.model,
+            "extraction": {k: v for k, v in self.extraction.to_dict().items() if k != "claims"},
+            "summary": self.summary(),
+            "claims": [r.to_dict() for r in self.results],
+            "usage": self.usage,
+            "seconds": round(self.seconds, 3),
+        }
 
 
 def outcome_of(label: str, uncertain: bool) -> str:
@@ -135,20 +161,39 @@ def evidence_of(trace: list[dict[str, Any]], limit: int = MAX_EVIDENCE) -> list[
     return out[:limit]
 
 
-def check_text(source: "Source", pipeline: "Pipeline", model: "Model", config: "Config", *,
-               retriever: "Retriever | None" = None, extract: str = "auto", workers: int = 1,
-               max_claims: int | None = None, max_tokens: int | None = None,
-               on_claim: Callable[[ClaimResult], None] | None = None, tracer: "Tracer | None" = None,
-               meter: UsageMeter | None = None) -> TextCheck:
+def check_text(
+    source: Source,
+    pipeline: Pipeline,
+    model: Model,
+    config: Config,
+    *,
+    retriever: Retriever | None = None,
+    extract: str = "auto",
+    workers: int = 1,
+    max_claims: int | None = None,
+    max_tokens: int | None = None,
+    on_claim: Callable[[ClaimResult], None] | None = None,
+    tracer: Tracer | None = None,
+    meter: UsageMeter | None = None,
+) -> TextCheck:
     """Extract and check the claims of `source`. `on_claim` is called as each claim's result is known; `tracer`
     and `meter` (see the module doc) receive the steps and the usage."""
     t0 = time.perf_counter()
     meter = meter if meter is not None else UsageMeter()
-    extraction = extract_claims(source.text, method=extract, model=model.bind(meter, tracer),
-                                prompts_dir=config.prompts_dir)
+    extraction = extract_claims(
+        source.text, method=extract, model=model.bind(meter, tracer), prompts_dir=config.prompts_dir
+    )
     if tracer is not None:
-        tracer.emit(TextExtraction(text=source.text, title=source.title, origin=source.origin,
-                                   source_kind=source.kind, source_note=source.note, **extraction.to_dict()))
+        tracer.emit(
+            TextExtraction(
+                text=source.text,
+                title=source.title,
+                origin=source.origin,
+                source_kind=source.kind,
+                source_note=source.note,
+                **extraction.to_dict(),
+            )
+        )
     results: dict[int, ClaimResult] = {}
     todo: list[ExtractedClaim] = []
     for claim in extraction.claims:
@@ -157,14 +202,15 @@ def check_text(source: "Source", pipeline: "Pipeline", model: "Model", config: "
         elif claim.status == NOT_CHECKABLE:
             results[claim.id] = ClaimResult(claim, "not_checkable", note=claim.reason)
         elif max_claims is not None and len(todo) >= max_claims:
-            results[claim.id] = ClaimResult(claim, "not_checked", note=f"over the budget of {max_claims} claim"
-                                                                       f"{'s' if max_claims > 1 else ''}")
+            results[claim.id] = ClaimResult(
+                claim, "not_checked", note=f"over the budget of {max_claims} claim{'s' if max_claims > 1 else ''}"
+            )
         else:
             todo.append(claim)
     lock = threading.Lock()
     stopped: list[str] = []
 
-    def forward(step: "Step") -> None:
+    def forward(step: Step) -> None:
         """A claim's model call, told on the text's tracer too (a copy: the claim's own trace keeps its times)."""
         if step.stage == "model_call":
             tracer.emit(dataclasses.replace(step))
@@ -177,17 +223,30 @@ def check_text(source: "Source", pipeline: "Pipeline", model: "Model", config: "
                     stopped.append(f"the budget of {max_tokens} tokens was spent")
             return ClaimResult(claim, "not_checked", note=f"the budget of {max_tokens} tokens was spent")
         try:
-            res = run_check(Claim(text=claim.text), pipeline, model, config, retriever=retriever,
-                            listeners=[forward] if tracer is not None else None)
+            res = run_check(
+                Claim(text=claim.text),
+                pipeline,
+                model,
+                config,
+                retriever=retriever,
+                listeners=[forward] if tracer is not None else None,
+            )
         except BackendUnavailable:
             raise  # nothing answers: every later claim would fail the same way
         except BackendError as e:  # this claim's check only (a timeout, a malformed reply): the others go on
             return ClaimResult(claim, "failed", note=backend_error(str(e)))
         meter.add(res.usage)
         v = res.verdict
-        return ClaimResult(claim, outcome_of(v.label, v.uncertain), v.label, v.confidence, v.rationale,
-                           evidence_of(res.trace), seconds=res.seconds,
-                           note=f"uncertain: {v.uncertain_reason}" if v.uncertain and v.uncertain_reason else "")
+        return ClaimResult(
+            claim,
+            outcome_of(v.label, v.uncertain),
+            v.label,
+            v.confidence,
+            v.rationale,
+            evidence_of(res.trace),
+            seconds=res.seconds,
+            note=f"uncertain: {v.uncertain_reason}" if v.uncertain and v.uncertain_reason else "",
+        )
 
     def known(r: ClaimResult) -> None:
         if tracer is not None:
@@ -204,10 +263,17 @@ def check_text(source: "Source", pipeline: "Pipeline", model: "Model", config: "
             known(r)
     finally:  # stopped (an error, or the run deleted): the claims not started never start
         pool.shutdown(wait=True, cancel_futures=True)
-    check = TextCheck(source=source, pipeline=pipeline.name, model=model.model_id, extraction=extraction,
-                      results=[results[c.id] for c in extraction.claims], usage=meter.to_dict(),
-                      seconds=time.perf_counter() - t0, stopped=stopped[0] if stopped else None,
-                      confidence_note=NO_CONFIDENCES if model.gives_confidences() is False else "")
+    check = TextCheck(
+        source=source,
+        pipeline=pipeline.name,
+        model=model.model_id,
+        extraction=extraction,
+        results=[results[c.id] for c in extraction.claims],
+        usage=meter.to_dict(),
+        seconds=time.perf_counter() - t0,
+        stopped=stopped[0] if stopped else None,
+        confidence_note=NO_CONFIDENCES if model.gives_confidences() is False else "",
+    )
     if tracer is not None:
         tracer.emit(TextSummary(**check.summary()))
     return check

@@ -27,13 +27,23 @@ _STATE = "text"  # the fold's bookkeeping for a text: Fold.state[_STATE]
 
 def _claim_item(c: dict[str, Any], **result: Any) -> dict[str, Any]:
     outcome = result.get("outcome") or PENDING
-    return {"kind": "text_claim", "id": c.get("id"), "text": c.get("text", ""), "spans": c.get("spans") or [],
-            "status": c.get("status", ""), "reason": c.get("reason", ""), "outcome": outcome,
-            "outcome_label": outcome_words(outcome, result.get("label")), "label": result.get("label"),
-            "confidence": result.get("confidence"), "rationale": result.get("rationale") or "",
-            "evidence": evidence_view(result.get("evidence") or []), "note": result.get("note") or "",
-            # a failed check, in plain words with its technical line apart (as a failed run on the page)
-            "failure": failure_view(result.get("note")) if outcome == "failed" else None}
+    return {
+        "kind": "text_claim",
+        "id": c.get("id"),
+        "text": c.get("text", ""),
+        "spans": c.get("spans") or [],
+        "status": c.get("status", ""),
+        "reason": c.get("reason", ""),
+        "outcome": outcome,
+        "outcome_label": outcome_words(outcome, result.get("label")),
+        "label": result.get("label"),
+        "confidence": result.get("confidence"),
+        "rationale": result.get("rationale") or "",
+        "evidence": evidence_view(result.get("evidence") or []),
+        "note": result.get("note") or "",
+        # a failed check, in plain words with its technical line apart (as a failed run on the page)
+        "failure": failure_view(result.get("note")) if outcome == "failed" else None,
+    }
 
 
 def _mark_item(m: dict[str, Any]) -> dict[str, Any]:
@@ -62,10 +72,21 @@ class TextExtraction(Step):
     def fold(self, view: Fold) -> None:
         claims = [c for c in self.claims if isinstance(c, dict)]
         checkable = sum(c.get("status") == "checkable" for c in claims)
-        view.append({"kind": "text_source", "text": self.text, "title": self.title, "origin": self.origin,
-                     "source_kind": self.source_kind, "source_note": self.source_note, "method": self.method,
-                     "sentences": self.sentences, "claims": len(claims),
-                     "checkable": checkable, "note": self.note})
+        view.append(
+            {
+                "kind": "text_source",
+                "text": self.text,
+                "title": self.title,
+                "origin": self.origin,
+                "source_kind": self.source_kind,
+                "source_note": self.source_note,
+                "method": self.method,
+                "sentences": self.sentences,
+                "claims": len(claims),
+                "checkable": checkable,
+                "note": self.note,
+            }
+        )
         state = view.state.setdefault(_STATE, {"claims": {}, "marks": {}, "outcomes": {}})
         state["outcomes"].update({c.get("id"): PENDING for c in claims})
         for m in marks((c.get("id"), [tuple(s) for s in c.get("spans") or []], PENDING) for c in claims):
@@ -126,8 +147,10 @@ _NOT_SENT = ("ambiguous", "not_checkable", "not_checked")
 def _progress(state: dict[str, Any]) -> str:
     """What a text check is doing now: the claim being checked, as "n of m" of the claims it checks (the claims
     are told in text order, so the first one still pending is the one in progress)."""
-    outcomes, sent = state["outcomes"], [c for c in state.get("to_check", []) if state["outcomes"].get(c) not in
-                                         _NOT_SENT]
+    outcomes, sent = (
+        state["outcomes"],
+        [c for c in state.get("to_check", []) if state["outcomes"].get(c) not in _NOT_SENT],
+    )
     pending = [c for c in sent if outcomes.get(c) == PENDING]
     if not pending:
         return "Summing up"

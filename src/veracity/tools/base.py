@@ -25,7 +25,7 @@ from ..web.filters import DEFAULT_EXCLUDED
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from ..images.files import ImageFile
+    from ..image_files import ImageFile
     from ..web.base import SearchHit, SearchProvider
 
 IMAGE_REF = re.compile(r"<image:(\d+)>")
@@ -56,24 +56,30 @@ class ToolOutput:
     error: str | None = None  # the tool failed: what happened, in one line
 
     def to_dict(self) -> dict[str, Any]:
-        return {"action": self.action.render(), "tool": self.action.tool, "argument": self.action.argument,
-                "results": [r.to_dict() for r in self.results], "notes": list(self.notes), "error": self.error}
+        return {
+            "action": self.action.render(),
+            "tool": self.action.tool,
+            "argument": self.action.argument,
+            "results": [r.to_dict() for r in self.results],
+            "notes": list(self.notes),
+            "error": self.error,
+        }
 
 
 class ImageStore:
     """The images of one fact-check, numbered as the model sees them: ``<image:1>``, ``<image:2>``, ..."""
 
     def __init__(self) -> None:
-        self._images: list["ImageFile"] = []
+        self._images: list[ImageFile] = []
 
-    def add(self, image: "ImageFile") -> str:
+    def add(self, image: ImageFile) -> str:
         for i, known in enumerate(self._images, start=1):
             if known.sha256 == image.sha256:
                 return f"<image:{i}>"
         self._images.append(image)
         return f"<image:{len(self._images)}>"
 
-    def get(self, ref: str) -> "ImageFile | None":
+    def get(self, ref: str) -> ImageFile | None:
         m = IMAGE_REF.fullmatch(ref.strip())
         if not m or not 1 <= int(m.group(1)) <= len(self._images):
             return None
@@ -116,13 +122,14 @@ class Tool(ABC):
     @abstractmethod
     def run(self, argument: str, call: ToolCall) -> ToolOutput: ...
 
-    def image_argument(self, action: Action, call: ToolCall) -> tuple["ImageFile | None", ToolOutput | None]:
+    def image_argument(self, action: Action, call: ToolCall) -> tuple[ImageFile | None, ToolOutput | None]:
         """Resolve an image reference; on a bad reference, the output that says so."""
         image = call.images.get(action.argument)
         if image is None:
             known = ", ".join(call.images.refs()) or "none"
-            return None, ToolOutput(action, error=f"{action.argument!r} is not an image of this fact-check "
-                                    f"(images: {known})")
+            return None, ToolOutput(
+                action, error=f"{action.argument!r} is not an image of this fact-check (images: {known})"
+            )
         return image, None
 
 
@@ -146,15 +153,15 @@ class SearchTool(Tool):
     #: what the tool does, for "the X provider has no <what>" errors
     what: ClassVar[str] = "search"
 
-    def __init__(self, provider: "SearchProvider", *, k: int = 3, excluded: "Iterable[str]" = DEFAULT_EXCLUDED) -> None:
+    def __init__(self, provider: SearchProvider, *, k: int = 3, excluded: Iterable[str] = DEFAULT_EXCLUDED) -> None:
         self.provider = provider
         self.k = k
         self.excluded = tuple(excluded)
 
     @abstractmethod
-    def ask(self, query: "str | ImageFile", n: int, call: ToolCall) -> list["SearchHit"]: ...
+    def ask(self, query: str | ImageFile, n: int, call: ToolCall) -> list[SearchHit]: ...
 
-    def search(self, action: Action, call: ToolCall) -> "list[SearchHit] | ToolOutput":
+    def search(self, action: Action, call: ToolCall) -> list[SearchHit] | ToolOutput:
         if self.takes_image:
             query, bad = self.image_argument(action, call)
             if bad:

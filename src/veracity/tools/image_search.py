@@ -33,6 +33,15 @@ class ImageSearch(SearchTool):
         for hit in kept[: self.k]:
             caption = hit.title or hit.snippet or "untitled image"
             text = f"{caption}\nOn the page: {hit.url}" if hit.url else caption
-            results.append(Evidence(text=text, source=hit.title or hit.url or "", url=hit.url, doc_id=hit.doc_id,
-                                    score=hit.score, date=hit.date, images=[hit.image_url or ""]))
+            results.append(
+                Evidence(
+                    text=text,
+                    source=hit.title or hit.url or "",
+                    url=hit.url,
+                    doc_id=hit.doc_id,
+                    score=hit.score,
+                    date=hit.date,
+                    images=[hit.image_url or ""],
+                )
+            )
         return ToolOutput(action, results=results, notes=notes)

@@ -18,7 +18,7 @@ from ..web.filters import filter_hits
 from .base import Action, SearchTool, Tool, ToolCall, ToolOutput
 
 if TYPE_CHECKING:
-    from ..images.files import ImageFile
+    from ..image_files import ImageFile
 
 
 class ReverseSearch(SearchTool):
@@ -34,7 +34,7 @@ class ReverseSearch(SearchTool):
     takes_image = True
     what = "reverse image search"
 
-    def ask(self, query: "ImageFile", n: int, call: ToolCall) -> list[SearchHit]:  # type: ignore[override]
+    def ask(self, query: ImageFile, n: int, call: ToolCall) -> list[SearchHit]:  # type: ignore[override]
         return self.provider.reverse(query, n)
 
     def run(self, argument: str, call: ToolCall) -> ToolOutput:
@@ -61,8 +61,10 @@ class ImageMetadataTool(Tool):
         image, bad = self.image_argument(action, call)
         if bad:
             return bad
-        return ToolOutput(action, results=[Evidence(text=read_metadata(image).describe(),
-                                                    source=f"EXIF metadata of {argument.strip()}")])
+        return ToolOutput(
+            action,
+            results=[Evidence(text=read_metadata(image).describe(), source=f"EXIF metadata of {argument.strip()}")],
+        )
 
 
 class Geolocate(Tool):
@@ -89,8 +91,12 @@ class Geolocate(Tool):
             guesses = self.geolocator.predict(image, self.top_k)
         except (BackendError, UserError) as e:
             return ToolOutput(action, error=str(e))
-        return ToolOutput(action, results=[Evidence(text=self.geolocator.describe(guesses),
-                                                    source=f"GeoCLIP geolocation of {argument.strip()}")])
+        return ToolOutput(
+            action,
+            results=[
+                Evidence(text=self.geolocator.describe(guesses), source=f"GeoCLIP geolocation of {argument.strip()}")
+            ],
+        )
 
 
 def _found_on(hit: SearchHit) -> Evidence:
@@ -106,5 +112,12 @@ def _found_on(hit: SearchHit) -> Evidence:
         lines.append("Match: an exact copy of the image.")
     elif isinstance(distance, int):
         lines.append(f"Match: visually near-identical (perceptual-hash distance {distance} of 64 bits).")
-    return Evidence(text="\n".join(lines), source=hit.title or hit.url or "reverse image search", url=hit.url,
-                    date=hit.date, doc_id=hit.doc_id, score=hit.score, images=[hit.image_url] if hit.image_url else [])
+    return Evidence(
+        text="\n".join(lines),
+        source=hit.title or hit.url or "reverse image search",
+        url=hit.url,
+        date=hit.date,
+        doc_id=hit.doc_id,
+        score=hit.score,
+        images=[hit.image_url] if hit.image_url else [],
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
-from ..evidence.quotes import sha256_text
+from ..quotes import sha256_text
 from ..types import Evidence
 from ..web.base import SearchHit, SearchProvider
 from ..web.filters import DEFAULT_EXCLUDED, after_claim_note, filter_hits, plural, published_after, stale_note
@@ -29,8 +29,15 @@ class WebSearch(SearchTool):
 
     what = "web search"
 
-    def __init__(self, provider: SearchProvider, scraper: Scraper | None, *, k: int = 3,
-                 excluded: Iterable[str] = DEFAULT_EXCLUDED, max_chars: int = MAX_EVIDENCE_CHARS) -> None:
+    def __init__(
+        self,
+        provider: SearchProvider,
+        scraper: Scraper | None,
+        *,
+        k: int = 3,
+        excluded: Iterable[str] = DEFAULT_EXCLUDED,
+        max_chars: int = MAX_EVIDENCE_CHARS,
+    ) -> None:
         super().__init__(provider, k=k, excluded=excluded)
         self.scraper = scraper
         self.max_chars = max_chars
@@ -47,13 +54,17 @@ class WebSearch(SearchTool):
         results: list[Evidence] = []
         late = shortened = 0
         while candidates and len(results) < self.k:
-            batch, candidates = candidates[: self.k - len(results)], candidates[self.k - len(results):]
+            batch, candidates = candidates[: self.k - len(results)], candidates[self.k - len(results) :]
             for hit, page in zip(batch, self._read_pages(batch, notes)):
                 if page is not None and call.claim_date and published_after(page.date, call.claim_date):
                     late += 1
                     continue
-                found_by = {"tool": self.name, "provider": self.provider.name, "query": argument,
-                            "rank": len(results) + 1}
+                found_by = {
+                    "tool": self.name,
+                    "provider": self.provider.name,
+                    "query": argument,
+                    "rank": len(results) + 1,
+                }
                 evidence = hit_evidence(hit, page, found_by)
                 if not evidence.text.strip():
                     continue
@@ -112,16 +123,35 @@ def hit_evidence(hit: SearchHit, page: Page | None, found_by: dict | None = None
     as the provider gave it (no source text to hash). `found_by`: how the hit was found (tool, query, rank).
     """
     how = {**(found_by or {}), **({"score": hit.score} if hit.score is not None else {})}
-    common = dict(source=hit.title or (page.title if page else "") or hit.url or "", url=hit.url, doc_id=hit.doc_id,
-                  score=hit.score, date=hit.date or (page.date if page else None),
-                  images=list(page.images) if page else ([hit.image_url] if hit.image_url else []))
+    common = dict(
+        source=hit.title or (page.title if page else "") or hit.url or "",
+        url=hit.url,
+        doc_id=hit.doc_id,
+        score=hit.score,
+        date=hit.date or (page.date if page else None),
+        images=list(page.images) if page else ([hit.image_url] if hit.image_url else []),
+    )
     if page is not None and page.text.strip():
         if page.final_url != page.url:
             how["redirected_to"] = page.final_url
-        return Evidence(text=page.text, quote_start=0, quote_end=len(page.text), source_sha256=sha256_text(page.text),
-                        retrieved_at=page.fetched_at, found_by=how, **common)
+        return Evidence(
+            text=page.text,
+            quote_start=0,
+            quote_end=len(page.text),
+            source_sha256=sha256_text(page.text),
+            retrieved_at=page.fetched_at,
+            found_by=how,
+            **common,
+        )
     if hit.origin is not None and (hit.text or "") == hit.origin.text:
         o = hit.origin
-        return Evidence(text=o.text, quote_start=o.quote_start, quote_end=o.quote_end, source_sha256=o.source_sha256,
-                        retrieved_at=o.retrieved_at, found_by={**o.found_by, **how}, **common)
+        return Evidence(
+            text=o.text,
+            quote_start=o.quote_start,
+            quote_end=o.quote_end,
+            source_sha256=o.source_sha256,
+            retrieved_at=o.retrieved_at,
+            found_by={**o.found_by, **how},
+            **common,
+        )
     return Evidence(text=hit.text or hit.snippet, found_by=how, **common)

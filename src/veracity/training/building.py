@@ -36,10 +36,14 @@ class BuildResult:
         if self.sft:
             lines.append(f"SFT set: {self.sft} answers scoring 1.0 -> {SFT}")
         else:
-            lines.append(f"SFT set: no answer scored 1.0, so {SFT} is empty and `selftrain train --method sft` "
-                         "has nothing to train on (use --method simpo, or sample more answers)")
-        lines.append(f"SimPO pairs: {self.pairs} (highest vs lowest LEAF score) -> {PAIRS}; "
-                     f"{self.ties} question(s) skipped: all their answers scored the same")
+            lines.append(
+                f"SFT set: no answer scored 1.0, so {SFT} is empty and `selftrain train --method sft` "
+                "has nothing to train on (use --method simpo, or sample more answers)"
+            )
+        lines.append(
+            f"SimPO pairs: {self.pairs} (highest vs lowest LEAF score) -> {PAIRS}; "
+            f"{self.ties} question(s) skipped: all their answers scored the same"
+        )
         return "\n".join(lines)
 
 
@@ -66,9 +70,16 @@ def pair_rows(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
         if best["score"] == worst["score"]:
             ties += 1
             continue
-        out.append({"id": r["id"], "prompt": r["prompt"], "chosen": best["text"].strip(),
-                    "rejected": worst["text"].strip(), "chosen_score": best["score"],
-                    "rejected_score": worst["score"]})
+        out.append(
+            {
+                "id": r["id"],
+                "prompt": r["prompt"],
+                "chosen": best["text"].strip(),
+                "rejected": worst["text"].strip(),
+                "chosen_score": best["score"],
+                "rejected_score": worst["score"],
+            }
+        )
     return out, ties
 
 
@@ -86,5 +97,6 @@ def build_sets(out: Path) -> BuildResult:
     pairs, ties = pair_rows(rows)
     write_jsonl(out / SFT, sft)
     write_jsonl(out / PAIRS, pairs)
-    return BuildResult(questions=len(rows), answers=sum(len(r["samples"]) for r in rows), sft=len(sft),
-                       pairs=len(pairs), ties=ties)
+    return BuildResult(
+        questions=len(rows), answers=sum(len(r["samples"]) for r in rows), sft=len(sft), pairs=len(pairs), ties=ties
+    )

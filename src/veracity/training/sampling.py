@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..leaf.answering import Answerer
 from ..leaf.factcheck import AnswerChecker, ensure_searchable
@@ -20,7 +21,7 @@ from ..trace import Tracer
 
 if TYPE_CHECKING:
     from ..config import Config
-    from ..eval.datasets import EvalItem
+    from ..eval.datasets.records import EvalItem
     from ..llm.model import Model
     from ..retrieval.base import Retriever
 
@@ -41,29 +42,79 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def sample_item(item: "EvalItem", *, k: int, temperature: float, answerer: Answerer, checker: AnswerChecker,
-                model: "Model", rater: "Model", retriever: "Retriever") -> dict[str, Any]:
+def sample_item(
+    item: EvalItem,
+    *,
+    k: int,
+    temperature: float,
+    answerer: Answerer,
+    checker: AnswerChecker,
+    model: Model,
+    rater: Model,
+    retriever: Retriever,
+) -> dict[str, Any]:
     options = item.metadata["options"]
     question = item.claim.text
     tracer, meter = Tracer(), UsageMeter()
     run, rate = model.bind(meter, tracer), rater.bind(meter, tracer)
     samples = []
     for i in range(k):
-        ans = answerer.answer(question, options, model=run, tracer=tracer, kind="plain", temperature=temperature,
-                              seed=i, label={"sample": i})
-        res = checker.check(question_context(question, options), ans.text, model=rate, retriever=retriever,
-                            tracer=tracer, allow_empty=True, label={"sample": i})
-        samples.append({"sample": i, "text": ans.text, "letter": ans.letter, "correct": ans.letter == item.gold,
-                        "score": res.score, "supported": res.supported, "checked": res.checked,
-                        "note": res.note, "sentences": [s.to_dict() for s in res.sentences]})
-    return {"id": item.id, "question": question, "options": options, "gold": item.gold,
-            "prompt": answerer.prompt("plain", question, options, []), "temperature": temperature,
-            "samples": samples, "usage": meter.to_dict()}
+        ans = answerer.answer(
+            question,
+            options,
+            model=run,
+            tracer=tracer,
+            kind="plain",
+            temperature=temperature,
+            seed=i,
+            label={"sample": i},
+        )
+        res = checker.check(
+            question_context(question, options),
+            ans.text,
+            model=rate,
+            retriever=retriever,
+            tracer=tracer,
+            allow_empty=True,
+            label={"sample": i},
+        )
+        samples.append(
+            {
+                "sample": i,
+                "text": ans.text,
+                "letter": ans.letter,
+                "correct": ans.letter == item.gold,
+                "score": res.score,
+                "supported": res.supported,
+                "checked": res.checked,
+                "note": res.note,
+                "sentences": [s.to_dict() for s in res.sentences],
+            }
+        )
+    return {
+        "id": item.id,
+        "question": question,
+        "options": options,
+        "gold": item.gold,
+        "prompt": answerer.prompt("plain", question, options, []),
+        "temperature": temperature,
+        "samples": samples,
+        "usage": meter.to_dict(),
+    }
 
 
-def sample_dataset(items: list["EvalItem"], out: Path, config: "Config", model: "Model", rater: "Model",
-                   retriever: "Retriever", *, k: int, temperature: float,
-                   progress: Callable[[dict[str, Any]], None] | None = None) -> tuple[int, int]:
+def sample_dataset(
+    items: list[EvalItem],
+    out: Path,
+    config: Config,
+    model: Model,
+    rater: Model,
+    retriever: Retriever,
+    *,
+    k: int,
+    temperature: float,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> tuple[int, int]:
     """Sample the items not yet in OUT/samples.jsonl; return (sampled now, skipped as already there)."""
     ensure_searchable(retriever)
     out.mkdir(parents=True, exist_ok=True)
@@ -73,8 +124,16 @@ def sample_dataset(items: list["EvalItem"], out: Path, config: "Config", model: 
     todo = [it for it in items if it.id not in done]
     with path.open("a", encoding="utf-8") as f:
         for item in todo:
-            row = sample_item(item, k=k, temperature=temperature, answerer=answerer, checker=checker,
-                              model=model, rater=rater, retriever=retriever)
+            row = sample_item(
+                item,
+                k=k,
+                temperature=temperature,
+                answerer=answerer,
+                checker=checker,
+                model=model,
+                rater=rater,
+                retriever=retriever,
+            )
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
             f.flush()
             os.fsync(f.fileno())

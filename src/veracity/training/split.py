@@ -29,8 +29,10 @@ def load_or_make_split(out: Path, dataset: str, ids: list[str], n_eval: int, see
     if path.is_file():
         split = json.loads(path.read_text(encoding="utf-8"))
         if (split.get("dataset"), split.get("seed"), split.get("n_eval")) != (dataset, seed, n_eval):
-            raise UserError(f"{path} holds a split of {split.get('dataset')} (seed {split.get('seed')}, "
-                            f"{split.get('n_eval')} held apart); use the same settings or another --out")
+            raise UserError(
+                f"{path} holds a split of {split.get('dataset')} (seed {split.get('seed')}, "
+                f"{split.get('n_eval')} held apart); use the same settings or another --out"
+            )
         return split
     split = {"dataset": dataset, **make_split(ids, n_eval, seed)}
     out.mkdir(parents=True, exist_ok=True)

@@ -108,8 +108,7 @@ def chat_prompt(tok, prompt: str) -> str:
     """The user prompt in the model's chat template, ready for the assistant's reply."""
     if not tok.chat_template:
         return prompt + "\n\n"
-    return tok.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
-                                   add_generation_prompt=True)
+    return tok.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
 
 
 def training_rows(out: Path, method: str, limit: int | None) -> list[dict[str, Any]]:
@@ -121,9 +120,14 @@ def training_rows(out: Path, method: str, limit: int | None) -> list[dict[str, A
         raise UserError(f"{path} not found: run `veracity selftrain build --out {out}` first")
     rows = read_jsonl(path)
     if not rows:
-        what = ("no sampled answer scored 1.0 (LEAF), so there is nothing to fine-tune on; try --method simpo, "
-                "or sample more answers") if method == "sft" else \
-            "no question had answers with different LEAF scores, so there is no preference pair"
+        what = (
+            (
+                "no sampled answer scored 1.0 (LEAF), so there is nothing to fine-tune on; try --method simpo, "
+                "or sample more answers"
+            )
+            if method == "sft"
+            else "no question had answers with different LEAF scores, so there is no preference pair"
+        )
         raise UserError(f"{path} is empty: {what}")
     return rows[:limit] if limit else rows
 
@@ -139,34 +143,61 @@ def train(out: Path, base: str, settings: TrainSettings, *, save_to: Path | None
     t0 = time.perf_counter()
     model, tok = load_base(base)
     work = out / "trainer"
-    common = dict(output_dir=str(work), num_train_epochs=settings.epochs, learning_rate=settings.learning_rate,
-                  lr_scheduler_type=settings.lr_scheduler_type,
-                  warmup_steps=settings.warmup_ratio,  # transformers 5: a value < 1 is a ratio
-                  per_device_train_batch_size=settings.batch_size, max_steps=settings.max_steps,
-                  logging_steps=1, save_strategy="no", report_to=[], use_cpu=True, seed=settings.seed,
-                  bf16=False, fp16=False, max_length=settings.max_length)
+    common = dict(
+        output_dir=str(work),
+        num_train_epochs=settings.epochs,
+        learning_rate=settings.learning_rate,
+        lr_scheduler_type=settings.lr_scheduler_type,
+        warmup_steps=settings.warmup_ratio,  # transformers 5: a value < 1 is a ratio
+        per_device_train_batch_size=settings.batch_size,
+        max_steps=settings.max_steps,
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        use_cpu=True,
+        seed=settings.seed,
+        bf16=False,
+        fp16=False,
+        max_length=settings.max_length,
+    )
     if settings.method == "sft":
         from trl import SFTConfig, SFTTrainer
 
-        data = Dataset.from_list([{"prompt": chat_prompt(tok, r["prompt"]), "completion": r["completion"]}
-                                  for r in rows])
-        trainer = SFTTrainer(model=model, args=SFTConfig(**common, completion_only_loss=True),
-                             train_dataset=data, processing_class=tok)
+        data = Dataset.from_list(
+            [{"prompt": chat_prompt(tok, r["prompt"]), "completion": r["completion"]} for r in rows]
+        )
+        trainer = SFTTrainer(
+            model=model, args=SFTConfig(**common, completion_only_loss=True), train_dataset=data, processing_class=tok
+        )
     else:
         from trl.experimental.cpo import CPOConfig, CPOTrainer
 
-        data = Dataset.from_list([{"prompt": chat_prompt(tok, r["prompt"]), "chosen": r["chosen"],
-                                   "rejected": r["rejected"]} for r in rows])
-        cfg = CPOConfig(**common, loss_type="simpo", beta=settings.beta, simpo_gamma=settings.simpo_gamma,
-                        cpo_alpha=0.0, max_completion_length=min(512, settings.max_length))
+        data = Dataset.from_list(
+            [{"prompt": chat_prompt(tok, r["prompt"]), "chosen": r["chosen"], "rejected": r["rejected"]} for r in rows]
+        )
+        cfg = CPOConfig(
+            **common,
+            loss_type="simpo",
+            beta=settings.beta,
+            simpo_gamma=settings.simpo_gamma,
+            cpo_alpha=0.0,
+            max_completion_length=min(512, settings.max_length),
+        )
         trainer = CPOTrainer(model=model, args=cfg, train_dataset=data, processing_class=tok)
     result = trainer.train()
     dest = save_to or out / MODEL_DIR
     trainer.save_model(str(dest))
     tok.save_pretrained(str(dest))
-    info = {"base": base, "method": settings.method, "examples": len(rows), "settings": asdict(settings),
-            "steps": result.global_step, "train_loss": result.training_loss,
-            "seconds": round(time.perf_counter() - t0, 1), "model": str(dest),
-            "backend": f"hf:{dest}"}
+    info = {
+        "base": base,
+        "method": settings.method,
+        "examples": len(rows),
+        "settings": asdict(settings),
+        "steps": result.global_step,
+        "train_loss": result.training_loss,
+        "seconds": round(time.perf_counter() - t0, 1),
+        "model": str(dest),
+        "backend": f"hf:{dest}",
+    }
     (dest / "veracity_training.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
     return info

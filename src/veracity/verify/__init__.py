@@ -4,8 +4,9 @@ probabilities of supported / refuted / not enough information, and the passage t
 - `model.py`: the verifier (a MiniLM cross-encoder shipped in `weights/`), the `Verifier` protocol, `Verification`.
 - `windows.py`: a passage too long for the model read in windows of whole sentences.
 - `lexical.py`: the word-overlap baseline behind the same protocol.
-- `data.py`, `synthetic.py`, `train.py`: the training data (../shared/training) and `veracity verifier train`.
-- `commands.py`: the `veracity verifier` subcommands.
+- `result.py`: what a verifier returns and how per-passage readings become one; `decide.py`: a check's use of it.
+- `training/`: the training workshop: the training data (../shared/training) and what `veracity verifier train`,
+  `calibrate`, `average` and `compare` run; only the command (veracity.cli.verifier) imports it, never a check.
 Shared, below the systems: it imports no pipeline.
 """
 
@@ -19,8 +20,16 @@ from .model import Verification, Verifier, load_verifier
 if TYPE_CHECKING:
     from ..config import VerifierConfig
 
-__all__ = ["Verification", "Verifier", "evidence_text", "get_verifier", "load_lexical", "load_verifier",
-           "uncertain_meaning", "uncertain_threshold"]
+__all__ = [
+    "Verification",
+    "Verifier",
+    "evidence_text",
+    "get_verifier",
+    "load_lexical",
+    "load_verifier",
+    "uncertain_meaning",
+    "uncertain_threshold",
+]
 
 FALLBACK_UNCERTAIN_BELOW = 0.6  # a verifier folder without a calibrated threshold (e.g. a full HF model)
 
@@ -38,7 +47,7 @@ def load_lexical(path=None):
         raise UserError(f"no lexical model at {file}; build it with `veracity verifier train`") from None
 
 
-def get_verifier(settings: "VerifierConfig", kind: str = "verifier") -> Verifier:
+def get_verifier(settings: VerifierConfig, kind: str = "verifier") -> Verifier:
     """The configured verifier (`kind="verifier"`) or the lexical baseline (`kind="lexical"`)."""
     if kind == "lexical":
         return load_lexical()
@@ -68,7 +77,7 @@ def verifier_settings(model: str | None) -> dict:
         return {}
 
 
-def uncertain_threshold(settings: "VerifierConfig") -> float:
+def uncertain_threshold(settings: VerifierConfig) -> float:
     """The confidence below which a verdict is shown as uncertain: verifier.uncertain_below when set, else the
     configured verifier's own threshold, chosen on held-apart calibration data (verifier.json)."""
     if settings.uncertain_below is not None:
@@ -76,7 +85,7 @@ def uncertain_threshold(settings: "VerifierConfig") -> float:
     return float(verifier_settings(settings.model).get("uncertain_below", FALLBACK_UNCERTAIN_BELOW))
 
 
-def uncertain_meaning(settings: "VerifierConfig") -> str:
+def uncertain_meaning(settings: VerifierConfig) -> str:
     """One sentence on what "uncertain" means with these settings, for the CLI, the page and the reports."""
     t = uncertain_threshold(settings)
     if settings.uncertain_below is not None:
@@ -84,6 +93,8 @@ def uncertain_meaning(settings: "VerifierConfig") -> str:
     rule = verifier_settings(settings.model).get("uncertain_rule")
     if not rule:
         return f"uncertain: confidence below {t:.2f}"
-    return (f"uncertain: confidence below {t:.2f}; on held-apart calibration data the verifier's verdicts at or above "
-            f"it were right {100 * rule['calibration_accuracy_decided']:.0f}% of the time, and "
-            f"{100 * rule['calibration_share_decided']:.0f}% of its verdicts reached it")
+    return (
+        f"uncertain: confidence below {t:.2f}; on held-apart calibration data the verifier's verdicts at or above "
+        f"it were right {100 * rule['calibration_accuracy_decided']:.0f}% of the time, and "
+        f"{100 * rule['calibration_share_decided']:.0f}% of its verdicts reached it"
+    )

@@ -17,8 +17,8 @@ held-apart sets (Factcheck-GPT 55.3 against 58.5 macro-F1).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Callable, Sequence
 
 from .result import Verification
 
@@ -27,8 +27,9 @@ CONFLICT_AT = 0.8
 _OTHER = {"supported": "refuted", "refuted": "supported"}
 
 
-def sentences_to_read(v: Verification, passages: Sequence[str],
-                      split: Callable[[str], list[str]] | None = None) -> list[str]:
+def sentences_to_read(
+    v: Verification, passages: Sequence[str], split: Callable[[str], list[str]] | None = None
+) -> list[str]:
     """The sentences of the passage that decided `v` (`passages`: what was read of each passage, the window that
     decided a long one), when it decided supported or refuted and has more than one; else none."""
     if v.passage is None or v.label not in _OTHER or v.passage >= len(passages):
@@ -46,20 +47,33 @@ def settle(v: Verification, sentences: Sequence[str], readings: Sequence[dict[st
     Tallinn, Estonia." alone, refuted 0.89, put in doubt "... It was built in 1871.", supported 0.91, for "The Orrin
     Bridge was built in 1871.": a sentence silent on the point can read as the other label.)"""
     other = _OTHER.get(v.label)
-    hits = [(r[other], s, r) for s, r in zip(sentences, readings)
-            if other and r[other] >= CONFLICT_AT and r[other] > v.probabilities[v.label]]
+    hits = [
+        (r[other], s, r)
+        for s, r in zip(sentences, readings)
+        if other and r[other] >= CONFLICT_AT and r[other] > v.probabilities[v.label]
+    ]
     if not hits:
         return v
     _, sentence, reading = max(hits, key=lambda h: h[0])
     mixed = {k: (v.probabilities[k] + reading[k]) / 2 for k in v.probabilities}
-    return replace(v, probabilities=mixed,
-                   conflict={"sentence": sentence, "label": other, "probability": round(reading[other], 4),
-                             "passage_label": v.label, "passage_probability": round(v.probabilities[v.label], 4)})
+    return replace(
+        v,
+        probabilities=mixed,
+        conflict={
+            "sentence": sentence,
+            "label": other,
+            "probability": round(reading[other], 4),
+            "passage_label": v.label,
+            "passage_probability": round(v.probabilities[v.label], 4),
+        },
+    )
 
 
 def describe(conflict: dict) -> str:
     """A conflict in words, for rationales and the terminal."""
     sentence = conflict["sentence"] if len(conflict["sentence"]) <= 160 else conflict["sentence"][:157] + "..."
-    return (f'its sentence "{sentence}" alone reads {conflict["label"]} ({conflict["probability"]:.2f}) where the '
-            f'passage read {conflict["passage_label"]} ({conflict["passage_probability"]:.2f}), so the two readings '
-            "are averaged")
+    return (
+        f'its sentence "{sentence}" alone reads {conflict["label"]} ({conflict["probability"]:.2f}) where the '
+        f"passage read {conflict['passage_label']} ({conflict['passage_probability']:.2f}), so the two readings "
+        "are averaged"
+    )

@@ -7,8 +7,9 @@ baselines make: it verifies, maps the result onto the caller's labels, and recor
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from ..steps import evidence_license
 from . import evidence_text, get_verifier, uncertain_threshold
@@ -24,7 +25,7 @@ _NEI_NAMES = ("not enough information", "not enough evidence", "not enough info"
 _CONFLICT_PREFIX = "conflicting"
 
 
-def verifier_enabled(settings: "VerifierConfig", model_id: str) -> bool:
+def verifier_enabled(settings: VerifierConfig, model_id: str) -> bool:
     """verifier.use: on, off, or auto: on when the deciding model is the embedded 135M default (whose own
     decisions are near chance), off with any other model (`model_id` is the run's model, e.g. ctx.model.model_id)."""
     use = settings.use
@@ -35,8 +36,12 @@ def _names(labels: Sequence[str]) -> tuple[str, str, str | None, str | None]:
     """Which of `labels` are supported, refuted, not enough information and conflicting (the last two or None)."""
     by_lower = {x.lower(): x for x in labels}
     supported = by_lower.get("supported") or by_lower.get("true") or labels[0]
-    refuted = (by_lower.get("refuted") or by_lower.get("false") or by_lower.get("not supported")
-               or next(x for x in labels if x != supported))
+    refuted = (
+        by_lower.get("refuted")
+        or by_lower.get("false")
+        or by_lower.get("not supported")
+        or next(x for x in labels if x != supported)
+    )
     nei = next((by_lower[n] for n in _NEI_NAMES if n in by_lower), None)
     conflict = next((x for x in labels if x.lower().startswith(_CONFLICT_PREFIX)), None)
     return supported, refuted, nei, conflict
@@ -57,8 +62,9 @@ def _two_label_rule(refuted: str, binary_rule: TwoLabelRule, rest_rule: TwoLabel
     return rest_rule if refuted.lower() == "not supported" else binary_rule
 
 
-def label_for(v: Verification, labels: Sequence[str], binary_rule: TwoLabelRule,
-              rest_rule: TwoLabelRule = "supported_vs_rest") -> tuple[str, float]:
+def label_for(
+    v: Verification, labels: Sequence[str], binary_rule: TwoLabelRule, rest_rule: TwoLabelRule = "supported_vs_rest"
+) -> tuple[str, float]:
     """The verifier's conclusion as one of `labels` (a pipeline's or an evaluation's set), with its probability.
 
     Two labels (Supported/Refuted, or True/False): the artifact's rule for two-label sets (Supported/Not
@@ -79,8 +85,13 @@ def label_for(v: Verification, labels: Sequence[str], binary_rule: TwoLabelRule,
     return {"supported": supported, "refuted": refuted, "nei": nei}[v.label], v.confidence
 
 
-def probability_of(v: Verification, label: str, labels: Sequence[str], binary_rule: TwoLabelRule,
-                   rest_rule: TwoLabelRule = "supported_vs_rest") -> float | None:
+def probability_of(
+    v: Verification,
+    label: str,
+    labels: Sequence[str],
+    binary_rule: TwoLabelRule,
+    rest_rule: TwoLabelRule = "supported_vs_rest",
+) -> float | None:
     """The verifier's probability of `label`, one of `labels`, read as `label_for` reads it (None for a label
     outside the set, such as a parse failure's)."""
     labels = tuple(dict.fromkeys(labels))
@@ -97,8 +108,9 @@ def probability_of(v: Verification, label: str, labels: Sequence[str], binary_ru
     return None if key is None else v.probabilities[key]
 
 
-def explain(v: Verification, label: str, passages: Sequence["Evidence"], verifier: str, *,
-            two_label: float | None = None) -> str:
+def explain(
+    v: Verification, label: str, passages: Sequence[Evidence], verifier: str, *, two_label: float | None = None
+) -> str:
     """A rationale that says what decided, and never contradicts the label. `two_label`: the label's probability
     when the set has no not-enough-information label (its two-label rule may choose the label that is not the more
     probable of the three printed, so the reading it made is said too)."""
@@ -159,27 +171,52 @@ class EvidenceDecision:
         if label == self.label:
             return label, p, ""
         given = f", and gives {label} {p:.2f}" if p is not None else ""
-        read = (f"the sources read do not settle the claim (the trained verifier reads {self.label}, "
-                f"{self.confidence:.2f}")
+        read = (
+            f"the sources read do not settle the claim (the trained verifier reads {self.label}, {self.confidence:.2f}"
+        )
         if len(self.labels) == 2 and _names(self.labels)[2] is None and p is not None and p < 0.5:
             return self.label, self.confidence, f"{read}{given}); the language model chose {label}"
         return label, p, f"{read}{given}); {label} is the language model's choice"
 
 
-def check_evidence(settings: "VerifierConfig", tracer: "Tracer", claim: str, passages: Sequence["Evidence"],
-                   labels: Sequence[str], *, kind: str = "verifier") -> EvidenceDecision:
+def check_evidence(
+    settings: VerifierConfig,
+    tracer: Tracer,
+    claim: str,
+    passages: Sequence[Evidence],
+    labels: Sequence[str],
+    *,
+    kind: str = "verifier",
+) -> EvidenceDecision:
     """Verify `claim` against `passages`, map onto `labels`, record an `evidence_verifier` step."""
     verifier = get_verifier(settings, kind)
     v = verifier.verify(claim, [evidence_text(e.text, e.source) for e in passages])
     label, confidence = label_for(v, labels, verifier.binary_rule, verifier.rest_rule)
     _, _, nei, conflict = _names(tuple(dict.fromkeys(labels)))
-    rationale = explain(v, label, passages, verifier.name,
-                        two_label=confidence if nei is None and label != conflict else None)
-    decision = EvidenceDecision(label, confidence, v, rationale, tuple(dict.fromkeys(labels)), verifier.binary_rule,
-                                uncertain_threshold(settings), verifier.rest_rule)
+    rationale = explain(
+        v, label, passages, verifier.name, two_label=confidence if nei is None and label != conflict else None
+    )
+    decision = EvidenceDecision(
+        label,
+        confidence,
+        v,
+        rationale,
+        tuple(dict.fromkeys(labels)),
+        verifier.binary_rule,
+        uncertain_threshold(settings),
+        verifier.rest_rule,
+    )
     extra = {"conflict": v.conflict} if v.conflict else {}  # a sentence of the deciding passage read otherwise
-    tracer.emit("evidence_verifier", verifier=verifier.name, label=label, confidence=confidence,
-                probabilities={k: round(x, 4) for k, x in v.probabilities.items()}, passage=v.passage,
-                rationale=rationale, decisive=decision.decisive,
-                sources=list(dict.fromkeys(e.source for e in passages if e.source)), **extra)
+    tracer.emit(
+        "evidence_verifier",
+        verifier=verifier.name,
+        label=label,
+        confidence=confidence,
+        probabilities={k: round(x, 4) for k, x in v.probabilities.items()},
+        passage=v.passage,
+        rationale=rationale,
+        decisive=decision.decisive,
+        sources=list(dict.fromkeys(e.source for e in passages if e.source)),
+        **extra,
+    )
     return decision

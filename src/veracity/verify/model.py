@@ -16,14 +16,13 @@ import hashlib
 import json
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
 
 from ..errors import UserError
-from .data import LABELS
-from .result import Verification, Verifier, aggregate, candidates, most_decisive  # noqa: F401  (re-exported)
+from .result import LABELS, Verification, Verifier, aggregate, candidates, most_decisive  # noqa: F401  (re-exported)
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 DEFAULT = "default"
@@ -33,13 +32,14 @@ BATCH_SIZE = 32
 @dataclass
 class Stack:
     """The final pairwise decision: a multinomial logistic regression over the cross-encoder's calibrated
-    log-probabilities and the lexical features (verify/lexical.py), fitted on the calibration part, so that
-    word overlap and the trained reader each count where they are right."""
+    log-probabilities and the lexical features (verify/lexical.py), fitted on the calibration part
+    (verify/training/fits.py `fit_stack`), so that word overlap and the trained reader each count where they are
+    right."""
 
-    coef: "list[list[float]]"
-    intercept: "list[float]"
-    mean: "list[float]"
-    scale: "list[float]"
+    coef: list[list[float]]
+    intercept: list[float]
+    mean: list[float]
+    scale: list[float]
 
     def apply(self, probs: Sequence[float], lexical: Sequence[float]) -> list[float]:
         import math
@@ -53,32 +53,6 @@ class Stack:
 
     def to_json(self) -> dict:
         return {"coef": self.coef, "intercept": self.intercept, "mean": self.mean, "scale": self.scale}
-
-
-def allowed_classes(label: str) -> list[int]:
-    """The classes a gold label allows, as a 0/1 row over LABELS (`not_supported`: refuted or nei)."""
-    return [0, 1, 1] if label == "not_supported" else [int(label == x) for x in LABELS]
-
-
-def fit_stack(probs: list[list[float]], lexical: list[list[float]], gold: list[str], *, seed: int = 0,
-              groups: list[str] | None = None) -> Stack:
-    """Fit the stacker (numpy gradient descent, L2, deterministic) on held-apart pairs: a two-way source's
-    not_supported counts as refuted-or-nei; with `groups` (each pair's source) every source weighs the same."""
-    import math
-    from collections import Counter
-
-    import numpy as np
-
-    from .lexical import fit_softmax
-
-    X = np.asarray([[math.log(max(p, 1e-6)) for p in pr] + list(lx) for pr, lx in zip(probs, lexical)], float)
-    weights = None
-    if groups is not None:
-        size = Counter(groups)
-        weights = np.asarray([1.0 / size[g] for g in groups])
-    W, b, mean, scale = fit_softmax(X, np.asarray([allowed_classes(g) for g in gold]), len(LABELS), seed=seed,
-                                    l2=1e-2, steps=1500, weights=weights)
-    return Stack(W.tolist(), b.tolist(), mean.tolist(), scale.tolist())
 
 
 class CrossEncoderVerifier:
@@ -122,9 +96,15 @@ class CrossEncoderVerifier:
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
         scored: dict[int, dict[str, float]] = {}
         for start in range(0, len(order), BATCH_SIZE):
-            idx = order[start:start + BATCH_SIZE]
-            enc = self.tokenizer([pairs[i][0] for i in idx], [pairs[i][1] for i in idx], truncation="longest_first",
-                                 max_length=self.max_length, padding=True, return_tensors="pt")
+            idx = order[start : start + BATCH_SIZE]
+            enc = self.tokenizer(
+                [pairs[i][0] for i in idx],
+                [pairs[i][1] for i in idx],
+                truncation="longest_first",
+                max_length=self.max_length,
+                padding=True,
+                return_tensors="pt",
+            )
             logits = self.model(**enc).logits / self.temperature
             probs = torch.softmax(logits, -1)[:, self.order].tolist()
             if self.stack is not None:
@@ -157,13 +137,14 @@ class CrossEncoderVerifier:
         scores = self.score_pairs(pairs) if pairs else []
         out, read = [], []  # per item: the conclusion, and per candidate the text of its deciding window
         for groups, k in spans:
-            best = [a + most_decisive(scores[a:a + n]) for a, n in groups]
+            best = [a + most_decisive(scores[a : a + n]) for a, n in groups]
             out.append(aggregate([scores[b] for b in best], k, self.aggregate_temperature))
             read.append([pairs[b][1] for b in best])
         return self._settle_conflicts([claim for claim, _ in items], read, out)
 
-    def _settle_conflicts(self, claims: Sequence[str], read: list[list[str]],
-                          found: list[Verification]) -> list[Verification]:
+    def _settle_conflicts(
+        self, claims: Sequence[str], read: list[list[str]], found: list[Verification]
+    ) -> list[Verification]:
         """The sentences of each deciding reading (a passage, or the window of a long one that decided) read one by
         one; a reading at odds with one of them is averaged with it (verify/conflict.py)."""
         from .conflict import sentences_to_read, settle
@@ -201,60 +182,13 @@ def base_classifier(num_labels: int):
     """The base model with a (new) classification head of num_labels: what trained verifier tensors are loaded into."""
     from transformers import AutoModelForSequenceClassification
 
-    return AutoModelForSequenceClassification.from_pretrained(base_model_path(), num_labels=num_labels,
-                                                              local_files_only=True)
+    return AutoModelForSequenceClassification.from_pretrained(
+        base_model_path(), num_labels=num_labels, local_files_only=True
+    )
 
 
 #: the file a verifier folder that holds a whole model (trained with `--base`) keeps its weights in
 WHOLE_MODEL_WEIGHTS = "model.safetensors"
-
-
-def training_base(base: str | None):
-    """(tokenizer, model) that `veracity verifier train` starts from, the model's outputs being LABELS in order.
-
-    None: the packaged all-MiniLM-L6-v2 with a new head. Otherwise any Hugging Face encoder folder on disk (a larger
-    encoder for a GPU, or a natural-language-inference cross-encoder): when its labels name the three classes
-    (entailment / contradiction / neutral, or supported / refuted / nei) its own head is kept, its rows put in
-    LABELS' order, so training starts from what it already reads; else it gets a new three-way head."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import torch
-    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
-    if base is None:
-        return AutoTokenizer.from_pretrained(base_model_path(), local_files_only=True), base_classifier(len(LABELS))
-    path = model_folder(base)
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    try:
-        config = AutoConfig.from_pretrained(path, local_files_only=True)
-        names = three_way_names(config)
-        keep = sorted(names) == sorted(LABELS)
-        new_head = {} if keep else {"num_labels": len(LABELS), "ignore_mismatched_sizes": True}
-        model = AutoModelForSequenceClassification.from_pretrained(path, local_files_only=True, **new_head)
-        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    except (OSError, ValueError, KeyError) as e:
-        raise UserError(" ".join(f"--base {base}: cannot load it as a sequence classifier: {e}".split())) from e
-    finally:
-        hf_logging.set_verbosity(verbosity)
-    if keep:  # the head's rows in LABELS' order: the training loss and the calibration read outputs in that order
-        heads = [m for m in model.modules() if isinstance(m, torch.nn.Linear) and m.out_features == len(LABELS)]
-        order = [names.index(lab) for lab in LABELS]
-        with torch.no_grad():
-            heads[-1].weight.copy_(heads[-1].weight[order].clone())
-            if heads[-1].bias is not None:
-                heads[-1].bias.copy_(heads[-1].bias[order].clone())
-    model.config.id2label = dict(enumerate(LABELS))
-    model.config.label2id = {lab: i for i, lab in enumerate(LABELS)}
-    return tokenizer, model
-
-
-def model_folder(base: str) -> Path:
-    """`--base`'s folder, or a clear error when it holds no Hugging Face model."""
-    path = Path(base).expanduser()
-    if not (path / "config.json").is_file():
-        raise UserError(f"--base {base}: not a Hugging Face model folder (no config.json there)")
-    return path
 
 
 def three_way_names(config) -> list[str]:
@@ -272,7 +206,6 @@ def weights_file(folder: Path, settings: dict) -> Path:
 def _load_cross_encoder(folder: str):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -310,8 +243,10 @@ def _load_cross_encoder(folder: str):
             names = [str(model.config.id2label[i]).lower() for i in range(model.config.num_labels)]
             mapped = three_way_names(model.config)
             if sorted(mapped) != sorted(LABELS):
-                raise UserError(f"verifier model {path} has labels {names}; it needs supported/refuted/nei "
-                                "(or entailment/contradiction/neutral)")
+                raise UserError(
+                    f"verifier model {path} has labels {names}; it needs supported/refuted/nei "
+                    "(or entailment/contradiction/neutral)"
+                )
             settings = {"name": path.name, "labels": mapped, "max_length": 256, "temperature": 1.0}
         else:
             raise UserError(f"not a verifier folder (no verifier.json or config.json): {path}")
@@ -328,9 +263,16 @@ def _load_cross_encoder(folder: str):
 
 
 def _label_name(name: str) -> str:
-    return {"entailment": "supported", "support": "supported", "supports": "supported",
-            "contradiction": "refuted", "refutes": "refuted", "neutral": "nei",
-            "not enough info": "nei", "not_enough_info": "nei"}.get(name, name)
+    return {
+        "entailment": "supported",
+        "support": "supported",
+        "supports": "supported",
+        "contradiction": "refuted",
+        "refutes": "refuted",
+        "neutral": "nei",
+        "not enough info": "nei",
+        "not_enough_info": "nei",
+    }.get(name, name)
 
 
 _shared: dict[str, CrossEncoderVerifier] = {}
@@ -341,8 +283,10 @@ def load_verifier(model: str | Path | None = None, *, threads: int | None = 1) -
     """The verifier in `model` (None or "default": the one shipped in the package), loaded once per process."""
     folder = WEIGHTS_DIR if model in (None, "", DEFAULT) else Path(model).expanduser().resolve()
     if folder == WEIGHTS_DIR and not (folder / "verifier.json").is_file():
-        raise UserError("this installation has no trained verifier (src/veracity/verify/weights/verifier.json); "
-                        "build it with `veracity verifier train`")
+        raise UserError(
+            "this installation has no trained verifier (src/veracity/verify/weights/verifier.json); "
+            "build it with `veracity verifier train`"
+        )
     with _shared_lock:
         if str(folder) not in _shared:
             _shared[str(folder)] = CrossEncoderVerifier(folder, threads=threads)

@@ -4,25 +4,29 @@ conclusion (`aggregate`); shared by the trained verifier (model.py) and the lexi
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Protocol, Sequence, Union
+from typing import Protocol
+
+#: the three classes, in the order of every three-way reading (the model's outputs, a row of probabilities)
+LABELS = ("supported", "refuted", "nei")
 
 #: how a two-label set (supported / refuted) is decided from three-way probabilities: "supported_vs_refuted",
-#: "supported_vs_rest", or a rule fitted on calibration pairs of two-label sources (verify/train.py
+#: "supported_vs_rest", or a rule fitted on calibration pairs of two-label sources (verify/training/fits.py
 #: `fit_two_label_rule`): {"name": "fitted", "weights": [w_supported, w_refuted, w_nei], "bias": b}, the
 #: probability of supported being the logistic function of b + the weights times the log-probabilities; or, for
 #: sets whose other label is "not supported" (refuted or not settled), one fitted on calibration pairs of such
 #: sources (`fit_rest_rule`): {"name": "fitted_vs_rest", "weight": w, "bias": b}, the logistic function of
 #: b + w times the log-odds of supported against the rest
-TwoLabelRule = Union[str, Mapping]
+TwoLabelRule = str | Mapping
 #: the floor under each probability before a fitted rule takes its logarithm: one value for fitting and reading
 RULE_FLOOR = 1e-6
 
 #: the temperature on the deciding reading when several passages are read: one number, or one that depends on how
-#: many passages there are, {"alpha": a, "beta": b}: exp(a + b ln n) for n passages (verify/train.py
-#: `fit_aggregate_temperature`; the most decisive of ten retrieved sentences looks far surer than it is, the most
-#: decisive of two gold sentences hardly)
-SeveralTemperature = Union[float, Mapping]
+#: many passages there are, {"alpha": a, "beta": b}: exp(a + b ln n) for n passages
+#: (verify/training/fits.py `fit_aggregate_temperature`; the most decisive of ten retrieved sentences looks far
+#: surer than it is, the most decisive of two gold sentences hardly)
+SeveralTemperature = float | Mapping
 #: at least 1: choosing the most decisive of several readings can only make it look surer, never less sure (fitted
 #: freely, two gold sentences got 0.74, sharpening readings that were no more often right than single ones)
 SEVERAL_TEMPERATURE_RANGE = (1.0, 20.0)
@@ -55,8 +59,9 @@ def binary_label(supported: float, refuted: float, rule: TwoLabelRule = "support
         s = _logistic(rule["bias"] + rule["weight"] * supported_log_odds(supported))
     elif isinstance(rule, Mapping):
         nei = max(1.0 - supported - refuted, 0.0)
-        z = rule["bias"] + sum(w * math.log(max(p, RULE_FLOOR))
-                                for w, p in zip(rule["weights"], (supported, refuted, nei)))
+        z = rule["bias"] + sum(
+            w * math.log(max(p, RULE_FLOOR)) for w, p in zip(rule["weights"], (supported, refuted, nei))
+        )
         s = _logistic(z)
     else:
         s = supported if rule == "supported_vs_rest" else supported / max(supported + refuted, 1e-9)
@@ -65,7 +70,7 @@ def binary_label(supported: float, refuted: float, rule: TwoLabelRule = "support
 
 def supported_log_odds(supported: float) -> float:
     """log(supported / (1 - supported)), the probability held RULE_FLOOR from 0 and 1: what a fitted rule against
-    the rest reads, one function for fitting (verify/train.py `fit_rest_rule`) and reading."""
+    the rest reads, one function for fitting (verify/training/fits.py `fit_rest_rule`) and reading."""
     p = min(max(supported, RULE_FLOOR), 1.0 - RULE_FLOOR)
     return math.log(p) - math.log(1.0 - p)
 
@@ -77,16 +82,20 @@ def _logistic(z: float) -> float:
 def describe_rule(rule: TwoLabelRule) -> str:
     """The two-label rule in words, for the model card and `veracity verifier info`."""
     if isinstance(rule, Mapping) and rule.get("name") == "fitted_vs_rest":
-        said = (f"fitted: supported with probability logistic({rule['bias']:.3f} + {rule['weight']:.3f} "
-                f"log(supported / (1 - supported)))")
+        said = (
+            f"fitted: supported with probability logistic({rule['bias']:.3f} + {rule['weight']:.3f} "
+            f"log(supported / (1 - supported)))"
+        )
         if rule["weight"] <= 0:  # (a fit on readings that say nothing of the label: it decides by its bias alone)
             return f"{said}, {'supported' if rule['bias'] >= 0 else 'not supported'} at any reading"
         at = _logistic(-rule["bias"] / rule["weight"])  # the supported probability where it crosses one half
         return f"{said}, supported from {at:.2f}"
     if isinstance(rule, Mapping):
         ws, wr, wn = rule["weights"]
-        return (f"fitted: supported with probability logistic({rule['bias']:.3f} + {ws:.3f} log supported "
-                f"{wr:+.3f} log refuted {wn:+.3f} log nei)")
+        return (
+            f"fitted: supported with probability logistic({rule['bias']:.3f} + {ws:.3f} log supported "
+            f"{wr:+.3f} log refuted {wn:+.3f} log nei)"
+        )
     return rule
 
 
@@ -114,8 +123,12 @@ class Verification:
         return binary_label(self.probabilities["supported"], self.probabilities["refuted"], rule)
 
     def to_dict(self) -> dict:
-        out = {"probabilities": {k: round(v, 4) for k, v in self.probabilities.items()},
-               "label": self.label, "confidence": round(self.confidence, 4), "passage": self.passage}
+        out = {
+            "probabilities": {k: round(v, 4) for k, v in self.probabilities.items()},
+            "label": self.label,
+            "confidence": round(self.confidence, 4),
+            "passage": self.passage,
+        }
         if self.conflict:
             out["conflict"] = self.conflict
         return out
@@ -143,8 +156,9 @@ def most_decisive(readings: Sequence[dict[str, float]]) -> int:
     return min(range(len(readings)), key=lambda i: readings[i]["nei"])
 
 
-def aggregate(per_candidate: list[dict[str, float]], n_passages: int,
-              temperature: SeveralTemperature = 1.0) -> Verification:
+def aggregate(
+    per_candidate: list[dict[str, float]], n_passages: int, temperature: SeveralTemperature = 1.0
+) -> Verification:
     """Candidates are the passages one by one, then (when there are several) all of them together.
 
     The most decisive candidate (the least not-enough-information) decides; its index is the deciding

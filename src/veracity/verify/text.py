@@ -10,15 +10,19 @@ import re
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*|\d[\d,.]*\d|\d")
 _NUMBER = re.compile(r"\d[\d,.]*\d|\d")
-STOPWORDS = frozenset("""a an the and or but if of at by for with about against between into through during before after
+STOPWORDS = frozenset(
+    """a an the and or but if of at by for with about against between into through during before after
 above below to from up down in out on off over under again further then once here there when where why how all any
 both each few more most other some such only own same so than too very s t can will just don should now is are was
 were be been being have has had having do does did doing i me my we our you your he him his she her it its they them
 their what which who whom this that these those am as until while also its itself themselves himself herself would
-could may might must shall one""".split())
-NEGATIONS = frozenset("""not no never none nobody nothing neither nor cannot can't don't doesn't didn't isn't wasn't
+could may might must shall one""".split()
+)
+NEGATIONS = frozenset(
+    """not no never none nobody nothing neither nor cannot can't don't doesn't didn't isn't wasn't
 aren't weren't won't wouldn't shouldn't couldn't hasn't haven't hadn't without lack lacks lacked fail fails failed
-only""".split())
+only""".split()
+)
 
 
 def tokens(text: str) -> list[str]:

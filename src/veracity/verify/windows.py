@@ -8,7 +8,7 @@ Without it the end of a long passage (an index chunk of 120 words, a web page, a
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 SPECIAL_TOKENS = 3  # [CLS] claim [SEP] passage [SEP]
 MIN_BUDGET = 32  # word pieces left for the passage below which windows would be too short to mean anything
@@ -17,13 +17,20 @@ MIN_BUDGET = 32  # word pieces left for the passage below which windows would be
 def token_counter(tok) -> Callable[[str], int]:
     """A text's word pieces by a Hugging Face tokenizer, without special tokens (a text past the model's 512
     pieces is counted, not read: no warning)."""
+
     def count(text: str) -> int:
         return len(tok(text, add_special_tokens=False, verbose=False)["input_ids"])
+
     return count
 
 
-def windows(claim_tokens: int, text: str, count: Callable[[str], int], max_length: int,
-            split: Callable[[str], list[str]] | None = None) -> list[str]:
+def windows(
+    claim_tokens: int,
+    text: str,
+    count: Callable[[str], int],
+    max_length: int,
+    split: Callable[[str], list[str]] | None = None,
+) -> list[str]:
     """`text` as it is when it fits beside a claim of `claim_tokens` word pieces, else windows of its sentences.
 
     `count` gives a text's word pieces (without special tokens). A sentence longer than a window is a window of its

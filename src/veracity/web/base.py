@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..errors import BackendError
 
 if TYPE_CHECKING:
-    from ..images.files import ImageFile
+    from ..image_files import ImageFile
     from ..types import Evidence
 
 
@@ -37,7 +37,7 @@ class SearchHit:
     doc_id: str | None = None
     score: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-    origin: "Evidence | None" = None  # a local index's hit: the index's evidence record (where its passage stands)
+    origin: Evidence | None = None  # a local index's hit: the index's evidence record (where its passage stands)
 
 
 class SearchProvider(Protocol):
@@ -51,6 +51,6 @@ class SearchProvider(Protocol):
         """Images (with the pages they are on) for a text query."""
         ...
 
-    def reverse(self, image: "ImageFile", k: int) -> list[SearchHit]:
+    def reverse(self, image: ImageFile, k: int) -> list[SearchHit]:
         """Pages or captions that show the same image."""
         ...

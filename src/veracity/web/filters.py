@@ -21,23 +21,8 @@ from collections.abc import Iterable, Sequence
 from datetime import date, datetime, timedelta
 from urllib.parse import urlsplit
 
+from ..config import DEFAULT_EXCLUDED, EXCLUDED_BOT_HOSTILE, EXCLUDED_FACT_CHECKERS  # noqa: F401  (the DEFAME paper's lists)
 from .base import SearchHit
-
-# Table 5 of the DEFAME paper: fact-checking sites.
-EXCLUDED_FACT_CHECKERS: tuple[str, ...] = (
-    "snopes.com", "politifact.com", "factcheck.org", "truthorfiction.com", "fullfact.org",
-    "leadstories.com", "hoax-slayer.net", "checkyourfact.com", "reuters.com/fact-check",
-    "reuters.com/article/fact-check", "apnews.com/APFactCheck", "factcheck.afp.com", "poynter.org",
-    "factcheck.ge", "vishvasnews.com", "boomlive.in", "altnews.in", "thequint.com/news/webqoof",
-    "factcheck.kz",
-)
-# Table 6 of the DEFAME paper: sites that refuse scrapers or need a login.
-EXCLUDED_BOT_HOSTILE: tuple[str, ...] = (
-    "facebook.com", "twitter.com", "x.com", "instagram.com", "youtube.com", "tiktok.com", "reddit.com",
-    "ebay.com", "microsoft.com", "researchhub.com", "pinterest.com", "irs.gov",
-)
-DEFAULT_EXCLUDED: tuple[str, ...] = EXCLUDED_FACT_CHECKERS + EXCLUDED_BOT_HOSTILE
-
 
 # --------------------------------------------------------------------------- domains
 
@@ -198,8 +183,11 @@ def last_day(value: object) -> date | None:
 
 #: words by which a claim speaks of the present (a figure or a state that changes): an older source may no longer
 #: say what holds when the claim was made
-PRESENT = re.compile(r"\b(current(?:ly)?|now|nowadays|today|latest|still|presently|at present|as of|incumbent|"
-                     r"these days|this (?:year|month|week))\b", re.I)
+PRESENT = re.compile(
+    r"\b(current(?:ly)?|now|nowadays|today|latest|still|presently|at present|as of|incumbent|"
+    r"these days|this (?:year|month|week))\b",
+    re.I,
+)
 STALE_DAYS = 365  # a source this much older than the claim, on a claim about the present, is possibly stale
 
 
@@ -217,10 +205,12 @@ def stale_note(evidence: Sequence[object], claim: str, claim_date: str | None, *
     old = [e for e in evidence if (d := last_day(getattr(e, "date", None))) is not None and (cutoff - d).days > days]
     if not old:
         return None
-    named = ", ".join(f"{getattr(e, 'source', '') or 'a source'} ({getattr(e, 'date')})" for e in old)
+    named = ", ".join(f"{getattr(e, 'source', '') or 'a source'} ({e.date})" for e in old)
     verb = "predates" if len(old) == 1 else "predate"
-    return (f"{STALE}: the claim speaks of the present ({word.group(0)!r}) and {plural(len(old), 'result')} "
-            f"{verb} its date {claim_date} by more than {days} days: {named}")
+    return (
+        f"{STALE}: the claim speaks of the present ({word.group(0)!r}) and {plural(len(old), 'result')} "
+        f"{verb} its date {claim_date} by more than {days} days: {named}"
+    )
 
 
 def plural(n: int, word: str) -> str:
@@ -233,8 +223,9 @@ def after_claim_note(n: int, cutoff: str, how: str = "") -> str:
     return f"dropped {plural(n, 'result')} published after the claim date {cutoff}{how}"
 
 
-def filter_hits(hits: Sequence[SearchHit], *, excluded: Iterable[str] = DEFAULT_EXCLUDED,
-                before: str | None = None) -> tuple[list[SearchHit], list[str]]:
+def filter_hits(
+    hits: Sequence[SearchHit], *, excluded: Iterable[str] = DEFAULT_EXCLUDED, before: str | None = None
+) -> tuple[list[SearchHit], list[str]]:
     """Drop hits from excluded domains and hits published after `before` (the claim date).
 
     Returns the kept hits, in their order, and one note per kind of drop, e.g. "dropped 2 results

@@ -28,7 +28,7 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 
 from .. import __version__
-from ..evidence.quotes import utc_now
+from ..quotes import utc_now
 from .filters import to_iso_date
 
 MAX_REDIRECTS = 5
@@ -222,9 +222,17 @@ class Scraper:
     caps the page text (`Page.truncated` tells).
     """
 
-    def __init__(self, *, timeout: float = 15.0, max_bytes: int = 5_000_000, max_images: int = 32,
-                 allow_private: bool = False, user_agent: str = DEFAULT_USER_AGENT, max_chars: int = MAX_TEXT_CHARS,
-                 client: httpx.Client | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        timeout: float = 15.0,
+        max_bytes: int = 5_000_000,
+        max_images: int = 32,
+        allow_private: bool = False,
+        user_agent: str = DEFAULT_USER_AGENT,
+        max_chars: int = MAX_TEXT_CHARS,
+        client: httpx.Client | None = None,
+    ) -> None:
         self.timeout = float(timeout)
         self.max_bytes = max_bytes
         self.max_images = max_images
@@ -238,7 +246,7 @@ class Scraper:
         if self._owns_client:
             self._client.close()
 
-    def __enter__(self) -> "Scraper":
+    def __enter__(self) -> Scraper:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -249,8 +257,7 @@ class Scraper:
     def fetch(self, url: str) -> Page:
         """The page at `url`: HTML (main text via trafilatura), plain text or PDF."""
         fetched_at = utc_now()
-        body = self._get(url, max_bytes=self.max_bytes, accept=PAGE_TYPES, noun="page",
-                         refused="not a web page")
+        body = self._get(url, max_bytes=self.max_bytes, accept=PAGE_TYPES, noun="page", refused="not a web page")
         try:
             if body.content_type == "application/pdf":
                 title, text, date, images = *_pdf_title_and_text(body.data), None, []
@@ -263,9 +270,17 @@ class Scraper:
             raise ScrapeError(url, f"unreadable {what} ({type(e).__name__}: {e})") from e
         text = text.strip()
         truncated = len(text) > self.max_chars
-        return Page(url=url, final_url=body.final_url, title=title, text=text[: self.max_chars] if truncated else text,
-                    date=date, images=images, content_type=body.content_type, truncated=truncated,
-                    fetched_at=fetched_at)
+        return Page(
+            url=url,
+            final_url=body.final_url,
+            title=title,
+            text=text[: self.max_chars] if truncated else text,
+            date=date,
+            images=images,
+            content_type=body.content_type,
+            truncated=truncated,
+            fetched_at=fetched_at,
+        )
 
     def fetch_image(self, url: str, *, max_bytes: int = 10_000_000) -> bytes:
         """The bytes of the image at `url` (the response must say image/*)."""
@@ -291,15 +306,21 @@ class Scraper:
             except httpx.InvalidURL as e:
                 raise ScrapeError(url, f"not a valid URL ({e})", verb=REFUSED) from None
             try:
-                with self._client.stream("GET", target, headers={"User-Agent": self.user_agent, **headers},
-                                         extensions=extensions, follow_redirects=False,
-                                         timeout=self.timeout) as response:
+                with self._client.stream(
+                    "GET",
+                    target,
+                    headers={"User-Agent": self.user_agent, **headers},
+                    extensions=extensions,
+                    follow_redirects=False,
+                    timeout=self.timeout,
+                ) as response:
                     if response.status_code in _REDIRECTS and response.headers.get("location"):
                         current = urljoin(current, response.headers["location"])
                         continue
                     if response.status_code >= 400:
-                        raise ScrapeError(url, f"HTTP {response.status_code}"
-                                          + (f" at {current}" if current != url else ""))
+                        raise ScrapeError(
+                            url, f"HTTP {response.status_code}" + (f" at {current}" if current != url else "")
+                        )
                     media = _media_type(response)
                     if not media.startswith(accept):
                         raise ScrapeError(url, f"{refused}: {media or 'no content type'}")
@@ -349,8 +370,7 @@ def _read_html(html: str, url: str, max_images: int) -> tuple[str, str, str | No
 
     from ..retrieval.documents import _PlainHTML
 
-    doc = trafilatura.bare_extraction(html, url=url, with_metadata=True, include_comments=False,
-                                      include_tables=True)
+    doc = trafilatura.bare_extraction(html, url=url, with_metadata=True, include_comments=False, include_tables=True)
     plain = _PlainHTML()
     plain.feed(html)
     plain.close()

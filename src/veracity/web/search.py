@@ -26,7 +26,7 @@ from .base import NotSupported, SearchError, SearchHit
 from .filters import last_day, to_iso_date
 
 if TYPE_CHECKING:
-    from ..images.files import ImageFile
+    from ..image_files import ImageFile
     from ..retrieval.base import Retriever
 
 SERPER_URL = "https://google.serper.dev"
@@ -88,16 +88,18 @@ class _HttpProvider:
             try:
                 response = self._client.request(method, url, timeout=self.timeout, **kwargs)
             except httpx.TimeoutException:
-                raise SearchError(f"search provider {self.name} unreachable at {url}: "
-                                  f"no answer within {self.timeout:g} s") from None
+                raise SearchError(
+                    f"search provider {self.name} unreachable at {url}: no answer within {self.timeout:g} s"
+                ) from None
             except (httpx.UnsupportedProtocol, httpx.InvalidURL) as e:
                 raise SearchError(f"search provider {self.name}: {url} is not a usable http(s) URL ({e})") from None
             except httpx.TransportError as e:
                 if attempt == 1:
                     time.sleep(RETRY_PAUSE_S)
                     continue
-                raise SearchError(f"search provider {self.name} unreachable at {url}: "
-                                  f"{_one_line(str(e)) or type(e).__name__}") from None
+                raise SearchError(
+                    f"search provider {self.name} unreachable at {url}: {_one_line(str(e)) or type(e).__name__}"
+                ) from None
             if response.status_code >= 500 and attempt == 1:
                 time.sleep(RETRY_PAUSE_S)
                 continue
@@ -155,8 +157,9 @@ class SerperSearch(_HttpProvider):
 
     name = "serper"
 
-    def __init__(self, api_key: str, *, base_url: str = SERPER_URL, timeout: float = 20.0,
-                 client: httpx.Client | None = None) -> None:
+    def __init__(
+        self, api_key: str, *, base_url: str = SERPER_URL, timeout: float = 20.0, client: httpx.Client | None = None
+    ) -> None:
         super().__init__(base_url, timeout=timeout, client=client)
         self._api_key = api_key
 
@@ -167,8 +170,10 @@ class SerperSearch(_HttpProvider):
         return self._request("POST", path, json=body, headers={"X-API-KEY": self._api_key})
 
     def _forbidden(self, status: int, url: str, detail: str) -> str:
-        return (f"search provider serper rejected the API key at {url} (HTTP {status}"
-                f"{': ' + detail if detail else ''}): check {SERPER_KEY_ENV}")
+        return (
+            f"search provider serper rejected the API key at {url} (HTTP {status}"
+            f"{': ' + detail if detail else ''}): check {SERPER_KEY_ENV}"
+        )
 
     @staticmethod
     def _body(query: str, k: int, before: str | None) -> dict[str, Any]:
@@ -180,33 +185,55 @@ class SerperSearch(_HttpProvider):
 
     def web(self, query: str, k: int, *, before: str | None = None) -> list[SearchHit]:
         data = self._post("/search", self._body(query, k, before))
-        return [SearchHit(title=_str(item, "title") or "", url=_str(item, "link"),
-                          snippet=_str(item, "snippet") or "", date=to_iso_date(_str(item, "date")),
-                          extra={"position": item.get("position")})
-                for item in _items(data, "organic") if _str(item, "link")][:k]
+        return [
+            SearchHit(
+                title=_str(item, "title") or "",
+                url=_str(item, "link"),
+                snippet=_str(item, "snippet") or "",
+                date=to_iso_date(_str(item, "date")),
+                extra={"position": item.get("position")},
+            )
+            for item in _items(data, "organic")
+            if _str(item, "link")
+        ][:k]
 
     def images(self, query: str, k: int, *, before: str | None = None) -> list[SearchHit]:
         data = self._post("/images", self._body(query, k, before))
-        return [SearchHit(title=_str(item, "title") or "", url=_str(item, "link"),
-                          snippet=_str(item, "source", "domain") or "", image_url=_str(item, "imageUrl"),
-                          extra={"thumbnail": _str(item, "thumbnailUrl"), "width": item.get("imageWidth"),
-                                 "height": item.get("imageHeight")})
-                for item in _items(data, "images") if _str(item, "imageUrl")][:k]
+        return [
+            SearchHit(
+                title=_str(item, "title") or "",
+                url=_str(item, "link"),
+                snippet=_str(item, "source", "domain") or "",
+                image_url=_str(item, "imageUrl"),
+                extra={
+                    "thumbnail": _str(item, "thumbnailUrl"),
+                    "width": item.get("imageWidth"),
+                    "height": item.get("imageHeight"),
+                },
+            )
+            for item in _items(data, "images")
+            if _str(item, "imageUrl")
+        ][:k]
 
-    def reverse(self, image: "ImageFile", k: int) -> list[SearchHit]:
+    def reverse(self, image: ImageFile, k: int) -> list[SearchHit]:
         source = getattr(image, "source", None)
         if not (isinstance(source, str) and source.lower().startswith(("http://", "https://"))):
-            raise NotSupported("Serper's reverse image search (Google Lens) needs the image at a public "
-                               f"http(s) URL; this image is {source or 'a local file'}")
+            raise NotSupported(
+                "Serper's reverse image search (Google Lens) needs the image at a public "
+                f"http(s) URL; this image is {source or 'a local file'}"
+            )
         data = self._post("/lens", {"url": source})
         hits: dict[str, SearchHit] = {}
         for item in _items(data, "organic", "visual_matches", "visualMatches"):
             link = _str(item, "link", "url")
             if link and link not in hits:
-                hits[link] = SearchHit(title=_str(item, "title") or "", url=link,
-                                       snippet=_str(item, "snippet", "source") or "",
-                                       image_url=_str(item, "imageUrl", "thumbnailUrl", "image"),
-                                       date=to_iso_date(_str(item, "date")))
+                hits[link] = SearchHit(
+                    title=_str(item, "title") or "",
+                    url=link,
+                    snippet=_str(item, "snippet", "source") or "",
+                    image_url=_str(item, "imageUrl", "thumbnailUrl", "image"),
+                    date=to_iso_date(_str(item, "date")),
+                )
         return list(hits.values())[:k]
 
 
@@ -227,8 +254,10 @@ class SearxngSearch(_HttpProvider):
 
     def _forbidden(self, status: int, url: str, detail: str) -> str:
         if status == 403:
-            return (f"SearXNG at {self.base_url} answered 403 Forbidden to format=json: JSON output is not "
-                    "enabled in its settings.yml (add json under search: formats)")
+            return (
+                f"SearXNG at {self.base_url} answered 403 Forbidden to format=json: JSON output is not "
+                "enabled in its settings.yml (add json under search: formats)"
+            )
         return super()._forbidden(status, url, detail)
 
     def _search(self, query: str, category: str) -> list[dict[str, Any]]:
@@ -241,21 +270,34 @@ class SearxngSearch(_HttpProvider):
         return results
 
     def web(self, query: str, k: int, *, before: str | None = None) -> list[SearchHit]:
-        return [SearchHit(title=_str(item, "title") or "", url=_str(item, "url"),
-                          snippet=_str(item, "content") or "", date=to_iso_date(_str(item, "publishedDate")),
-                          score=item.get("score") if isinstance(item.get("score"), (int, float)) else None,
-                          extra={"engines": item.get("engines")})
-                for item in self._search(query, "general") if _str(item, "url")][:k]
+        return [
+            SearchHit(
+                title=_str(item, "title") or "",
+                url=_str(item, "url"),
+                snippet=_str(item, "content") or "",
+                date=to_iso_date(_str(item, "publishedDate")),
+                score=item.get("score") if isinstance(item.get("score"), (int, float)) else None,
+                extra={"engines": item.get("engines")},
+            )
+            for item in self._search(query, "general")
+            if _str(item, "url")
+        ][:k]
 
     def images(self, query: str, k: int, *, before: str | None = None) -> list[SearchHit]:
-        return [SearchHit(title=_str(item, "title") or "", url=_str(item, "url"),
-                          snippet=_str(item, "content", "source") or "",
-                          image_url=urljoin(self.base_url + "/", _str(item, "img_src") or ""),
-                          date=to_iso_date(_str(item, "publishedDate")),
-                          extra={"thumbnail": _str(item, "thumbnail_src")})
-                for item in self._search(query, "images") if _str(item, "img_src")][:k]
+        return [
+            SearchHit(
+                title=_str(item, "title") or "",
+                url=_str(item, "url"),
+                snippet=_str(item, "content", "source") or "",
+                image_url=urljoin(self.base_url + "/", _str(item, "img_src") or ""),
+                date=to_iso_date(_str(item, "publishedDate")),
+                extra={"thumbnail": _str(item, "thumbnail_src")},
+            )
+            for item in self._search(query, "images")
+            if _str(item, "img_src")
+        ][:k]
 
-    def reverse(self, image: "ImageFile", k: int) -> list[SearchHit]:
+    def reverse(self, image: ImageFile, k: int) -> list[SearchHit]:
         raise NotSupported("SearXNG has no reverse image search (use --search serper)")
 
 
@@ -265,7 +307,7 @@ class SearxngSearch(_HttpProvider):
 class LocalSearch:
     """Web search over a local veracity index (BM25 or hybrid): each passage is one hit, with its full text."""
 
-    def __init__(self, retriever: "Retriever", name: str = "local") -> None:
+    def __init__(self, retriever: Retriever, name: str = "local") -> None:
         self.retriever = retriever
         self.name = name
 
@@ -274,29 +316,48 @@ class LocalSearch:
             found = self.retriever.search(query, k)
         except UserError as e:
             raise SearchError(f"search provider {self.name}: {e}") from None
-        return [SearchHit(title=ev.source or ev.doc_id or "", url=ev.url, text=ev.text, date=to_iso_date(ev.date),
-                          doc_id=ev.doc_id, score=ev.score, origin=ev) for ev in found]
+        return [
+            SearchHit(
+                title=ev.source or ev.doc_id or "",
+                url=ev.url,
+                text=ev.text,
+                date=to_iso_date(ev.date),
+                doc_id=ev.doc_id,
+                score=ev.score,
+                origin=ev,
+            )
+            for ev in found
+        ]
 
     def images(self, query: str, k: int, *, before: str | None = None) -> list[SearchHit]:
         raise NotSupported("the local index holds text only; use an image collection")
 
-    def reverse(self, image: "ImageFile", k: int) -> list[SearchHit]:
+    def reverse(self, image: ImageFile, k: int) -> list[SearchHit]:
         raise NotSupported("the local index holds text only; use an image collection")
 
 
 # --------------------------------------------------------------------------- choosing one
 
 
-def make_provider(name: str, *, api_key: str | None = None, url: str | None = None,
-                  retriever: "Retriever | None" = None, timeout: float = 20.0, language: str = "en"):
+def make_provider(
+    name: str,
+    *,
+    api_key: str | None = None,
+    url: str | None = None,
+    retriever: Retriever | None = None,
+    timeout: float = 20.0,
+    language: str = "en",
+):
     """The provider called `name` ("serper", "searxng", "local" or "wikipedia"); UserError when its setting is
     missing. For wikipedia, `language` is the edition and `url` overrides its API endpoint (`web.wikipedia`)."""
     name = (name or "").strip().lower()
     if name == "serper":
         key = api_key or os.environ.get(SERPER_KEY_ENV, "").strip()
         if not key:
-            raise UserError(f"--search serper needs an API key: set {SERPER_KEY_ENV} "
-                            f"(export {SERPER_KEY_ENV}=...; keys at https://serper.dev)")
+            raise UserError(
+                f"--search serper needs an API key: set {SERPER_KEY_ENV} "
+                f"(export {SERPER_KEY_ENV}=...; keys at https://serper.dev)"
+            )
         return SerperSearch(key, timeout=timeout)
     if name == "searxng":
         if not url:

@@ -1,8 +1,8 @@
-"""Wikipedia through MediaWiki's Action API: a search provider for DEFAME and a retriever for QACheck and LEAF.
+"""Wikipedia through MediaWiki's Action API: a search provider for DEFAME, and what the retriever reads.
 
     WikipediaSearch("de")                                   # https://de.wikipedia.org/w/api.php, no key
     make_provider("wikipedia", language="de")               # the same, as DEFAME's --search wikipedia
-    wikipedia_retriever(config)                             # a Retriever (config.defame.wikipedia_language)
+    wikipedia_retriever(config)                             # a Retriever (web/wikipedia_retriever.py)
 
 A search is one `list=search` request (the articles in the API's order) and one request for their plain-text
 extracts with their canonical URLs (`prop=extracts|info`, `explaintext`, `inprop=url`): the lead sections of all
@@ -16,7 +16,7 @@ after the Retry-After the server asks for (else a doubling backoff), at most `ma
 longer than `max_wait` (then it gives up and says so). Every request has a timeout. Failures raise `SearchError`
 with one line; the API's own errors (`{"error": {"code", "info"}}`) say their code and text.
 
-`WikipediaRetriever` splits the articles' extracts into passages (`chunk_document`: each passage an exact slice of
+`WikipediaRetriever` (web/wikipedia_retriever.py) splits the articles' extracts into passages (`chunk_document`: each passage an exact slice of
 the extract, with its offsets) and ranks them: passages that share a word with the query first, by the API's order
 of the articles and within an article by BM25 (the index's analysis, scored over the passages of this search's
 articles); then the others, in article and text order. Its evidence quotes the extract at those offsets, with the
@@ -30,23 +30,23 @@ import os
 import re
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from .. import __version__
 from ..config import WIKIPEDIA_URL_KIND, http_url_problem, wikipedia_language_problem
 from ..errors import UserError
-from ..evidence.quotes import sha256_text, utc_now
+from ..quotes import sha256_text, utc_now
 from ..types import Evidence
 from .base import NotSupported, SearchError, SearchHit
 
 if TYPE_CHECKING:
-    from ..config import Config
-    from ..images.files import ImageFile
+    from ..image_files import ImageFile
 
 API_URL = "https://{lang}.wikipedia.org/w/api.php"  # "{lang}" stands for the language code
 CONTACT_ENV = "VERACITY_CONTACT"
@@ -61,8 +61,11 @@ def user_agent(contact: str | None = None) -> str:
     """The User-Agent of every request: veracity and its version, a contact, the HTTP library (Wikimedia's
     User-Agent policy). The contact is `contact`, else $VERACITY_CONTACT."""
     contact = " ".join((contact or os.environ.get(CONTACT_ENV, "")).split())
-    about = f"open-source fact-checking toolkit; {contact}" if contact else \
-        f"open-source fact-checking toolkit; operator contact: set {CONTACT_ENV}"
+    about = (
+        f"open-source fact-checking toolkit; {contact}"
+        if contact
+        else f"open-source fact-checking toolkit; operator contact: set {CONTACT_ENV}"
+    )
     return f"veracity/{__version__} ({about}) httpx/{httpx.__version__}"
 
 
@@ -120,14 +123,29 @@ class Article:
 
     def found_by(self, **how: Any) -> dict[str, Any]:
         """How evidence from this article was found: what `ArticleRef.of` reads back, and `how`."""
-        return {"tool": "wikipedia", "retriever": "wikipedia", "language": self.language, "api": self.api,
-                "pageid": self.pageid, "extract": "intro" if self.intro else "whole", **how}
+        return {
+            "tool": "wikipedia",
+            "retriever": "wikipedia",
+            "language": self.language,
+            "api": self.api,
+            "pageid": self.pageid,
+            "extract": "intro" if self.intro else "whole",
+            **how,
+        }
 
     def evidence(self, start: int, end: int, score: float | None, /, **how: Any) -> Evidence:
         """The extract's text at start:end as evidence, with the hash of the whole extract."""
-        return Evidence(text=self.text[start:end], source=self.title, url=self.url, score=score, quote_start=start,
-                        quote_end=end, source_sha256=self.sha256, retrieved_at=self.retrieved_at,
-                        found_by=self.found_by(**how))
+        return Evidence(
+            text=self.text[start:end],
+            source=self.title,
+            url=self.url,
+            score=score,
+            quote_start=start,
+            quote_end=end,
+            source_sha256=self.sha256,
+            retrieved_at=self.retrieved_at,
+            found_by=self.found_by(**how),
+        )
 
 
 @dataclass(frozen=True)
@@ -145,8 +163,13 @@ class ArticleRef:
         if not isinstance(found_by, Mapping) or found_by.get("retriever") != "wikipedia":
             return None
         api, language, pageid = found_by.get("api"), found_by.get("language"), found_by.get("pageid")
-        if not isinstance(api, str) or http_url_problem(api) or wikipedia_language_problem(language) \
-                or not isinstance(pageid, int) or isinstance(pageid, bool):
+        if (
+            not isinstance(api, str)
+            or http_url_problem(api)
+            or wikipedia_language_problem(language)
+            or not isinstance(pageid, int)
+            or isinstance(pageid, bool)
+        ):
             return None
         return cls(api, language, pageid, found_by.get("extract") != "whole")  # type: ignore[arg-type]
 
@@ -157,9 +180,19 @@ class WikipediaSearch:
 
     name = "wikipedia"
 
-    def __init__(self, language: str = "en", *, base_url: str | None = None, timeout: float = 20.0,
-                 min_interval: float = 0.1, max_retries: int = 3, max_wait: float = 10.0, backoff: float = 1.0,
-                 contact: str | None = None, client: httpx.Client | None = None) -> None:
+    def __init__(
+        self,
+        language: str = "en",
+        *,
+        base_url: str | None = None,
+        timeout: float = 20.0,
+        min_interval: float = 0.1,
+        max_retries: int = 3,
+        max_wait: float = 10.0,
+        backoff: float = 1.0,
+        contact: str | None = None,
+        client: httpx.Client | None = None,
+    ) -> None:
         language = (language or "").strip().lower()
         if problem := wikipedia_language_problem(language):
             raise UserError(problem)
@@ -198,14 +231,24 @@ class WikipediaSearch:
         """The articles the wiki's search finds for `query`, best first (at most `k`)."""
         if not query or not query.strip():
             raise UserError("the search query is empty")
-        data = self._query({"list": "search", "srsearch": query.strip(), "srlimit": str(max(1, min(int(k), 500))),
-                            "srnamespace": "0", "srprop": "snippet"})
+        data = self._query(
+            {
+                "list": "search",
+                "srsearch": query.strip(),
+                "srlimit": str(max(1, min(int(k), 500))),
+                "srnamespace": "0",
+                "srprop": "snippet",
+            }
+        )
         found = []
         for item in _list(data.get("query"), "search"):
             pageid, title = item.get("pageid"), item.get("title")
             if isinstance(pageid, int) and isinstance(title, str) and title.strip():
-                found.append(Match(pageid, title, _plain(item.get("snippet") or "")
-                                   if isinstance(item.get("snippet"), str) else ""))
+                found.append(
+                    Match(
+                        pageid, title, _plain(item.get("snippet") or "") if isinstance(item.get("snippet"), str) else ""
+                    )
+                )
         return found[:k]
 
     def articles(self, pageids: list[int], *, intro: bool = True) -> dict[int, Article]:
@@ -213,7 +256,7 @@ class WikipediaSearch:
         in a request of its own); pages that no longer exist are left out."""
         ids = list(dict.fromkeys(pageids))
         if intro:
-            batches = [ids[i:i + MAX_BATCH] for i in range(0, len(ids), MAX_BATCH)]
+            batches = [ids[i : i + MAX_BATCH] for i in range(0, len(ids), MAX_BATCH)]
         else:
             batches = [[pageid] for pageid in ids]
         out: dict[int, Article] = {}
@@ -222,8 +265,13 @@ class WikipediaSearch:
         return out
 
     def _extracts(self, pageids: list[int], intro: bool) -> dict[int, Article]:
-        params = {"prop": "extracts|info", "pageids": "|".join(map(str, pageids)), "explaintext": "1",
-                  "exlimit": str(len(pageids)), "inprop": "url"}
+        params = {
+            "prop": "extracts|info",
+            "pageids": "|".join(map(str, pageids)),
+            "explaintext": "1",
+            "exlimit": str(len(pageids)),
+            "inprop": "url",
+        }
         if intro:
             params["exintro"] = "1"
         at = utc_now()
@@ -244,8 +292,16 @@ class WikipediaSearch:
             title = page.get("title") if isinstance(page.get("title"), str) else ""
             url = next((page[k] for k in ("canonicalurl", "fullurl") if isinstance(page.get(k), str)), "")
             text = page.get("extract") if isinstance(page.get("extract"), str) else ""
-            out[pageid] = Article(pageid=pageid, title=title, url=url, text=text, intro=intro,
-                                  language=self.language, api=self.api_url, retrieved_at=at)
+            out[pageid] = Article(
+                pageid=pageid,
+                title=title,
+                url=url,
+                text=text,
+                intro=intro,
+                language=self.language,
+                api=self.api_url,
+                retrieved_at=at,
+            )
         return out
 
     def _query(self, params: dict[str, str]) -> dict[str, Any]:
@@ -258,14 +314,17 @@ class WikipediaSearch:
                 try:
                     response = self._send(params)
                 except httpx.TimeoutException:
-                    raise SearchError(f"search provider wikipedia unreachable at {self.api_url}: no answer within "
-                                      f"{self.timeout:g} s") from None
+                    raise SearchError(
+                        f"search provider wikipedia unreachable at {self.api_url}: no answer within {self.timeout:g} s"
+                    ) from None
                 except (httpx.UnsupportedProtocol, httpx.InvalidURL) as e:
                     raise SearchError(f"{where}: not a usable http(s) URL ({_one_line(str(e))})") from None
                 except httpx.TransportError as e:
                     if dropped or attempt > self.max_retries:
-                        raise SearchError(f"search provider wikipedia unreachable at {self.api_url}: "
-                                          f"{_one_line(str(e)) or type(e).__name__}") from None
+                        raise SearchError(
+                            f"search provider wikipedia unreachable at {self.api_url}: "
+                            f"{_one_line(str(e)) or type(e).__name__}"
+                        ) from None
                     dropped = True
                     time.sleep(RETRY_PAUSE_S)
                     continue
@@ -278,8 +337,10 @@ class WikipediaSearch:
                 if attempt > self.max_retries:
                     raise SearchError(f"{where}: {busy}; gave up after {attempt} tries")
                 if wait > self.max_wait:
-                    raise SearchError(f"{where}: {busy}; it asks to wait {wait:g} s before trying again "
-                                      f"(more than {self.max_wait:g} s)")
+                    raise SearchError(
+                        f"{where}: {busy}; it asks to wait {wait:g} s before trying again "
+                        f"(more than {self.max_wait:g} s)"
+                    )
                 time.sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -289,8 +350,12 @@ class WikipediaSearch:
         if pause > 0:
             time.sleep(pause)
         try:
-            return self._client.get(self.api_url, params=params, timeout=self.timeout,
-                                    headers={"User-Agent": self.user_agent, "Accept": "application/json"})
+            return self._client.get(
+                self.api_url,
+                params=params,
+                timeout=self.timeout,
+                headers={"User-Agent": self.user_agent, "Accept": "application/json"},
+            )
         finally:
             self._next_at = time.monotonic() + self.min_interval
 
@@ -307,15 +372,22 @@ class WikipediaSearch:
             if article is None or not article.text.strip():
                 continue
             origin = article.evidence(0, len(article.text), None, query=query, rank=len(hits) + 1)
-            hits.append(SearchHit(title=article.title or match.title, url=article.url or None,
-                                  snippet=match.snippet, text=article.text, origin=origin,
-                                  extra={"pageid": match.pageid, "language": self.language}))
+            hits.append(
+                SearchHit(
+                    title=article.title or match.title,
+                    url=article.url or None,
+                    snippet=match.snippet,
+                    text=article.text,
+                    origin=origin,
+                    extra={"pageid": match.pageid, "language": self.language},
+                )
+            )
         return hits
 
     def images(self, query: str, k: int, *, before: str | None = None) -> list[SearchHit]:
         raise NotSupported("the wikipedia provider searches article text only")
 
-    def reverse(self, image: "ImageFile", k: int) -> list[SearchHit]:
+    def reverse(self, image: ImageFile, k: int) -> list[SearchHit]:
         raise NotSupported("the wikipedia provider searches article text only")
 
 
@@ -361,62 +433,3 @@ def _detail(response: httpx.Response) -> str:
     if isinstance(error, Mapping):
         return _one_line(f"{error.get('code')}: {error.get('info')}", 120)
     return _one_line(str(data), 120)
-
-
-# --------------------------------------------------------------------------- the retriever
-
-
-class WikipediaRetriever:
-    """A `Retriever` over Wikipedia: the passages of the first `articles` articles found (whole articles, or
-    their lead sections with `intro`), ranked as the module doc says."""
-
-    def __init__(self, wiki: WikipediaSearch, *, articles: int = ARTICLES, intro: bool = False,
-                 max_words: int = 120, overlap_words: int = 20) -> None:
-        self.wiki = wiki
-        self.articles = articles
-        self.intro = intro
-        self.max_words = max_words
-        self.overlap_words = overlap_words
-
-    def close(self) -> None:
-        self.wiki.close()
-
-    def __enter__(self) -> WikipediaRetriever:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def search(self, query: str, k: int = 5) -> list[Evidence]:
-        from ..retrieval.bm25 import BM25Ranker
-        from ..retrieval.documents import Document, chunk_document
-
-        if k < 1:
-            raise UserError(f"the number of results must be at least 1, got {k}")
-        found = self.wiki.find(query, self.articles)
-        articles = self.wiki.articles([m.pageid for m in found], intro=self.intro)
-        passages = []  # (article rank, article, passage)
-        for rank, match in enumerate(found):
-            article = articles.get(match.pageid)
-            if article is None:
-                continue
-            doc = Document(id=str(article.pageid), title=article.title, text=article.text, url=article.url)
-            passages += [(rank, article, p) for p in chunk_document(doc, self.max_words, self.overlap_words)]
-        if not passages:
-            return []
-        scores = dict(BM25Ranker.build([p.search_text for _, _, p in passages]).rank(query, len(passages)))
-        order = sorted(range(len(passages)), key=lambda i: (scores.get(i, 0.0) <= 0, passages[i][0],
-                                                             -scores.get(i, 0.0), passages[i][2].start or 0))
-        out = []
-        for i in order[:k]:
-            _, article, p = passages[i]
-            score = round(scores.get(i, 0.0), 4)
-            out.append(article.evidence(p.start, p.end, score, query=query, rank=len(out) + 1, score=score))
-        return out
-
-
-def wikipedia_retriever(config: "Config") -> WikipediaRetriever:
-    """The Wikipedia retriever of a configuration: config.defame.wikipedia_language (and wikipedia_url, the API
-    endpoint override), config.defame.timeout seconds per request."""
-    d = config.defame
-    return WikipediaRetriever(WikipediaSearch(d.wikipedia_language, base_url=d.wikipedia_url, timeout=d.timeout))

