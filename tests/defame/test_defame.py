@@ -794,9 +794,9 @@ def test_the_verifier_reads_the_source_not_a_summary_that_restates_the_claim():
 def test_in_a_two_label_set_when_no_source_decides_the_last_round_takes_the_models_pick(monkeypatch):
     """Supported / Refuted: the verifier reads the finding as not settling the claim (nei 0.6); not enough
     information sends the check back to planning, and in the last round, where a decision is due, the model's pick
-    stands, with the judge's calibrated confidence, uncertain, and the reason says so."""
+    stands, with the model's own probability of it (the judge's calibration covers labels sources decide),
+    uncertain, and the reason says so."""
     import veracity.verify.decide as decide
-    from veracity.defame.judgement import load_calibration
     from veracity.verify.result import Verification
 
     class Unsettled:  # a verifier that reads any evidence as not settling the claim, leaning Refuted
@@ -838,7 +838,9 @@ def test_in_a_two_label_set_when_no_source_decides_the_last_round_takes_the_mode
     assert [j["label"] for j in earlier] == ["Not Enough Information"]  # nothing decides: back to planning
     assert judge["decided_by"] == "model" and judge["probabilities"]["Supported"] == 0.97
     assert res.verdict.label == "Supported"
-    assert res.verdict.confidence == pytest.approx(load_calibration().confidence("supported", 0.1))
+    # the judge's calibration was fitted on labels sources decide: a label the model picked keeps the model's own
+    # probability of it, marked uncertain
+    assert res.verdict.confidence == pytest.approx(0.97)
     assert res.verdict.uncertain and "Supported is the language model's choice" in res.verdict.uncertain_reason
     assert "*The evidence was not decisive: the label is the model's" in to_markdown(res)
 

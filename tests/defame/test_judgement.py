@@ -53,6 +53,18 @@ def test_the_confidence_is_the_calibrated_one():
     assert out.confidence != pytest.approx(0.95)
 
 
+def test_a_label_the_model_picked_gets_no_calibrated_confidence():
+    """The calibration was fitted on labels the sources decide (or the prior's): a label the model picked where no
+    source was read (score 0, far outside the fit) must not come out as a 0.99 confidence."""
+    cal = load_calibration()
+    verite = ("true", "miscaptioned", "out-of-context")  # no not-enough-evidence label: the model's pick decides
+    out = combine([], verite, "true", cal)
+    assert out.label == "true" and out.decided_by == "model" and out.confidence is None
+    out = combine([r(0.3, 0.2)], LABELS, "Refuted", cal, nei_allowed=False)
+    assert out.decided_by == "model" and out.confidence is None
+    assert combine([r(0.95, 0.01)], LABELS, None, cal).confidence is not None  # decided by a source: calibrated
+
+
 @pytest.mark.skipif(not (WEIGHTS_DIR / "verifier.json").is_file(), reason="no trained verifier")
 def test_rules_on_the_verifiers_readings_of_small_evidence_sets():
     from veracity.config import load_config

@@ -169,9 +169,12 @@ def combine(
     if kind == "nei" and final and calibration.undecided and names.get(calibration.undecided):
         kind, by = calibration.undecided, "prior"  # the score stays the undecided one: 1 - the strongest reading
     key = "undecided" if by == "prior" else kind
-    return Outcome(
-        names[kind] or labels[0], kind, score, calibration.confidence(key, score), by, tuple(sup), tuple(ref)
-    )
+    # the fit saw only the outcomes its combination makes with every label on offer: under "verifier", a label the
+    # sources decide or the prior's; a label the model picked, or the sources' mere leaning, has no calibrated
+    # confidence (its deciding score can be 0, far outside the fit): None, and the judge says the model's own
+    fitted = by in ("verifier", "prior") or calibration.combination != "verifier"
+    confidence = calibration.confidence(key, score) if fitted else None
+    return Outcome(names[kind] or labels[0], kind, score, confidence, by, tuple(sup), tuple(ref))
 
 
 def _score_of(kind: str, readings: Sequence[Reading], sup: Sequence[int], ref: Sequence[int]) -> float:

@@ -180,7 +180,10 @@ class Defame(Pipeline):
                 nei_allowed=nei in options,
                 final=final and self.dc.undecided == "prior",
             )
-            label, confidence, by, score = out.label, out.confidence, out.decided_by, out.score
+            label, by, score = out.label, out.decided_by, out.score
+            # the judge's calibrated confidence; where it has none (a label the model picked), the model's own
+            # probability of the label
+            confidence = out.confidence if out.confidence is not None else (probabilities or {}).get(label)
             if by != "verifier":
                 reason = (
                     f"no source read decides the claim (the trained verifier's strongest reading of a source "
