@@ -4,11 +4,10 @@ from datetime import date, datetime
 
 import pytest
 
+from veracity.config import EXCLUDED_BOT_HOSTILE, EXCLUDED_FACT_CHECKERS
 from veracity.web.base import SearchHit
 from veracity.web.filters import (
     DEFAULT_EXCLUDED,
-    EXCLUDED_BOT_HOSTILE,
-    EXCLUDED_FACT_CHECKERS,
     excluded_by,
     filter_hits,
     last_day,

@@ -20,7 +20,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from ..config import DECISION_MODES, ENDPOINT_MODES  # noqa: F401  (named here for the backends)
 from ..config import HTTP_CONSTRAINTS as CONSTRAINTS
 from .http_decisions import constrained_reply, constraint_body
 

@@ -25,11 +25,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..config import DECISION_MODES, ENDPOINT_MODES
 from ..errors import BackendError, BackendUnavailable, UserError
 from .base import Backend, Choice, Completion, CompletionRequest, match_option
 from .http_caps import (
-    DECISION_MODES,
-    ENDPOINT_MODES,
     TOP_LOGPROBS,
     CapsStore,
     Refused,

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from datetime import date, datetime, timedelta
 from urllib.parse import urlsplit
 
-from ..config import DEFAULT_EXCLUDED, EXCLUDED_BOT_HOSTILE, EXCLUDED_FACT_CHECKERS  # noqa: F401  (the DEFAME paper's lists)
+from ..config import DEFAULT_EXCLUDED  # the DEFAME paper's lists (config.EXCLUDED_FACT_CHECKERS, EXCLUDED_BOT_HOSTILE)
 from .base import SearchHit
 
 # --------------------------------------------------------------------------- domains

@@ -76,13 +76,6 @@ def fit_lexical(
     return LexicalModel(classes, W, b, mean, scale)
 
 
-def log_loss(model: LexicalModel, pairs: list[tuple[str, str]], labels: list[str]) -> float:
-    total = 0.0
-    for (c, e), lab in zip(pairs, labels):
-        total -= math.log(max(model.probabilities(c, e)[lab], 1e-12))
-    return total / max(len(labels), 1)
-
-
 def allowed_classes(label: str) -> list[int]:
     """The classes a gold label allows, as a 0/1 row over LABELS (`not_supported`: refuted or nei)."""
     return [0, 1, 1] if label == "not_supported" else [int(label == x) for x in LABELS]
