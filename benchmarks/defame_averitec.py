@@ -95,10 +95,15 @@ def main() -> int:
     ap.add_argument(
         "--undecided",
         choices=["nei", "prior"],
-        default="nei",
-        help="defame.undecided: a claim no source decides after the last round is Not Enough Evidence "
-        "(nei), or the label the judge calibration's stated prior makes likelier (prior)",
+        help="defame.undecided (default: the config's, prior): a claim no source decides after the last round "
+        "takes the label the judge calibration's stated prior makes likelier (prior), or is Not Enough Evidence (nei)",
     )
+    ap.add_argument(
+        "--summarize",
+        choices=["auto", "model", "excerpt"],
+        help="defame.summarize (default: the config's, auto): who writes each search result's summary",
+    )
+    ap.add_argument("--no-cache", action="store_true", help="no response cache: every model call is made (for timings)")
     ap.add_argument("--out", default="runs/defame_averitec")
     ap.add_argument(
         "--report",
@@ -112,7 +117,9 @@ def main() -> int:
             "base_url": args.base_url,
             "n_threads": args.threads,
             "verifier.use": args.verifier,
-            "defame.undecided": args.undecided,
+            **({"defame.undecided": args.undecided} if args.undecided else {}),
+            **({"defame.summarize": args.summarize} if args.summarize else {}),
+            **({"cache": False} if args.no_cache else {}),
         },
         env={},
     )
@@ -154,37 +161,16 @@ def main() -> int:
 
 
 def judge_lines(out: Path) -> str:
-    """What DEFAME's judge stood on (its combination, threshold, calibration and stated label prior), and per
-    dataset its confusion matrix beside the majority class, and parse failures per stage."""
-    from veracity.defame.judgement import describe, load_calibration
-    from veracity.eval.report import parse_failures_by_stage
+    """DEFAME's confusion matrix per dataset beside the majority class, how its verdicts were decided and its
+    judge's calibration with the stated label prior, and its parse failures per stage (as the evaluation report)."""
+    from veracity.eval.report import confusion_lines, parse_failure_lines
 
     rows = [json.loads(x) for x in (out / ITEMS).read_text().splitlines() if x.strip()]
-    lines = ["", f"DEFAME's judge: {describe(load_calibration())}."]
+    lines = []
     for ds in sorted({r["dataset"] for r in rows}):
         rs = [r for r in rows if r["dataset"] == ds and r["pipeline"].startswith("defame")]
-        if not rs:
-            continue
-        gold = Counter(r["gold"] for r in rs)
-        top, n_top = gold.most_common(1)[0]
-        labels = sorted(set(gold) | {r["pred"] for r in rs})
-        c = Counter((r["gold"], r["pred"]) for r in rs)
-        lines += [
-            "",
-            f"{ds} / defame: confusion matrix (rows gold, columns predicted), n={len(rs)}; majority class "
-            f"{top}: {100 * n_top / len(rs):.1f}% accuracy; DEFAME "
-            f"{100 * sum(r['gold'] == r['pred'] for r in rs) / len(rs):.1f}%",
-            "",
-            "| gold \\ predicted | " + " | ".join(labels) + " | recall |",
-            "|---|" + "---:|" * (len(labels) + 1),
-        ]
-        for g in labels:
-            if gold[g]:
-                lines.append(
-                    f"| {g} | " + " | ".join(str(c[(g, p)]) for p in labels) + f" | {100 * c[(g, g)] / gold[g]:.0f}% |"
-                )
-        by = parse_failures_by_stage(rs)
-        lines += ["", "parse failures per stage: " + (", ".join(f"{k} {v}" for k, v in sorted(by.items())) or "none")]
+        if rs:
+            lines += ["", f"## {ds}", *confusion_lines(rs), *parse_failure_lines(rs)]
     return "\n".join(lines)
 
 

@@ -203,9 +203,11 @@ def fit_confidence(items: list[dict], outs: list, w: list[float]) -> tuple[dict,
 
     from veracity.defame.judgement import _logit
 
-    kinds = ("supported", "refuted", "nei", "conflicting", "undecided")
-    keys = ["undecided" if o.decided_by == "prior" else o.kind for o in outs]
-    x = np.array([[float(key == k) for k in kinds] + [_logit(o.score)] for key, o in zip(keys, outs)])
+    kinds = ("supported", "refuted", "nei", "conflicting")
+    # the prior's label for an undecided claim takes the prior's share (judgement.py), not a fit
+    kept = [i for i, o in enumerate(outs) if o.decided_by != "prior"]
+    items, outs, w = [items[i] for i in kept], [outs[i] for i in kept], [w[i] for i in kept]
+    x = np.array([[float(o.kind == k) for k in kinds] + [_logit(o.score)] for o in outs])
     y = np.array([int(o.kind == s["gold"]) for s, o in zip(items, outs)])
     if len(set(y)) < 2:
         return {k: (4.0 if y[0] else -4.0) for k in kinds}, 0.0

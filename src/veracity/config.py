@@ -177,6 +177,9 @@ def _default_excluded() -> list[str]:
     return list(DEFAULT_EXCLUDED)
 
 
+SUMMARIZE_MODES = ("auto", "model", "excerpt")  # defame.summarize
+
+
 @dataclass
 class DefameConfig:
     """DEFAME: tool-using verification of text and image claims (veracity.defame)."""
@@ -197,10 +200,15 @@ class DefameConfig:
     excluded_domains: list[str] = field(default_factory=_default_excluded)  # the paper's list by default
     labels: list[str] = field(default_factory=lambda: list(DEFAME_LABELS))
     nei_label: str = "Not Enough Information"  # the label that sends the check back to planning
-    #: no source decides after the last round: "nei" (not enough information, the default), or "prior": the label
-    #: most often right for an undecided claim under the judge calibration's stated label prior (mostly false claims;
-    #: defame/judge_calibration.json), marked uncertain with that reason
-    undecided: str = "nei"
+    #: no source decides after the last round: "prior" (the default): the label most often right for an undecided
+    #: claim under the judge calibration's stated label prior (a stream of checked claims is mostly false;
+    #: defame/judge_calibration.json), marked uncertain with that reason and the prior's share as its confidence;
+    #: or "nei": not enough information
+    undecided: str = "prior"
+    #: how a search result enters the record: "model" (the paper: the model summarizes it), "excerpt" (the source's
+    #: sentences nearest the claim, no model call) or "auto": excerpt where the trained verifier judges (it reads
+    #: the sources' own sentences, not the summary), model otherwise
+    summarize: str = "auto"
     rules: str = ""  # extra rules for the planner and the judge (benchmark-specific guidance)
     timeout: float = 20.0  # seconds per search request and per page
 
@@ -219,6 +227,8 @@ class DefameConfig:
             raise ConfigError("defame.labels must name at least two non-empty labels")
         if self.undecided not in ("nei", "prior"):
             raise ConfigError(f"defame.undecided must be nei or prior, not {self.undecided!r}")
+        if self.summarize not in SUMMARIZE_MODES:
+            raise ConfigError(f"defame.summarize must be one of {', '.join(SUMMARIZE_MODES)}, not {self.summarize!r}")
         if self.nei_label not in self.labels:
             raise ConfigError(
                 f"defame.nei_label {self.nei_label!r} must be one of defame.labels ({', '.join(self.labels)})"

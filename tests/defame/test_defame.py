@@ -168,11 +168,12 @@ def test_full_run_over_a_local_index():
 
 def test_not_enough_information_goes_back_to_planning_at_most_three_rounds():
     config = load_config()
+    config.defame.top_k = 2  # each round finds a source the rounds before did not (a round that does not ends them)
     # round 2's query repeats an executed action: never run again, the claim itself is searched instead (no parse
     # failure: the plan's decisions are choices, the query is any text)
     backend = ScriptedBackend(
         rules(
-            ['web_search("Eiffel Tower Rome")', 'web_search("Eiffel Tower Rome")', 'web_search("Colosseum 2023")'],
+            ['web_search("summer season")', 'web_search("summer season")', 'web_search("Colosseum 2023")'],
             verdict="Not Enough Information",
         )
     )
@@ -188,6 +189,34 @@ def test_not_enough_information_goes_back_to_planning_at_most_three_rounds():
     # each round's prompt sees the record so far
     third_plan = [p for p in plan_prompts(backend) if p.endswith('web_search("')][2]
     assert "Round 2" in third_plan and "Judgement: Not Enough Information" in third_plan
+
+
+def test_a_round_that_finds_nothing_new_ends_the_rounds():
+    """Round 2 searches again and finds only the sources round 1 read (this small index holds three): nothing to
+    summarize, develop or judge anew; round 1's judgement is final, and no third round is planned."""
+    config = load_config()
+    script = rules(
+        ['web_search("Eiffel Tower Rome")', 'web_search("Eiffel Tower 2023")'], verdict="Not Enough Information"
+    )
+    backend = ScriptedBackend(script)
+    res = run(config, backend)
+    assert [p["round"] for p in stages(res, "plan")] == [1, 2]
+    assert [a["action"] for a in stages(res, "action")] == [
+        'web_search("Eiffel Tower Rome")',
+        'web_search("Eiffel Tower 2023")',
+    ]
+    assert {s["round"] for s in stages(res, "summary")} == {1}
+    assert not last_prompt(backend, "Elaboration:")[1:]  # one develop call, round 1's
+    # round 1's record is judged once more as the last round (defame.undecided = prior, the default; the prior is
+    # for what the trained verifier leaves undecided, off with this scripted model, so the model's pick stands)
+    judged = stages(res, "judge")
+    assert [(j["round"], j["final"]) for j in judged] == [(1, False), (1, True)]
+    assert res.verdict.label == "Not Enough Information"
+
+    config.defame.undecided = "nei"  # not enough information is an answer: round 1's judgement is final as it is
+    res = run(config, ScriptedBackend(script))
+    assert [j["round"] for j in stages(res, "judge")] == [1]
+    assert res.verdict.label == "Not Enough Information" and [p["round"] for p in stages(res, "plan")] == [1, 2]
 
 
 def test_a_plan_answered_with_garbage_still_runs_a_valid_action_through_choose(tmp_path):
@@ -224,13 +253,16 @@ def test_never_repeat_an_executed_action():
     and the round plans no action."""
     backend = ScriptedBackend(
         rules(
-            [f'web_search("{CLAIM}")', 'web_search("Eiffel Tower Rome")', 'web_search("Eiffel Tower Rome")'],
+            [f'web_search("{CLAIM}")', 'web_search("Louvre museum")', 'web_search("Louvre museum")'],
             verdict="Not Enough Information",
         )
     )
-    res = run(load_config(overrides={"defame.max_actions": 1}), backend)
+    louvre = Document(
+        "louvre", "Louvre", "The Louvre museum in Paris had 8.9 million visitors.", url="https://example.org/l"
+    )
+    res = run(load_config(overrides={"defame.max_actions": 1}), backend, docs=[*DOCS, louvre])
     plans = stages(res, "plan")
-    assert [p["actions"] for p in plans] == [[f'web_search("{CLAIM}")'], ['web_search("Eiffel Tower Rome")'], []]
+    assert [p["actions"] for p in plans] == [[f'web_search("{CLAIM}")'], ['web_search("Louvre museum")'], []]
     assert "and so was the claim itself" in plans[2]["note"]
     runs = [s["action"] for s in stages(res, "action")]
     assert len(runs) == len(set(runs)) == 2
@@ -267,12 +299,12 @@ def test_labels_without_nei_force_a_decision_in_the_last_round():
 )
 def test_when_nothing_new_can_be_done_the_check_ends(labels, final):
     """Round 2 finds no new action (the query repeats and the claim was searched): with a
-    "not enough information" label that judgement stands; without one, the last round's record is judged again
+    "not enough information" label (and defame.undecided = nei) that judgement stands; without one, the last round's record is judged again
     with only the real labels."""
     backend = ScriptedBackend(
         rules([f'web_search("{CLAIM}")', f'web_search("{CLAIM}")'], verdict=["Not Enough Information", "miscaptioned"])
     )
-    res = run(load_config(), backend, labels=labels)
+    res = run(load_config(overrides={"defame.undecided": "nei"}), backend, labels=labels)
     plans, judges = stages(res, "plan"), stages(res, "judge")
     assert [p["round"] for p in plans] == [1, 2] and plans[1]["actions"] == []
     assert [j["round"] for j in judges] == ([1] if labels is None else [1, 1])
@@ -741,7 +773,8 @@ def test_with_the_verifier_on_the_judge_sees_its_scores_and_decisive_evidence_se
 
 @pytest.mark.skipif(not (WEIGHTS_DIR / "verifier.json").is_file(), reason="no trained verifier")
 def test_when_no_source_decides_the_verdict_is_not_enough_evidence_with_the_judges_calibrated_confidence():
-    """A source that does not settle the claim: not enough information (after the rounds it sends back to planning),
+    """A source that does not settle the claim, with defame.undecided = nei: not enough information (after the
+    rounds it sends back to planning),
     whatever the model picks (a sure Supported, kept in the trace), with the confidence of the judge's own
     calibration (judgement.py), not the model's nor the verifier's pair probability."""
     from veracity.defame.judgement import load_calibration
@@ -756,7 +789,7 @@ def test_when_no_source_decides_the_verdict_is_not_enough_evidence_with_the_judg
             url="https://example.org/history",
         )
     ]
-    config = load_config(overrides={"verifier.use": "on", "defame.max_iterations": 1})
+    config = load_config(overrides={"verifier.use": "on", "defame.max_iterations": 1, "defame.undecided": "nei"})
     backend = SureScripted(rules('web_search("Colosseum visitors 2023")', verdict="Supported"))
     res = run(config, backend, claim=claim, docs=docs)
     [checked] = stages(res, "evidence_verifier")
@@ -778,7 +811,7 @@ def test_the_verifier_reads_the_source_not_a_summary_that_restates_the_claim():
     """A summary that repeats the claim with a few of the source's words passes the grounding check; the verifier
     must still read what the source says (12 million), not the summary (20 million), or it reads support."""
     claim = "The Colosseum in Rome had 20 million visitors in 2023."
-    config = load_config(overrides={"verifier.use": "on"})
+    config = load_config(overrides={"verifier.use": "on", "defame.summarize": "model"})  # the paper's summaries
     echo = [
         (r"Summary:$", "The Colosseum in Rome had 20 million visitors in 2023, a record year for the Roman monument.")
     ]
@@ -871,4 +904,32 @@ def test_with_the_stated_prior_an_undecided_claim_leans_to_its_label_marked_unce
     assert judge["decided_by"] == "prior" and res.verdict.uncertain
     assert res.verdict.label.lower().startswith(calibration.undecided[:4])
     assert "stated label prior" in res.verdict.uncertain_reason
-    assert res.verdict.confidence == pytest.approx(calibration.confidence("undecided", judge["score"]))
+    # the prior's share of its label (the four labels on offer): no fitted confidence for an undecided claim
+    assert res.verdict.confidence == pytest.approx(
+        calibration.prior[calibration.undecided] / sum(calibration.prior.values())
+    )
+
+
+@pytest.mark.parametrize(
+    "mode, verifier, by_model",
+    [("auto", "on", False), ("auto", "off", True), ("excerpt", "off", False), ("model", "on", True)],
+)
+def test_who_writes_a_results_summary(mode, verifier, by_model):
+    """defame.summarize: the model (the paper), or the source's sentences nearest the claim with no model call
+    (excerpt); auto: excerpts where the trained verifier judges, since it reads the sources' own sentences."""
+    if verifier == "on" and not (WEIGHTS_DIR / "verifier.json").is_file():
+        pytest.skip("no trained verifier")
+    config = load_config(overrides={"defame.summarize": mode, "verifier.use": verifier, "defame.max_iterations": 1})
+    backend = ScriptedBackend(rules('web_search("Colosseum visitors 2023")'))
+    res = run(config, backend, claim="The Colosseum in Rome had 12 million visitors in 2023.")
+    summaries = [s for s in stages(res, "summary") if s["summary"]]
+    assert summaries and "Colosseum visitor numbers" in {s["source"] for s in summaries}
+    assert bool(last_prompt(backend, "Summary:")) == by_model
+    written = {s["written_by"] for s in summaries}  # a model summary not drawn from its source is an excerpt too
+    assert ("model" in written) if by_model else written == {"excerpt"}
+    if not by_model:  # asked for, so no parse failure; the source's own words, marked as an excerpt in the record
+        assert not stages(res, "parse_failure")
+        colosseum = next(s for s in summaries if s["source"] == "Colosseum visitor numbers")
+        assert colosseum["summary"].startswith('Excerpt: "The Colosseum in Rome had 12 million visitors')
+    with pytest.raises(Exception, match="defame.summarize"):
+        load_config(overrides={"defame.summarize": "llm"})

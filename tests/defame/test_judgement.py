@@ -84,27 +84,31 @@ def test_rules_on_the_verifiers_readings_of_small_evidence_sets():
         assert out.label == label, (label, v.per_passage)
 
 
-def test_an_undecided_claim_takes_the_priors_label_only_after_the_last_round_and_with_its_own_confidence():
+def test_an_undecided_claim_takes_the_priors_label_only_after_the_last_round_with_the_priors_share():
+    prior = {"refuted": 0.61, "supported": 0.244, "nei": 0.07, "conflicting": 0.076}
     cal = JudgeCalibration(
-        "verifier",
-        0.5,
-        {**CAL.intercepts, "refuted": 3.0, "undecided": -1.0},
-        slope=0.0,
-        prior={"refuted": 0.61, "supported": 0.244, "nei": 0.07, "conflicting": 0.076},
-        undecided="refuted",
+        "verifier", 0.5, {**CAL.intercepts, "refuted": 3.0}, slope=0.0, prior=prior, undecided="refuted"
     )
     weak = [r(0.3, 0.2)]
     assert combine(weak, LABELS, None, cal).label == NEI  # an earlier round: back to planning
     out = combine(weak, LABELS, None, cal, final=True)
     assert out.label == REF and out.decided_by == "prior"
-    assert out.confidence == pytest.approx(cal.confidence("undecided", out.score))  # not a decided Refuted's
+    assert out.confidence == pytest.approx(0.61)  # the prior's share: not a decided Refuted's confidence
     assert out.confidence < cal.confidence("refuted", 0.9)
+    # however strong or weak the undecided reading, the same: its strength did not rank real-world claims
+    assert combine([r(0.45, 0.1)], LABELS, None, cal, final=True).confidence == pytest.approx(0.61)
+    # the share is among the labels on offer
+    assert cal.prior_share("refuted", ["supported", "refuted"]) == pytest.approx(0.61 / 0.854)
     assert combine([r(0.05, 0.8)], LABELS, None, cal, final=True).decided_by == "verifier"  # decided: unchanged
     shipped = load_calibration()
-    assert shipped.undecided in (None, "refuted", "supported", "conflicting") and "undecided" in shipped.intercepts
+    assert shipped.undecided in (None, "refuted", "supported", "conflicting") and shipped.prior
+    assert "undecided" not in shipped.intercepts  # no fitted confidence for it
 
 
-def test_not_enough_evidence_stays_the_default_for_an_undecided_claim():
-    from veracity.config import load_config
+def test_the_stated_prior_decides_an_undecided_claim_by_default_and_nei_can_be_asked():
+    from veracity.config import ConfigError, load_config
 
-    assert load_config(env={}).defame.undecided == "nei"
+    assert load_config(env={}).defame.undecided == "prior"
+    assert load_config(overrides={"defame.undecided": "nei"}, env={}).defame.undecided == "nei"
+    with pytest.raises(ConfigError, match="undecided"):
+        load_config(overrides={"defame.undecided": "refuted"}, env={})

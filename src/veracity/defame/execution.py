@@ -58,25 +58,29 @@ def summarize(
     toolbox: Toolbox,
     ctx: Context,
     failures: list[str],
+    *,
+    by_model: bool = True,
 ) -> None:
     """Each output's run, then a Summary of each of its results, joins the record (`prompt`: the summarize prompt;
-    `max_images`: the most images the fact-check keeps)."""
+    `max_images`: the most images the fact-check keeps; `by_model` False: each result enters as the source's
+    sentences nearest the claim, with no model call (defame.summarize = excerpt))."""
     for out, run in outputs:
         record.add(run)  # an error, or no results, is a failure line of the round (ToolRun.failure)
         action = out.action.render()
         if out.error or not out.results:
             continue
-        replies = _summaries(prompt, out.results, record, ctx, failures)
+        replies = _summaries(prompt, out.results, record, ctx, failures) if by_model else [None] * len(out.results)
         for ev, gen in zip(out.results, replies):
-            summary = gen.value.text
-            written_by = "model"
-            if not gen.ok:
+            if gen is None:  # asked for: an excerpt, not a failure
+                summary, written_by = excerpt(ev.text, record.claim.text, SUMMARY_CHARS) or None, "excerpt"
+            elif gen.ok:
+                summary, written_by = gen.value.text, "model"
+            else:
                 if gen.spec.problem:
                     gen.fail()  # recorded here, in the results' order, however the calls ran
                 # the model wrote something not drawn from the source (often the claim again):
                 # quote the source instead, and say so (the failure is recorded)
-                summary = excerpt(ev.text, record.claim.text, SUMMARY_CHARS) or None
-                written_by = "excerpt"
+                summary, written_by = excerpt(ev.text, record.claim.text, SUMMARY_CHARS) or None, "excerpt"
             refs = _evidence_images(ev, store, toolbox, ctx, max_images) if summary else []
             shown = f'Excerpt: "{summary}"' if summary and written_by == "excerpt" else summary
             # a summary is a finding of the record, quoted as data (record.Finding), an excerpt marked as such

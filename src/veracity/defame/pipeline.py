@@ -71,12 +71,20 @@ class Defame(Pipeline):
         labels, nei, rules = self._label_set(ctx)
         call = ToolCall(claim_date=claim.date, images=store, claim=claim.text)
         executed: set[tuple[str, str]] = set()
+        seen: set[tuple[str, str]] = set()  # every result read so far (source, text)
         notes: list[str] = []  # what the verdict's reader should know about its evidence (possibly stale sources)
+        by_model = self._summarize_by_model(ctx)
         label, confidence, reason = nei or labels[0], None, ""
         for n in range(1, self.max_rounds + 1):
             rnd = record.new_round()
             actions = self.planner.plan(rnd, record, toolbox, store, executed, ctx, failures)
-            if not actions and n > 1:  # nothing new to do: the last judgement is final
+            outputs = execute(actions, toolbox, call, ctx, n)
+            for a in actions:
+                executed.add(a.key())
+            found = {(r.url or r.source, r.text) for out, _ in outputs for r in out.results}
+            if n > 1 and found <= seen:  # nothing new to do, or nothing new found: the last judgement is final
+                for _, run in outputs:
+                    record.add(run)  # the round's searches stay in the record and the trace
                 # ... but "not enough information" is not an answer here, or an undecided claim takes the stated
                 # prior's label (defame.undecided = prior): decide now, as the last round would
                 if nei not in labels or (label == nei and self.dc.undecided == "prior"):
@@ -84,12 +92,19 @@ class Defame(Pipeline):
                         record.rounds[-2], record, store, labels, nei, rules, ctx, failures, final=True
                     )
                 break
-            outputs = execute(actions, toolbox, call, ctx, n)
+            seen |= found
             notes += [x for out, _ in outputs for x in out.notes if x.startswith(STALE) and x not in notes]
-            for a in actions:
-                executed.add(a.key())
             summarize(
-                self.prompts["summarize"], self.dc.max_images, rnd, outputs, record, store, toolbox, ctx, failures
+                self.prompts["summarize"],
+                self.dc.max_images,
+                rnd,
+                outputs,
+                record,
+                store,
+                toolbox,
+                ctx,
+                failures,
+                by_model=by_model,
             )
             if self.develop_stage:
                 self._develop(rnd, record, store, ctx)
@@ -109,6 +124,13 @@ class Defame(Pipeline):
         )
 
     # ------------------------------------------------------------------ helpers
+    def _summarize_by_model(self, ctx: Context) -> bool:
+        """Whether the model summarizes each result (defame.summarize; auto: not where the trained verifier judges,
+        since it reads the sources' own sentences and a small model's summary can invert its source)."""
+        if self.dc.summarize == "auto":
+            return not verifier_enabled(self.config.verifier, ctx.model.model_id)
+        return self.dc.summarize == "model"
+
     def _label_set(self, ctx: Context) -> tuple[tuple[str, ...], str | None, str]:
         """(labels to score against, the not-enough-information label, rules for the judge)."""
         labels = tuple(ctx.labels) if ctx.labels else self.labels

@@ -111,7 +111,7 @@ JUDGE = PromptSpec(
     stage="judge",
     slots=("LABELS", "RECORD", "SCORES"),
     formats={**RECORD, "SCORES": verifier_scores},
-    max_tokens=100,
+    max_tokens=60,  # one or two sentences of key findings (100 ran to the cap on the embedded model: 1.4 s a call)
     stop=("\n\n", "Verdict:", "Record:"),
     parser=partial(clean_text, limit=600),
 )

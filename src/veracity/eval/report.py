@@ -120,6 +120,44 @@ def parse_failure_lines(rows: list[dict[str, Any]]) -> list[str]:
     return ["", "Parse failures per stage:", "", *out] if out else []
 
 
+def confusion_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Per pipeline: its confusion matrix beside the majority class; for DEFAME, how its verdicts were decided (by
+    the sources, by the stated label prior, by the model) and the judge's calibration with that prior, in words."""
+    out = []
+    for pipe in sorted({r["pipeline"] for r in rows}):
+        rs = [r for r in rows if r["pipeline"] == pipe]
+        gold = Counter(r["gold"] for r in rs)
+        top, n_top = gold.most_common(1)[0]
+        labels = sorted(set(gold) | {r["pred"] for r in rs})
+        c = Counter((r["gold"], r["pred"]) for r in rs)
+        right = sum(r["gold"] == r["pred"] for r in rs)
+        out += [
+            "",
+            f"{pipe}: confusion matrix (rows gold, columns predicted), n={len(rs)}; {100 * right / len(rs):.1f}% "
+            f"right against {100 * n_top / len(rs):.1f}% for always {top}, the majority class:",
+            "",
+            "| gold \\ predicted | " + " | ".join(labels) + " | recall |",
+            "|---|" + "---:|" * (len(labels) + 1),
+        ]
+        out += [
+            f"| {g} | " + " | ".join(str(c[(g, p)]) for p in labels) + f" | {100 * c[(g, g)] / gold[g]:.0f}% |"
+            for g in labels
+            if gold[g]
+        ]
+        judged = [[s for s in r.get("trace") or [] if s.get("stage") == "judge"] for r in rs]
+        by = Counter(j[-1].get("decided_by") for j in judged if j and j[-1].get("decided_by"))
+        if by:
+            from ..defame.judgement import describe, load_calibration
+
+            said = {"verifier": "by the sources (the trained verifier's readings)", "prior": "by the stated prior"}
+            out += [
+                "",
+                "Decided: " + "; ".join(f"{n} {said.get(k, 'by the ' + k)}" for k, n in by.most_common()) + ".",
+                f"DEFAME's judge: {describe(load_calibration())}.",
+            ]
+    return ["", "Confusion matrices:", *out] if out else []
+
+
 COVERAGES = (1.0, 0.8, 0.6, 0.4, 0.2)
 
 
@@ -304,6 +342,7 @@ def build_report(out: str | Path, *, plots: bool = True) -> str:
                     for k, v in pc.items()
                 )
             )
+        lines += confusion_lines([r for r in rows if r["dataset"] == ds])
         lines += parse_failure_lines([r for r in rows if r["dataset"] == ds])
         lines += averitec_lines(out, ds)
         lines += coverage_lines([r for r in rows if r["dataset"] == ds])
