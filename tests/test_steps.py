@@ -95,7 +95,10 @@ QACHECK_CLAIM = "The author of Kestrel Bay was born where the Orrin Bridge stand
 DEFAME_RULES = [
     (REMINDER, "Refuted"),
     (r"Next action:\s*$", "stop"),  # the tool is a choice (web search, the one tool offered, needs none); then stop
-    (r'Next action:\s*web_search\("$', ["Orrin Bridge Tallinn", "Riga bridges"]),  # the query: the text written
+    (
+        r'Next action:\s*web_search\("$',
+        ["Orrin Bridge Tallinn", "Kestrel Bay novel"],
+    ),  # the query: the text written (round 2 finds a source round 1 did not)
     (r"<result>[^<]*none of them was moved[^<]*</result>\nSummary:$", "NONE"),
     (
         r"<result>[^<]*stone bridge in Tallinn[^<]*</result>\nSummary:$",
