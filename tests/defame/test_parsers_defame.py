@@ -1,4 +1,4 @@
-"""Table tests of DEFAME's parsers (defame/actions.py, defame/parsing.py and the readers in defame/prompts.py).
+"""Table tests of DEFAME's parsers (defame/parsing.py and the readers in defame/prompts.py).
 
 Rows marked `# 135M` are what the embedded SmolLM2-135M wrote for that stage's prompt (after the spec's stop
 strings); the others are the odd shapes small models produce.
@@ -8,10 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from veracity.defame.actions import parse_plan
 from veracity.defame.parsing import clean_text, excerpt, grounded, parse_summary
 from veracity.defame.prompts import DEVELOP, JUDGE, JUSTIFY, SUMMARIZE, read_summary, written_query
-from veracity.tools.base import Action
 
 TOOLS = {
     "web_search": SimpleNamespace(takes_image=False),
@@ -23,58 +21,6 @@ CLAIM = "The Eiffel Tower was dismantled and moved to Rome in 2023."
 
 
 # -------------------------------------------------------------------------------------------- the plan
-
-
-@pytest.mark.parametrize(
-    "text,actions,rejected",
-    [
-        # 135M: a list that names no tool call at all
-        (
-            "\n- 1. Search: search the web\n- 2. Image search: search images\n- 3. Clap: Clap your hands together.",
-            [],
-            0,
-        ),
-        ("\n- 1. 1. 2. 3. 4. 5. 6. 7. 8. 9. 10. 11. 12. 13. 14. 15. 16. 17. 18. 19. 20.", [], 0),
-        ("\n- 1. The Great Wall of China is visible from the Moon with the naked eye.\n- 2. The Great Wall", [], 0),
-        ("", [], 0),
-        # the tool list's placeholder copied
-        ('web_search("query")', [], 1),
-        ('web_search("Query")\nimage_search("Eiffel Tower")', ['image_search("Eiffel Tower")'], 1),
-        # well-formed, and in the shapes small models write them
-        ('web_search("Eiffel Tower location")', ['web_search("Eiffel Tower location")'], 0),
-        (
-            'Actions:\nweb_search("Eiffel Tower Berlin")\nimage_search("Eiffel Tower")',
-            ['web_search("Eiffel Tower Berlin")', 'image_search("Eiffel Tower")'],
-            0,
-        ),
-        ('WEB_SEARCH("Eiffel Tower")', ['web_search("Eiffel Tower")'], 0),
-        ('- web_search("Eiffel Tower")', ['web_search("Eiffel Tower")'], 0),
-        ('`web_search("Eiffel Tower")`', ['web_search("Eiffel Tower")'], 0),
-        ("web_search(\u201cEiffel Tower\u201d)", ['web_search("Eiffel Tower")'], 0),
-        ("web_search('Eiffel Tower')", ['web_search("Eiffel Tower")'], 0),
-        ("web_search(Eiffel Tower)", ['web_search("Eiffel Tower")'], 0),
-        ("reverse_search(<image:1>)", ["reverse_search(<image:1>)"], 0),
-        ('I will run web_search("Eiffel Tower Rome") and then stop.', ['web_search("Eiffel Tower Rome")'], 0),
-        # unusable calls are rejected with a reason
-        ('search("Eiffel Tower")', [], 1),
-        ('reverse_search("Eiffel Tower")', [], 1),
-        ("web_search(<image:1>)", [], 1),
-        ('web_search("")', [], 0),  # an empty argument is no call at all
-        ('web_search("old query")', [], 1),  # already executed
-        (
-            'web_search("a")\nweb_search("b")\nweb_search("c")\nweb_search("d")',
-            ['web_search("a")', 'web_search("b")', 'web_search("c")'],
-            1,
-        ),
-        ('web_search("Eiffel Tower")\nweb_search("Eiffel Tower")', ['web_search("Eiffel Tower")'], 1),
-        # truncated mid-call
-        ('web_search("Eiffel Tow', [], 0),
-    ],
-)
-def test_parse_plan(text, actions, rejected):
-    plan = parse_plan(text, TOOLS, {Action("web_search", "old query").key()}, max_actions=3)
-    assert [a.render() for a in plan.actions] == actions
-    assert len(plan.rejected) == rejected
 
 
 @pytest.mark.parametrize(

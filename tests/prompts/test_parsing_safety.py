@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 from veracity.check import run_check
 from veracity.config import load_config
-from veracity.defame.actions import parse_plan
 from veracity.defame.parsing import clean_text, excerpt, grounded, parse_summary
 from veracity.defame.record import Record, evidence_text
 from veracity.defame.steps import Plan, Summary
@@ -573,7 +572,6 @@ def test_property_output_parsers_never_raise(text):
     assert grounded(text, text, "claim") in (True, False)
     assert parse_query(text) is None or len(parse_query(text)) >= 2
     assert len(parse_reasoning(text, 100)) <= 100
-    parse_plan(text, {}, set(), 3)
 
 
 @PROPERTY

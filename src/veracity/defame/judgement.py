@@ -9,8 +9,8 @@ The rules (`combine`), over the verifier's reading of each finding's source, one
 - no source decides: Not Enough Evidence (where the set has that label; before the last round this sends the check
   back to planning). Where it has none (a set of two labels), or in the `verifier+model` combination, the model's
   pick stands instead, else the side the sources lean to;
-- no source decides after the last round, the config asks for it (`defame.undecided = "prior"`; the default is
-  not enough evidence) and the calibration names an `undecided` label: that label, the one most
+- no source decides after the last round, the config asks for it (`defame.undecided = "prior"`, the default;
+  "nei" keeps not enough evidence) and the calibration names an `undecided` label: that label, the one most
   often right for an undecided claim under the stated label prior (chosen on held-apart data with that prior, a
   Bayes decision stated in the calibration file and the report; none without a prior). Its confidence is that
   label's share of the prior among the labels on offer (`JudgeCalibration.prior_share`): where nothing decides, the

@@ -15,10 +15,12 @@ from typing import Any
 from ..prompts.quoting import neutralise
 from ..prompts.spec import PromptSpec
 from ..types import Evidence
-from .actions import PLACEHOLDER
 from .parsing import clean_text, grounded, parse_summary
 from .record import Record, evidence_text
 
+PLACEHOLDER = (
+    "query"  # the argument the tool list shows (`web_search("query")`, tools/base.py); a small model copies it
+)
 RESULT_CHARS = 1500  # source text a summary is written from
 SUMMARY_CHARS = 400  # longest summary kept in the record
 

@@ -100,11 +100,18 @@ def defame_sections(record: Record, result: CheckResult, image_url: ImageLink | 
                             "*The evidence was not decisive, and the model chose the label the verifier "
                             "gives less than one half: the label is the verifier's, uncertain.*",
                         ]
+                    elif s.decided_by == "prior":
+                        lines += [
+                            "",
+                            "*No source was decisive: the label is the one a stated label prior makes likeliest "
+                            "(claims that reach fact-checkers are mostly false), uncertain, with the prior's share "
+                            "as its confidence.*",
+                        ]
                     else:
                         lines += [
                             "",
-                            "*The evidence was not decisive: the label is the model's, and its confidence "
-                            "the verifier's probability of that label.*",
+                            "*The evidence was not decisive: the label is the model's, uncertain, with the model's "
+                            "own probability of it as its confidence.*",
                         ]
                 lines += [""]
     if record.justification is not None:
