@@ -309,7 +309,7 @@ def test_an_answer_sentence_is_decided_again_as_it_was_read_its_pronoun_resolved
     )
     trace = tracer.to_list()
     [read] = [s for s in trace if s["stage"] == "leaf_sentence" and "read_as" in s]
-    assert read["sentence"] == "It flows into the Red Sea." and read["read_as"] == "Nile flows into the Red Sea."
+    assert read["sentence"] == "It flows into the Red Sea." and read["read_as"] == "The Nile flows into the Red Sea."
     path = tmp_path / "answer.json"
     path.write_text(
         json.dumps(

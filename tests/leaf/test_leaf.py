@@ -724,23 +724,23 @@ def test_the_verifier_reads_a_sentence_with_its_pronoun_resolved_and_searches_wi
         tracer=tracer,
     )
     first, second, third = result.sentences
-    assert second.sentence == "It flows through Paris." and second.read_as == "Danube flows through Paris."
+    assert second.sentence == "It flows through Paris." and second.read_as == "The Danube flows through Paris."
     assert second.query == second.read_as and [e.doc_id for e in second.evidence] == ["danube"]
     assert second.rating == "Not Supported"
     assert first.read_as == "" and first.query == first.sentence  # nothing to resolve: read as written
     assert third.read_as == "" and third.query == "He lost it."  # nobody "he" can be: left as written
     steps = [s for s in tracer.to_list() if s["stage"] == "leaf_sentence"]
-    assert steps[1]["read_as"] == "Danube flows through Paris." and "read_as" not in steps[0]
+    assert steps[1]["read_as"] == "The Danube flows through Paris." and "read_as" not in steps[0]
     # the verifier's reading in the trace is that of the resolved sentence against the Danube's page
     verified = [s for s in tracer.to_list() if s["stage"] == "evidence_verifier"][1]
-    v = load_verifier("default").verify("Danube flows through Paris.", [second.evidence[0].text])
+    v = load_verifier("default").verify("The Danube flows through Paris.", [second.evidence[0].text])
     assert verified["probabilities"] == {k: round(x, 4) for k, x in v.probabilities.items()}
     # the check as printed says what was read
     from veracity.report.terminal import item_lines
     from veracity.steps import view_items
 
     printed = "\n".join(line for it in view_items(tracer.to_list()) for line in item_lines(it))
-    assert "[2] Not Supported" in printed and "      read as: Danube flows through Paris.\n" in printed
+    assert "[2] Not Supported" in printed and "      read as: The Danube flows through Paris.\n" in printed
     assert printed.count("read as:") == 1
     # the proxy's units: the span of the sentence as written, and what was read
     from veracity.proxy.checking import result_view
@@ -748,6 +748,6 @@ def test_the_verifier_reads_a_sentence_with_its_pronoun_resolved_and_searches_wi
     units = result_view(tracer.to_list(), answer)["units"]
     start = answer.index("It flows")
     assert units[1]["span"] == [start, start + len("It flows through Paris.")]
-    assert units[1]["read_as"] == "Danube flows through Paris." and "read_as" not in units[0]
+    assert units[1]["read_as"] == "The Danube flows through Paris." and "read_as" not in units[0]
     # as written, the same sentence is its own query and finds the Seine
     assert [e.doc_id for e in Index.from_documents(RIVERS).retriever().search(second.sentence, k=1)] == ["seine"]

@@ -416,7 +416,7 @@ def test_an_answer_sentence_read_with_its_pronoun_resolved_says_so_on_the_page(p
     first, second = page.locator("#steps .step.leaf").nth(0), page.locator("#steps .step.leaf").nth(1)
     expect(second.locator("summary")).to_contain_text("It flows through Paris.")
     second.locator("summary").click()
-    expect(second.locator(".read-as")).to_have_text("Read as Danube flows through Paris.")
+    expect(second.locator(".read-as")).to_have_text("Read as The Danube flows through Paris.")
     first.locator("summary").click()
     expect(first.locator(".leaf-body")).to_be_visible()
     expect(first.locator(".read-as")).to_have_count(0)  # nothing to resolve: no line

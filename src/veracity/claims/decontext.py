@@ -34,6 +34,7 @@ class Name:
     text: str
     span: Span
     words: frozenset[str]
+    article: str = ""  # "the" where the source writes the name with it ("The Eiffel Tower is ...")
 
     def same(self, other: Name) -> bool:
         """The same entity named again ("Lanny Flaherty" ... "Flaherty")."""
@@ -65,7 +66,8 @@ def names_in(source: str, start: int, end: int) -> list[tuple[Name, str]]:
         run = tokens[i:j]
         words = frozenset(w.lower() for w, _, _ in run if w.lower() not in NAME_JOINERS)
         before = tokens[i - 1][0].lower() if i > 0 else ""
-        out.append((Name(" ".join(w for w, _, _ in run), (run[0][1], run[-1][2]), words), before))
+        name = Name(" ".join(w for w, _, _ in run), (run[0][1], run[-1][2]), words, "the" if before == "the" else "")
+        out.append((name, before))
         i = j
     return out
 
@@ -158,6 +160,8 @@ class Resolver:
             return Resolution(text, reason="more than one unnamed person or thing")
         self.gender = kind
         name = self.topic.text
+        if self.topic.article:  # "It was completed in 1889." -> "The Eiffel Tower was completed in 1889."
+            name = f"{self.topic.article.capitalize() if word[0].isupper() else self.topic.article} {name}"
         possessive = word.lower() in ("his", "its") or (word.lower() == "her" and _possessive_her(words, s))
         replacement = f"{name}'s" if possessive else name
         return Resolution(text[:s] + replacement + text[e:], borrowed=[self.topic.span])
