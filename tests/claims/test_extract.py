@@ -148,3 +148,24 @@ def test_auto_uses_the_rules_for_in_process_models():
     model, backend = _model([(r".*", "- anything")])
     ex = extract_claims("Paris is in France.", method="auto", model=model)
     assert ex.method == "rules" and not backend.calls
+
+
+def test_a_long_text_is_split_as_pysbd_splits_it_whole(monkeypatch):
+    """pysbd's time grows with the square of a block's length, so a long block is segmented a piece at a time;
+    each piece's last sentence starts the next one, so the sentences are the same as pysbd's over the whole."""
+    import veracity.claims.sentences as sentences
+
+    text = " ".join(
+        f"Dr. Ada Vance measured {i}.5 km of the river e.g. near St. Mary's in {1900 + i}. Was it wider? "
+        f"She said so, vs. the 1850 map!"
+        for i in range(40)
+    )
+    monkeypatch.setattr(sentences, "CHUNK_CHARS", 10**9)
+    whole = sentence_spans(text)
+    monkeypatch.setattr(sentences, "CHUNK_CHARS", 150)  # cuts inside sentences and abbreviations
+    pieces = sentence_spans(text)
+    assert [(s.text, s.start, s.end) for s in pieces] == [(s.text, s.start, s.end) for s in whole]
+    assert len(pieces) == 120 and all(" ".join(text[s.start : s.end].split()) == s.text for s in pieces)
+    # one sentence longer than a piece is cut into pieces rather than segmented in quadratic time
+    endless = "word " * 200 + "end."
+    assert " ".join(s.text for s in sentence_spans(endless)) == " ".join(endless.split())

@@ -21,6 +21,9 @@ _LIST_ITEM = re.compile(r"\n(?=[ \t]*(?:[-*•+]\s|\d{1,2}[.)]\s|\(?[A-Za-z]\)\s
 _BLANK_LINE = re.compile(r"\n[ \t]*\n+")
 _WORDY = re.compile(r"[^\W_]")
 _SPACE = re.compile(r"\s+")
+# pysbd's time grows with the square of a block's length (3,000 sentences: 19 s), so a longer block is segmented
+# CHUNK_CHARS at a time: each piece's last sentence, which the cut may have ended early, starts the next piece
+CHUNK_CHARS = 3000
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,22 @@ def _squeeze(text: str, start: int, end: int) -> tuple[str, list[int]]:
     return "".join(chars), where
 
 
+def _segments(block: str) -> list[tuple[int, int]]:
+    """pysbd's sentence spans of `block`, segmented CHUNK_CHARS at a time (the same spans, in linear time)."""
+    out, at = [], 0
+    while True:
+        end = min(len(block), at + CHUNK_CHARS)
+        spans = [(at + seg.start, at + seg.end) for seg in _segmenter().segment(block[at:end])]
+        if end == len(block) or len(spans) < 2:  # the end, or one sentence longer than a piece: taken whole
+            out += spans
+            if end == len(block):
+                return out
+            at = end
+            continue
+        out += spans[:-1]
+        at = spans[-1][0]
+
+
 def sentence_spans(text: str) -> list[Segment]:
     """The sentences of `text`, in order, each with its span in `text`; [] when it has no words at all."""
     # \r\n -> " \n" and \r -> \n keep every offset where it was
@@ -80,13 +99,13 @@ def sentence_spans(text: str) -> list[Segment]:
             block, where = _squeeze(plain, b_start, b_end)
             if not block:
                 continue
-            for seg in _segmenter().segment(block):
-                piece = block[seg.start : seg.end]
+            for seg_start, seg_end in _segments(block):
+                piece = block[seg_start:seg_end]
                 lead = len(piece) - len(piece.lstrip())
                 stripped = piece.strip()
                 if not _WORDY.search(stripped):
                     continue
-                s = seg.start + lead
+                s = seg_start + lead
                 e = s + len(stripped)
                 out.append(Segment(stripped, where[s], where[e - 1] + 1))
     return out
