@@ -79,14 +79,12 @@ def _segments(block: str) -> list[tuple[int, int]]:
     while True:
         end = min(len(block), at + CHUNK_CHARS)
         spans = [(at + seg.start, at + seg.end) for seg in _segmenter().segment(block[at:end])]
-        if end == len(block) or len(spans) < 2:  # the end, or one sentence longer than a piece: taken whole
-            out += spans
-            if end == len(block):
-                return out
-            at = end
-            continue
-        out += spans[:-1]
-        at = spans[-1][0]
+        if end == len(block):
+            return out + spans
+        if len(spans) < 2:  # one sentence longer than a piece: taken as cut
+            out, at = out + spans, end
+        else:
+            out, at = out + spans[:-1], spans[-1][0]
 
 
 def sentence_spans(text: str) -> list[Segment]:

@@ -71,15 +71,12 @@ def summarize(
             continue
         replies = _summaries(prompt, out.results, record, ctx, failures) if by_model else [None] * len(out.results)
         for ev, gen in zip(out.results, replies):
-            if gen is None:  # asked for: an excerpt, not a failure
-                summary, written_by = excerpt(ev.text, record.claim.text, SUMMARY_CHARS) or None, "excerpt"
-            elif gen.ok:
+            if gen is not None and gen.ok:
                 summary, written_by = gen.value.text, "model"
-            else:
-                if gen.spec.problem:
+            else:  # an excerpt was asked for (no model call), or the model wrote something not drawn from the
+                # source (often the claim again): quote the source instead, and say so (a failure is recorded)
+                if gen is not None and gen.spec.problem:
                     gen.fail()  # recorded here, in the results' order, however the calls ran
-                # the model wrote something not drawn from the source (often the claim again):
-                # quote the source instead, and say so (the failure is recorded)
                 summary, written_by = excerpt(ev.text, record.claim.text, SUMMARY_CHARS) or None, "excerpt"
             refs = _evidence_images(ev, store, toolbox, ctx, max_images) if summary else []
             shown = f'Excerpt: "{summary}"' if summary and written_by == "excerpt" else summary

@@ -18,9 +18,8 @@ from ..types import Evidence
 from .parsing import clean_text, grounded, parse_summary
 from .record import Record, evidence_text
 
-PLACEHOLDER = (
-    "query"  # the argument the tool list shows (`web_search("query")`, tools/base.py); a small model copies it
-)
+# the argument the tool list shows (`web_search("query")`, tools/base.py); a small model copies it
+PLACEHOLDER = "query"
 RESULT_CHARS = 1500  # source text a summary is written from
 SUMMARY_CHARS = 400  # longest summary kept in the record
 
