@@ -106,10 +106,11 @@ def settle_uncertainty(verdict: Verdict, config: Config, conflict: dict | None =
             verdict.uncertain_reason += f": the source reads both ways ({describe(conflict)})"
 
 
-def no_source_found(verdict: Verdict, tracer: Tracer, retriever: Retriever | None) -> None:
+def no_source_found(verdict: Verdict, tracer: Tracer, retriever: Retriever | None, model_calls: int = 1) -> None:
     """A check over the knowledge base whose passages the trained verifier read as deciding nothing (every reading
     not decisive: an off-topic lead section, or one that lacks the fact) found no source: its verdict rests on the
-    model's memory, said plainly, instead of being dressed up as resting on those passages."""
+    model's memory, said plainly, instead of being dressed up as resting on those passages. A check that asked no
+    model (the `verifier` pipeline) rests on no memory: its label is the verifier's leaning, uncertain."""
     from .retrieval.knowledge_base import TITLE, knowledge_base_of
 
     readings = [s for s in tracer.steps if s.stage == "evidence_verifier"]
@@ -119,12 +120,12 @@ def no_source_found(verdict: Verdict, tracer: Tracer, retriever: Retriever | Non
         return
     read = list(dict.fromkeys(title for s in readings for title in getattr(s, "sources", None) or []))
     shown = ", ".join(read[:4]) + (f" and {len(read) - 4} more" if len(read) > 4 else "")
+    found = f"no source found in {TITLE}" + (f" (its articles read, {shown}, do not address the claim)" if read else "")
+    if not model_calls:
+        verdict.uncertain_reason = f"{found}; the label is the trained verifier's leaning"
+        return
     verdict.basis = "memory"
-    verdict.uncertain_reason = (
-        f"no source found in {TITLE}"
-        + (f" (its articles read, {shown}, do not settle the claim)" if read else "")
-        + "; it rests on the model's memory"
-    )
+    verdict.uncertain_reason = f"{found}; it rests on the model's memory"
 
 
 def _last_conflict(tracer: Tracer) -> dict | None:
@@ -169,7 +170,7 @@ def run_check(
     tracer.emit("claim", text=claim.text, pipeline=pipeline.name, model=model.model_id)
     verdict = pipeline.check(claim, ctx)
     seconds = time.perf_counter() - t0
-    no_source_found(verdict, tracer, retriever)
+    no_source_found(verdict, tracer, retriever, meter.total.calls)
     settle_uncertainty(verdict, config, _last_conflict(tracer))
     if verdict.confidence is None and model.gives_confidences() is False and not _verifier_rated(tracer):
         verdict.confidence_note = NO_CONFIDENCES

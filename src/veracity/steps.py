@@ -285,6 +285,13 @@ class EvidenceCheck(Step):
     decisive: bool | None = field(default=None, metadata=_OMIT_NONE)
     #: the sources of the passages read (their titles), in order
     sources: list[str] = field(default_factory=list)
+    #: the evidence setting its rule and threshold were calibrated for ("given" or "retrieved"), the threshold, and
+    #: why a verdict on this reading is uncertain ("" when decided); None in older traces
+    setting: str | None = field(default=None, metadata=_OMIT_NONE)
+    threshold: float | None = field(default=None, metadata=_OMIT_NONE)
+    uncertain_reason: str | None = field(default=None, metadata=_OMIT_NONE)
+    #: the passages read, as evidence records (quote, source, address, license); empty in older traces
+    read: list[dict[str, Any]] = field(default_factory=list)
 
     def fold(self, view: Fold) -> None:
         view.append(
@@ -294,6 +301,8 @@ class EvidenceCheck(Step):
                 "label": self.label,
                 "rationale": self.rationale,
                 "confidence": self.confidence,
+                "decisive": self.decisive,
+                "evidence": evidence_view(self.read),
             }
         )
 

@@ -307,6 +307,6 @@ def test_the_evidence_given_with_a_claim_is_read_even_where_it_shares_no_word_wi
     assert r.returncode == 0, r.stderr
     [row] = rows(out)
     assert "No evidence was found" not in row["verdict"]["rationale"]
-    assert 'decided by passage [1] (sweden-e0): "34% answered' in row["verdict"]["rationale"]
+    assert 'passage [1] (sweden-e0): "34% answered' in row["verdict"]["rationale"]  # read, whatever it decides
     retrieved = [s for s in row["trace"] if s["stage"] == "retrieval"]
     assert retrieved and retrieved[0]["results"][0]["found_by"]["retriever"] == "given"

@@ -170,11 +170,16 @@ def test_a_label_chosen_against_an_undecisive_reading_gets_the_verifiers_probabi
     d = EvidenceDecision(*label_for(v, labels, "supported_vs_refuted"), v, "", labels, "supported_vs_refuted")
     assert not d.decisive and d.label == "Not Enough Information"
     label, p, why = d.undecided("Supported")
-    assert (label, p) == ("Supported", 0.1) and why.startswith("the sources read do not settle the claim")
-    assert "reads Not Enough Information, 0.60, and gives Supported 0.10" in why
+    assert (label, p) == ("Supported", 0.1) and why.startswith("the sources read do not address the claim")
+    assert "leans Not Enough Information, 0.60, and gives Supported 0.10" in why
     assert why.endswith("Supported is the language model's choice")
-    # the model agrees with the verifier: no reason
-    assert d.undecided("Not Enough Information") == ("Not Enough Information", 0.6, "")
+    # the model agrees with the verifier: still uncertain, the sources do not say
+    label, p, why = d.undecided("Not Enough Information")
+    assert (label, p) == ("Not Enough Information", 0.6)
+    assert why == (
+        "the sources read do not address the claim (the trained verifier reads not enough information, 0.60); "
+        "the trained verifier and the language model lean Not Enough Information"
+    )
 
 
 def test_in_a_two_label_set_an_undecisive_reading_that_leans_the_other_way_takes_the_label():
@@ -189,10 +194,11 @@ def test_in_a_two_label_set_an_undecisive_reading_that_leans_the_other_way_takes
     label, p, why = d.undecided("Supported")
     assert label == "Refuted" and p == pytest.approx(0.75)
     assert why == (
-        "the sources read do not settle the claim (the trained verifier reads Refuted, 0.75, and gives "
-        "Supported 0.25); the language model chose Supported"
+        "the sources read do not address the claim (the trained verifier reads not enough information, 0.60) "
+        "(the trained verifier leans Refuted, 0.75, and gives Supported 0.25); the language model chose Supported"
     )
-    assert d.undecided("Refuted") == ("Refuted", pytest.approx(0.75), "")
+    assert d.undecided("Refuted")[:2] == ("Refuted", pytest.approx(0.75))
+    assert d.undecided("Refuted")[2].startswith("the sources read do not address the claim")
     assert d.undecided("Unverified")[0] == "Unverified"  # a label outside the set (a parse failure's) stands
     # three labels without a not-enough-information one (AVeriTeC-like, less nei): the model's label stands
     three = ("Supported", "Refuted", "Conflicting Evidence/Cherrypicking")
@@ -200,21 +206,55 @@ def test_in_a_two_label_set_an_undecisive_reading_that_leans_the_other_way_takes
     assert d3.undecided("Supported")[0] == "Supported"
 
 
-def test_in_a_two_label_set_a_sure_two_label_reading_is_decisive_even_when_nei_is_half_or_more():
-    """Supported / Refuted: the verifier reads Refuted 0.81 with nei 0.55; that is sure enough not to be uncertain
-    (threshold 0.77), so it decides; a three-way set, an unsure reading, or no threshold leave it to the model."""
-    v = Verification({"supported": 0.05, "refuted": 0.40, "nei": 0.55}, 0, [])
+def test_a_reading_that_does_not_address_the_claim_never_decides_however_sure_its_two_label_rule():
+    """The issue's case: "Donald Trump thinks that climate change is a hoax ..." against the lead of "Donald Trump":
+    supported 0.01, refuted 0.12, nei 0.87. A two-label rule reads Refuted 0.92 (above any threshold), but the
+    passage does not say: not decisive, uncertain with that reason in words, and the passage named as read, never as
+    the one that decided."""
+    from veracity.types import Evidence
+    from veracity.verify.decide import explain
+
+    v = Verification({"supported": 0.01, "refuted": 0.12, "nei": 0.87}, 0, [{"supported": 0.01, "refuted": 0.12,
+                                                                              "nei": 0.87}])  # fmt: skip
     two = ("Supported", "Refuted")
     label, p = label_for(v, two, "supported_vs_refuted")
-    assert label == "Refuted" and p == pytest.approx(0.40 / 0.45)
+    assert label == "Refuted" and p == pytest.approx(0.12 / 0.13)
     d = EvidenceDecision(label, p, v, "", two, "supported_vs_refuted", 0.77)
-    assert d.decisive
-    assert not EvidenceDecision(label, p, v, "", two, "supported_vs_refuted", 0.95).decisive  # not sure enough
-    assert not EvidenceDecision(label, p, v, "", two, "supported_vs_refuted").decisive  # no threshold: as before
-    three = ("Supported", "Refuted", "Not Enough Information")
-    assert not EvidenceDecision(
-        *label_for(v, three, "supported_vs_refuted"), v, "", three, "supported_vs_refuted", 0.5
-    ).decisive  # with a nei label, nei 0.55 is the reading
+    assert not d.decisive
+    assert d.uncertain_reason == (
+        "the sources read do not address the claim (the trained verifier reads not enough information, 0.87); "
+        "the label is the trained verifier's leaning"
+    )
+    lead = Evidence(text="Donald John Trump is an American politician ...", source="Donald Trump",
+                    url="https://en.wikipedia.org/wiki/Donald_Trump")  # fmt: skip
+    said = explain(v, label, [lead], "v", two_label=p)
+    assert "decided by" not in said
+    assert said.startswith("Label Refuted, undecided: the sources read do not address the claim; read: passage [1]")
+    assert "https://en.wikipedia.org/wiki/Donald_Trump" in said
+    # a reading that addresses the claim decides, and is uncertain only below the threshold
+    sure = Verification({"supported": 0.02, "refuted": 0.93, "nei": 0.05}, 0, [])
+    d = EvidenceDecision(*label_for(sure, two, "supported_vs_refuted"), sure, "", two, "supported_vs_refuted", 0.77)
+    assert d.decisive and d.uncertain_reason == ""
+    rule = "supported_vs_refuted"
+    d = EvidenceDecision(*label_for(sure, two, rule), sure, "", two, rule, 0.99, setting="given")
+    assert d.decisive and d.uncertain_reason == "its confidence 0.98 is below 0.99"
+    d = EvidenceDecision(*label_for(sure, two, rule), sure, "", two, rule, 0.99, setting="retrieved")
+    assert d.uncertain_reason.startswith("the confidence 0.98 on evidence a search found is below 0.99, the threshold")
+
+
+def test_passages_that_decide_together_are_each_quoted_with_their_address():
+    from veracity.types import Evidence
+    from veracity.verify.decide import explain
+
+    v = Verification({"supported": 0.9, "refuted": 0.05, "nei": 0.05}, None, [])
+    passages = [
+        Evidence(text="The Danube is Europe's second-longest river.", source="Danube",
+                 url="https://en.wikipedia.org/wiki/Danube"),
+        Evidence(text="It flows into the Black Sea.", source="Danube", url="https://en.wikipedia.org/wiki/Danube"),
+    ]  # fmt: skip
+    said = explain(v, "Supported", passages, "v")
+    assert said.startswith("Label Supported: decided by the 2 passages read together: passage [1] (Danube):")
+    assert '"It flows into the Black Sea."' in said and said.count("https://en.wikipedia.org/wiki/Danube") == 2
 
 
 def test_evidence_text_is_the_bare_text_as_the_verifier_was_trained_on():
@@ -733,3 +773,82 @@ def test_a_two_label_verdict_says_how_its_rule_read_the_three_probabilities():
     )
     three = explain(v, "Refuted", passages, "v")  # a set with nei: the most probable of the three, nothing added
     assert three.endswith("nei 0.31.") and "two labels" not in three
+
+
+def test_retrieved_evidence_is_read_by_its_own_rule_and_threshold_given_evidence_by_the_shipped_ones():
+    """The same claim and passage: given with the claim (a benchmark's gold, --evidence), the two-label rule and
+    threshold fitted on gold pairs; found by a search, the rule and threshold fitted on retrieved evidence
+    (verifier.json retrieved_rule), which the trace step names."""
+    from veracity.config import VerifierConfig
+    from veracity.trace import Tracer
+    from veracity.types import Evidence
+    from veracity.verify import uncertain_threshold
+    from veracity.verify.decide import check_evidence, evidence_setting
+
+    rule = json.loads((WEIGHTS_DIR / "verifier.json").read_text())["retrieved_rule"]
+    assert rule["name"] == "fitted_open" and 0.5 <= rule["uncertain_below"] <= 1.0
+    claim, text = "The Eiffel Tower is located in Rome.", "The Eiffel Tower is a lattice tower in Paris, France."
+    given = Evidence(text=text, source="Eiffel Tower", found_by={"retriever": "given", "given": True})
+    found = Evidence(text=text, source="Eiffel Tower", found_by={"retriever": "bm25", "index": "kb"})
+    assert evidence_setting([given]) == "given" and evidence_setting([found, given]) == "retrieved"
+    tracer = Tracer()
+    a = check_evidence(VerifierConfig(), tracer, claim, [given], ("Supported", "Refuted"))
+    b = check_evidence(VerifierConfig(), tracer, claim, [found], ("Supported", "Refuted"))
+    assert a.label == b.label == "Refuted" and a.decisive and b.decisive
+    assert a.threshold == uncertain_threshold(VerifierConfig()) and b.threshold == rule["uncertain_below"]
+    assert a.confidence != b.confidence  # read by two rules
+    steps = [s for s in tracer.to_list() if s["stage"] == "evidence_verifier"]
+    assert [s["setting"] for s in steps] == ["given", "retrieved"]
+    assert steps[1]["read"][0]["text"] == text and steps[1]["uncertain_reason"] == b.uncertain_reason
+    # a threshold the user set holds for both
+    c = check_evidence(VerifierConfig(uncertain_below=0.99), Tracer(), claim, [found], ("Supported", "Refuted"))
+    assert c.threshold == 0.99
+
+
+def test_the_rule_for_retrieved_evidence_is_fitted_on_one_half_and_measured_on_the_other(tmp_path):
+    """`veracity verifier calibrate-retrieved` on readings kept in a file: a reading that addresses the claim and
+    leans supported is worth more than one that does not address it, whatever it leans; the threshold is chosen
+    on the fitting half; the table compares it with the rule before; --write keeps it in verifier.json."""
+    import shutil
+
+    from veracity.verify.result import binary_label
+    from veracity.verify.training import open_world as ow
+
+    rng = random.Random(3)
+    rows = []
+    for i in range(600):
+        truth = rng.random() < 0.5
+        addressed = rng.random() < 0.4
+        if addressed:  # reads the truth, mostly
+            right = rng.random() < 0.92
+            s = 0.85 if truth == right else 0.05
+            probs = [s, 0.9 - s, 0.1]
+        else:  # says nothing, but leans refuted as the verifier does on a lead about something else
+            probs = [0.05, 0.3, 0.65]
+        rows.append({"claim": f"c{i}", "label": "supported" if truth else "refuted", "source": "s",
+                     "half": "fit" if i % 2 else "measure", "found": 1, "probs": probs})  # fmt: skip
+    result = ow.calibrate_retrieved(rows, shipped_rule="supported_vs_refuted", shipped_threshold=0.7)
+    rule = result["rule"]
+    # not addressed: near even, whichever way it leans; addressed and supported: sure
+    assert binary_label(0.05, 0.3, rule)[1] < 0.65
+    assert binary_label(0.85, 0.05, rule) == ("supported", pytest.approx(binary_label(0.85, 0.05, rule)[1]))
+    assert binary_label(0.85, 0.05, rule)[1] > 0.85
+    after, before = result["after"], result["before"]
+    assert after["decided_accuracy"] >= 0.85 and before["decided_accuracy"] < 0.75
+    table = ow.render(result)
+    assert "| before |" in table and "| after |" in table
+    folder = tmp_path / "v"
+    folder.mkdir()
+    shutil.copy(WEIGHTS_DIR / "verifier.json", folder / "verifier.json")
+    readings = tmp_path / "readings.jsonl"
+    readings.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    r = subprocess.run(
+        veracity_cmd()
+        + ["verifier", "calibrate-retrieved", "--out", str(folder), "--readings", str(readings), "--write"],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "| after |" in r.stdout and "written: retrieved_rule" in r.stdout
+    written = json.loads((folder / "verifier.json").read_text())["retrieved_rule"]
+    assert written["name"] == "fitted_open" and written["measure_claims"] == 300

@@ -37,7 +37,9 @@ class EvidenceVerifier(Pipeline):
         ctx.tracer.emit("retrieval", query=claim.text, results=[e.to_dict() for e in passages])
         labels = tuple(ctx.labels) if ctx.labels else (SUPPORTED, REFUTED)
         d = check_evidence(ctx.config.verifier, ctx.tracer, claim.text, passages, labels, kind=self.verifier_kind)
-        return Verdict(label=d.label, rationale=d.rationale, confidence=d.confidence)
+        return Verdict(
+            label=d.label, rationale=d.rationale, confidence=d.confidence, uncertain_reason=d.uncertain_reason
+        )
 
 
 class LexicalBaseline(EvidenceVerifier):

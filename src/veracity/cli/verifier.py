@@ -110,6 +110,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     k.set_defaults(func=cmd_calibrate)
 
+    r = commands.add_parser(
+        "calibrate-retrieved",
+        help="fit the confidence and the uncertain threshold of verdicts on retrieved evidence: training-source "
+        "claims searched in an index (default: the Wikipedia knowledge base) as checks search, read by the verifier, "
+        "fitted on one half and measured on the other (prints a table; --write keeps it in verifier.json)",
+    )
+    r.add_argument("--data", default=None, help="training data folder (default ../shared/training)")
+    r.add_argument("--out", default=None, help="the verifier folder (default: the package's verify/weights)")
+    r.add_argument("--index", default="kb:wikipedia", help="where the claims are searched (default kb:wikipedia)")
+    r.add_argument("--per-source", type=int, default=1500, help="claims per training source at most (default 1500)")
+    r.add_argument(
+        "--written",
+        action="append",
+        default=None,
+        help="a JSONL file of written claims (claim, label, optional split) to fit on as well; of a file with splits "
+        "only --written-split is read (default: benchmarks/data's kb_realworld_claims.jsonl and open_world_claims.jsonl)",
+    )
+    r.add_argument("--written-split", default="A", help="the split of the written claims fitted on (default A)")
+    r.add_argument("--readings", default=None, help="a JSONL file keeping each claim's reading (read again if there)")
+    r.add_argument("--write", action="store_true", help="write retrieved_rule into the folder's verifier.json")
+    r.set_defaults(func=cmd_calibrate_retrieved)
+
     a = commands.add_parser(
         "average",
         help="average trained verifiers' weights (a model soup) into a new folder, "
@@ -269,6 +291,50 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     result = calibrate(out, data, s)
     print(json.dumps({k: result[k] for k in ("temperature", "binary_rule", "figures", "ms_per_pair")}, indent=1))
     _against_shipped(out)
+    return 0
+
+
+def cmd_calibrate_retrieved(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from ..config import VerifierConfig
+    from ..retrieval.sharded import open_index
+    from ..verify import evidence_text, load_verifier, uncertain_threshold, verifier_settings
+    from ..verify.model import WEIGHTS_DIR
+    from ..verify.training import open_world as ow
+
+    folder = Path(args.out) if args.out else WEIGHTS_DIR
+    if not (folder / "verifier.json").is_file():
+        raise UserError(f"no trained verifier in {folder} (no verifier.json)")
+    readings = Path(args.readings) if args.readings else None
+    if readings is not None and readings.is_file():
+        rows = [json.loads(line) for line in readings.read_text(encoding="utf-8").splitlines() if line.strip()]
+    else:
+        claims = ow.open_world_claims(_data_dir(args.data), args.per_source)
+        for path in args.written if args.written is not None else ow.default_written():
+            claims += ow.written_claims(Path(path), args.written_split)
+        top_k = VerifierConfig().top_k
+        retriever = open_index(args.index).retriever()
+        verifier = load_verifier(str(folder))
+
+        def search(claim: str) -> list[str]:
+            return [evidence_text(e.text) for e in retriever.search(claim, k=top_k)]
+
+        rows = ow.read_claims(verifier, search, claims, progress=lambda xs: tqdm(xs, unit="claim"))
+        if readings is not None:
+            readings.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    settings = json.loads((folder / "verifier.json").read_text(encoding="utf-8"))
+    config = VerifierConfig(model=str(folder))
+    verifier_settings.cache_clear()
+    result = ow.calibrate_retrieved(
+        rows,
+        shipped_rule=settings.get("binary_rule", "supported_vs_refuted"),
+        shipped_threshold=uncertain_threshold(config),
+    )
+    print(ow.render(result))
+    if args.write:
+        ow.write_rule(folder, ow.rule_entry(result, args.index, VerifierConfig().top_k))
+        print(f"written: retrieved_rule in {folder / 'verifier.json'}")
     return 0
 
 

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 from ..pipeline import Context, Pipeline, register
 from ..types import Claim, QAStep, Verdict
 from ..verdicts import reason_then_label
-from ..verify import uncertain_threshold
 from ..verify.decide import check_evidence, verifier_enabled
 from .prompts import QUESTION_FIRST, QUESTION_FOLLOWUP, REASONER, REASONER_LABEL, VALIDATOR, VERIFIER
 from .qa import QA_MODULES, QAModule
@@ -76,7 +75,7 @@ class QACheck(Pipeline):
         """D(c, C): is the context enough? In evidence settings, when the trained verifier reads the evidence so far
         as decisive with a confidence of at least verifier.uncertain_below, it is, and the model is not asked."""
         d = self._evidence_decision(claim, context, ctx, decisions)
-        if d is not None and d.decisive and d.confidence >= uncertain_threshold(ctx.config.verifier):
+        if d is not None and d.decisive and not d.uncertain_reason:
             ctx.tracer.emit(
                 "verifier", depth=len(context), enough=True, confidence=d.confidence, by="evidence_verifier"
             )
@@ -147,7 +146,7 @@ class QACheck(Pipeline):
             verdict.rationale = (
                 f"{d.rationale}\nThe model's own reasoning concluded {verdict.label}: {verdict.rationale}"
             )
-        verdict.label, verdict.confidence = d.label, d.confidence
+        verdict.label, verdict.confidence, verdict.uncertain_reason = d.label, d.confidence, d.uncertain_reason
         return verdict
 
     def _evidence_decision(

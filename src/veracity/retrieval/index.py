@@ -396,6 +396,7 @@ class GivenEvidenceRetriever:
         passages = list(self.index.passages.values())
         found = self.index.search(query, k, "bm25")
         whole = len(passages) <= k
+        found = [replace(e, found_by={**e.found_by, "given": True}) for e in found]  # evidence_setting: "given"
         if len(found) >= k and not whole:
             return found
         hits = {(e.doc_id, e.quote_start, e.text): e for e in found}
@@ -403,7 +404,7 @@ class GivenEvidenceRetriever:
             out, kept = [], passages
         else:
             out, kept = list(found), [p for p in passages if (p.doc_id, p.start, p.text) not in hits][: k - len(found)]
-        found_by = {"retriever": "given", "index": None, "query": query}
+        found_by = {"retriever": "given", "index": None, "query": query, "given": True}
         for p in kept:
             rank = len(out) + 1
             hit = hits.get((p.doc_id, p.start, p.text))

@@ -108,30 +108,71 @@ def probability_of(
     return None if key is None else v.probabilities[key]
 
 
+NOT_ADDRESSED = 0.5  # a reading whose not-enough-information is at least this does not address the claim
+
+
+def evidence_setting(passages: Sequence[Evidence]) -> str:
+    """ "given" (the evidence given with the claim: a benchmark's gold sentences, a user's --evidence) or
+    "retrieved" (what a search found: an index, the knowledge base, the web), which the verdict's confidence and
+    uncertain threshold are calibrated for (verifier.json `retrieved_rule`)."""
+    return "given" if passages and all(e.found_by.get("given") for e in passages) else "retrieved"
+
+
+def _cited(ev: Evidence, n: int) -> str:
+    """A passage as a rationale cites it: its number, source, quote, and URL and license when it has them."""
+    quote = ev.text if len(ev.text) <= 220 else ev.text[:217] + "..."
+    out = f"passage [{n}]" + (f" ({ev.source})" if ev.source else "") + f': "{quote}"'
+    attribution = [x for x in (ev.url, evidence_license({"found_by": ev.found_by})) if x]
+    return out + (f" ({', '.join(attribution)})" if attribution else "")  # a Wikipedia article: its URL and license
+
+
 def explain(
     v: Verification, label: str, passages: Sequence[Evidence], verifier: str, *, two_label: float | None = None
 ) -> str:
     """A rationale that says what decided, and never contradicts the label. `two_label`: the label's probability
     when the set has no not-enough-information label (its two-label rule may choose the label that is not the more
-    probable of the three printed, so the reading it made is said too)."""
+    probable of the three printed, so the reading it made is said too). A reading that does not address the claim
+    (not enough information at least one half) decided nothing: its passages are named as read, not as deciding."""
     probs = ", ".join(f"{k} {v.probabilities[k]:.2f}" for k in ("supported", "refuted", "nei"))
     if two_label is not None:
         probs += f"; read for a choice of two labels (the two-label rule), {label} {two_label:.2f}"
     if not passages:
         return f"No evidence was found for the claim, so the {verifier} verifier could not check it ({probs})."
+    if v.probabilities["nei"] >= NOT_ADDRESSED:
+        read = "; ".join(_cited(ev, n) for n, ev in enumerate(passages, 1))
+        return (
+            f"Label {label}, undecided: the sources read do not address the claim; read: {read}; "
+            f"the {verifier} verifier's probabilities: {probs}."
+        )
     if v.passage is None:
-        where = f"the {len(passages)} passages read together"
+        each = "; ".join(_cited(ev, n) for n, ev in enumerate(passages, 1))
+        where = f"the {len(passages)} passages read together: {each}"
     else:
-        ev = passages[v.passage]
-        quote = ev.text if len(ev.text) <= 220 else ev.text[:217] + "..."
-        where = f"passage [{v.passage + 1}]" + (f" ({ev.source})" if ev.source else "") + f': "{quote}"'
-        attribution = [x for x in (ev.url, evidence_license({"found_by": ev.found_by})) if x]
-        where += f" ({', '.join(attribution)})" if attribution else ""  # a Wikipedia article: its URL and license
+        where = _cited(passages[v.passage], v.passage + 1)
     if v.conflict:
         from .conflict import describe
 
         where += f"; {describe(v.conflict)}"
     return f"Label {label}: decided by {where}; the {verifier} verifier's probabilities: {probs}."
+
+
+def not_addressed(v: Verification) -> str:
+    """The reason a verdict is uncertain when its sources do not say: in words, with the reading behind it."""
+    return (
+        f"the sources read do not address the claim (the trained verifier reads not enough information, "
+        f"{v.probabilities['nei']:.2f})"
+    )
+
+
+def low_confidence(confidence: float, threshold: float, setting: str = "") -> str:
+    """The reason a verdict is uncertain for its confidence: check.LOW_CONFIDENCE's wording, or on retrieved
+    evidence what its own threshold means (verifier.json `retrieved_rule`)."""
+    if setting != "retrieved":
+        return f"its confidence {confidence:.2f} is below {threshold:.2f}"
+    return (
+        f"the confidence {confidence:.2f} on evidence a search found is below {threshold:.2f}, the threshold at which "
+        "such verdicts were right 90% of the time on the claims it was fitted on (claims searched as checks search)"
+    )
 
 
 @dataclass
@@ -145,16 +186,24 @@ class EvidenceDecision:
     threshold: float | None = None  # the uncertain threshold (verifier.uncertain_below) the pipeline reports with
     rest_rule: TwoLabelRule = "supported_vs_rest"
 
+    setting: str = "retrieved"  # evidence_setting: "given" or "retrieved", which rule and threshold were used
+
     @property
     def decisive(self) -> bool:
-        """The evidence settles the claim one way or the other: not-enough-information below one half, or, in a
-        set without a not-enough-information label, a two-label reading sure enough not to be uncertain (at least
-        `threshold`). Without the second, a reading of Refuted 0.81 with nei 0.55 was "not decisive", and the
-        model's Supported stood, with 0.19 and a reason that quoted the 0.81."""
-        if self.verification.probabilities["nei"] < 0.5:
-            return True
-        two_label = len(self.labels) >= 2 and _names(self.labels)[2] is None
-        return two_label and self.threshold is not None and self.confidence >= self.threshold
+        """The evidence addresses the claim: its deciding reading's not-enough-information is below one half. A
+        passage that does not say is never read as deciding, whichever way a two-label rule leans on it (that rule
+        once turned "Donald Trump ... is the 47th president" with nei 0.87 into a decided "Refuted 0.85")."""
+        return self.verification.probabilities["nei"] < NOT_ADDRESSED
+
+    @property
+    def uncertain_reason(self) -> str:
+        """Why a verdict taking this decision's label and confidence is uncertain ("" when it is decided): the
+        sources do not address the claim, or its confidence is below the threshold of its evidence setting."""
+        if not self.decisive:
+            return f"{not_addressed(self.verification)}; the label is the trained verifier's leaning"
+        if self.threshold is not None and self.confidence < self.threshold:
+            return low_confidence(self.confidence, self.threshold, self.setting)
+        return ""
 
     def undecided(self, label: str) -> tuple[str, float | None, str]:
         """The evidence is not decisive and `label` is the language model's choice: the label the verdict takes, its
@@ -168,15 +217,14 @@ class EvidenceDecision:
         data; the small model's own probability is not, and on AVeriTeC its surest verdicts were its least
         accurate); such a verdict stays below the uncertain threshold."""
         p = probability_of(self.verification, label, self.labels, self.binary_rule, self.rest_rule)
+        read = not_addressed(self.verification) if not self.decisive else "the sources read do not settle the claim"
         if label == self.label:
-            return label, p, ""
+            return label, p, f"{read}; the trained verifier and the language model lean {label}"
         given = f", and gives {label} {p:.2f}" if p is not None else ""
-        read = (
-            f"the sources read do not settle the claim (the trained verifier reads {self.label}, {self.confidence:.2f}"
-        )
+        read += f" (the trained verifier leans {self.label}, {self.confidence:.2f}{given})"
         if len(self.labels) == 2 and _names(self.labels)[2] is None and p is not None and p < 0.5:
-            return self.label, self.confidence, f"{read}{given}); the language model chose {label}"
-        return label, p, f"{read}{given}); {label} is the language model's choice"
+            return self.label, self.confidence, f"{read}; the language model chose {label}"
+        return label, p, f"{read}; {label} is the language model's choice"
 
 
 def check_evidence(
@@ -191,7 +239,13 @@ def check_evidence(
     """Verify `claim` against `passages`, map onto `labels`, record an `evidence_verifier` step."""
     verifier = get_verifier(settings, kind)
     v = verifier.verify(claim, [evidence_text(e.text, e.source) for e in passages])
-    label, confidence = label_for(v, labels, verifier.binary_rule, verifier.rest_rule)
+    setting = evidence_setting(passages)
+    binary_rule, threshold = verifier.binary_rule, uncertain_threshold(settings)
+    retrieved = getattr(verifier, "retrieved_rule", None)
+    if setting == "retrieved" and retrieved:
+        binary_rule = retrieved
+        threshold = threshold if settings.uncertain_below is not None else float(retrieved["uncertain_below"])
+    label, confidence = label_for(v, labels, binary_rule, verifier.rest_rule)
     _, _, nei, conflict = _names(tuple(dict.fromkeys(labels)))
     rationale = explain(
         v, label, passages, verifier.name, two_label=confidence if nei is None and label != conflict else None
@@ -202,9 +256,10 @@ def check_evidence(
         v,
         rationale,
         tuple(dict.fromkeys(labels)),
-        verifier.binary_rule,
-        uncertain_threshold(settings),
+        binary_rule,
+        threshold,
         verifier.rest_rule,
+        setting,
     )
     extra = {"conflict": v.conflict} if v.conflict else {}  # a sentence of the deciding passage read otherwise
     tracer.emit(
@@ -216,7 +271,11 @@ def check_evidence(
         passage=v.passage,
         rationale=rationale,
         decisive=decision.decisive,
+        setting=setting,
+        threshold=threshold,
+        uncertain_reason=decision.uncertain_reason,
         sources=list(dict.fromkeys(e.source for e in passages if e.source)),
+        read=[e.to_dict() for e in passages],
         **extra,
     )
     return decision

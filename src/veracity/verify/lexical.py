@@ -115,6 +115,7 @@ class LexicalVerifier:
         self.model = model
         self.binary_rule = binary_rule
         self.rest_rule = "supported_vs_rest"
+        self.retrieved_rule = None  # no rule fitted on retrieved evidence: the one rule for any evidence
 
     def verify_many(self, items):
         out = []

@@ -72,6 +72,8 @@ class CrossEncoderVerifier:
         self.aggregate_temperature = several if isinstance(several, dict) else float(several)
         self.binary_rule = self.settings.get("binary_rule", "supported_vs_refuted")
         self.rest_rule = self.settings.get("not_supported_rule", "supported_vs_rest")
+        #: the two-label rule and its threshold for retrieved evidence (verify/training/open_world.py), or None
+        self.retrieved_rule = self.settings.get("retrieved_rule")
         self.order = [self.settings["labels"].index(lab) for lab in LABELS]
         self.threads = threads
 

@@ -57,6 +57,10 @@ def binary_label(supported: float, refuted: float, rule: TwoLabelRule = "support
     asked."""
     if isinstance(rule, Mapping) and rule.get("name") == "fitted_vs_rest":
         s = _logistic(rule["bias"] + rule["weight"] * supported_log_odds(supported))
+    elif isinstance(rule, Mapping) and rule.get("name") == "fitted_open":
+        nei = max(1.0 - supported - refuted, 0.0)
+        z = rule["bias"] + sum(w * x for w, x in zip(rule["weights"], open_world_features(supported, refuted, nei)))
+        s = _logistic(z)
     elif isinstance(rule, Mapping):
         nei = max(1.0 - supported - refuted, 0.0)
         z = rule["bias"] + sum(
@@ -66,6 +70,16 @@ def binary_label(supported: float, refuted: float, rule: TwoLabelRule = "support
     else:
         s = supported if rule == "supported_vs_rest" else supported / max(supported + refuted, 1e-9)
     return ("supported", s) if s >= 0.5 else ("refuted", 1 - s)
+
+
+def open_world_features(supported: float, refuted: float, nei: float) -> list[float]:
+    """What the rule for retrieved evidence (verify/training/open_world.py) reads of a reading: the log-odds of
+    supported, of refuted and of not enough information, each weighed on its own (a strong "refuted" reading of a
+    retrieved passage is right less often than a strong "supported" one: it is often a passage that merely does not
+    mention the fact), and supported's log-odds against refuted weighed by how far the reading addresses the claim
+    (1 - nei). One function for fitting and reading."""
+    odds = math.log(max(supported, RULE_FLOOR)) - math.log(max(refuted, RULE_FLOOR))
+    return [supported_log_odds(supported), supported_log_odds(refuted), supported_log_odds(nei), (1.0 - nei) * odds]
 
 
 def supported_log_odds(supported: float) -> float:
@@ -90,6 +104,13 @@ def describe_rule(rule: TwoLabelRule) -> str:
             return f"{said}, {'supported' if rule['bias'] >= 0 else 'not supported'} at any reading"
         at = _logistic(-rule["bias"] / rule["weight"])  # the supported probability where it crosses one half
         return f"{said}, supported from {at:.2f}"
+    if isinstance(rule, Mapping) and rule.get("name") == "fitted_open":
+        ws, wr, wn, wa = rule["weights"]
+        return (
+            f"fitted on retrieved evidence: supported with probability logistic({rule['bias']:.3f} {ws:+.3f} "
+            f"logit(supported) {wr:+.3f} logit(refuted) {wn:+.3f} logit(nei) {wa:+.3f} (1 - nei) "
+            "log(supported / refuted))"
+        )
     if isinstance(rule, Mapping):
         ws, wr, wn = rule["weights"]
         return (
@@ -138,6 +159,8 @@ class Verifier(Protocol):
     name: str
     binary_rule: TwoLabelRule  # supported against refuted
     rest_rule: TwoLabelRule  # supported against the rest (a set whose other label is "not supported")
+    #: supported against refuted on retrieved evidence, with its own "uncertain_below" (None: binary_rule for all)
+    retrieved_rule: Mapping | None
 
     def verify(self, claim: str, passages: Sequence[str]) -> Verification: ...
 

@@ -8,7 +8,8 @@ answers, text = its answers, Boolean ones with their explanation); answers witho
 (all Unanswerable ones and one Extractive one) are left out.
 This is an optimistic, oracle-like setting: every claim's own evidence is in the pool. The items'
 own QA pairs are in metadata (`questions`). `gold-evidence`: each item's own answers are its
-`evidence`, no pool. `closed-book`: no evidence (the setting of the GPT-4o CoT reference).
+`evidence`, no pool. `closed-book`: no evidence (the setting of the GPT-4o CoT reference). `open-domain`: no
+evidence given: the Wikipedia knowledge base (or --index) is searched, as a check of a claim is by default.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ def _averitec_docs(records: list[tuple[str, dict[str, Any]]]) -> list[Document]:
 
 
 def load_averitec(path: Path, setting: str | None) -> Dataset:
-    setting = check_setting("averitec", setting, ("pooled", "gold-evidence", "closed-book"))
+    setting = check_setting("averitec", setting, ("pooled", "gold-evidence", "closed-book", "open-domain"))
     records = json_list(path)
     gold_map = {label: label for label in AVERITEC_LABELS}
     items = []

@@ -121,7 +121,9 @@
         return note("stop", "Stopped asking", it.reason);
       case "reasoning":  // the evidence verifier's line says which passage decided (a reasoner's: the verdict's)
         return note("reasoning", REASONING[it.stage] || it.stage, it.label, conf(it.confidence),
-                    it.stage === "evidence_verifier" && it.rationale ? el("p", { class: "hint" }, it.rationale) : null);
+                    it.stage === "evidence_verifier" && it.rationale ? el("p", { class: "hint" }, it.rationale) : null,
+                    it.stage === "evidence_verifier" && (it.evidence || []).length
+                      ? el("div", { class: "evidence" }, ...it.evidence.map(evidenceBlock)) : null);
       case "images":
         return note("images", "Claim images", (it.refs || []).map(plainRefs).join(", "), !it.model_sees_images
           ? el("span", { class: "hint" },
