@@ -51,6 +51,9 @@ class SentenceCheck:
     reasoning: str = ""
     confidence: float | None = None  # probability of the rating, when the backend scores options
     read_as: str = ""  # the sentence as the verifier read it, its pronoun resolved (leaf/sentences.py); "": as written
+    #: why the rating is uncertain (the trained verifier's: its sources do not address the sentence, or its confidence
+    #: is below the threshold); "" when decided, or rated by the model
+    uncertain_reason: str = ""
 
     @property
     def supported(self) -> bool:
@@ -67,6 +70,7 @@ class SentenceCheck:
             "reasoning": self.reasoning,
             "confidence": self.confidence,
             **({"read_as": self.read_as} if self.read_as else {}),
+            **({"uncertain_reason": self.uncertain_reason} if self.uncertain_reason else {}),
         }
 
 
@@ -294,6 +298,7 @@ class AnswerChecker:
                 self.verifier, tracer, check.read_as or check.sentence, check.evidence, (SUPPORTED, NOT_SUPPORTED)
             )
             check.rating, check.confidence, check.reasoning = d.label, d.confidence, d.rationale
+            check.uncertain_reason = d.uncertain_reason
             return
         slots = dict(KNOWLEDGE=check.evidence, CONTEXT=context, STATEMENT=check.sentence)
         reasoning = None  # the rater decides at once

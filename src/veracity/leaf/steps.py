@@ -47,6 +47,7 @@ class LeafSentence(Labelled):
     confidence: float | None = None
     seconds: float | None = None
     read_as: str | None = optional()  # the sentence as the verifier read it (its pronoun resolved), when it differs
+    uncertain_reason: str | None = optional()  # why the verifier's rating is uncertain, when it is
 
     def fold(self, view: Fold) -> None:
         leaf = item(

@@ -183,6 +183,7 @@ def leaf_result(steps: list[dict[str, Any]]) -> LeafResult:
             reasoning=s.get("reasoning", ""),
             confidence=s.get("confidence"),
             read_as=s.get("read_as") or "",
+            uncertain_reason=s.get("uncertain_reason") or "",
         )
         for s in steps
         if s.get("stage") == "leaf_sentence"
@@ -205,10 +206,13 @@ def result_view(steps: list[dict[str, Any]], answer: str) -> dict[str, Any]:
             "index": s.index,
             "text": s.sentence,
             "span": span,
-            # how the unit reads (`verdict_words`): one whose rating was unusable is "Uncertain (no verdict)", not
-            # a decided "Not Supported", though the score counts it unsupported, as LEAF does
-            "shown_as": verdict_words(s.rating, uncertain=s.rating is None).text,
-            "uncertain": s.rating is None,
+            # how the unit reads (`verdict_words`): one whose rating was unusable is "Uncertain (no verdict)", and
+            # one the verifier rated without deciding (its sources do not address it, or below its threshold)
+            # "Uncertain, leaning ...", not a decided "Not Supported", though the score counts it unsupported, as
+            # LEAF does
+            "shown_as": verdict_words(s.rating, uncertain=s.rating is None or bool(s.uncertain_reason)).text,
+            "uncertain": s.rating is None or bool(s.uncertain_reason),
+            **({"uncertain_reason": s.uncertain_reason} if s.uncertain_reason else {}),
             "verdict": s.rating,
             "supported": s.supported,
             "confidence": s.confidence,

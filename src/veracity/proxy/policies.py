@@ -67,9 +67,12 @@ def parse_threshold(text: str, what: str) -> float:
 
 
 def flag_points(veracity: dict[str, Any]) -> list[int]:
-    """Where FLAG goes in the answer: after each unsupported unit that has a span (ascending offsets); the units'
-    spans are moved to where they are in the flagged text."""
-    points = sorted(u["span"][1] for u in veracity.get("units", []) if not u["supported"] and u["span"])
+    """Where FLAG goes in the answer: after each unit decided unsupported that has a span (ascending offsets; an
+    uncertain unit is not flagged: its sources do not say, which is not "unsupported" said with confidence); the
+    units' spans are moved to where they are in the flagged text."""
+    points = sorted(
+        u["span"][1] for u in veracity.get("units", []) if not u["supported"] and not u.get("uncertain") and u["span"]
+    )
     for u in veracity.get("units", []):
         if u["span"]:
             start, end = u["span"]
