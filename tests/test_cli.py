@@ -398,6 +398,13 @@ def test_check_batch_answers_qacheck_from_each_claims_evidence_when_every_claim_
     )
     assert r.returncode == 0, r.stderr.decode()
     assert "1 of 2 claims give evidence: QACheck keeps the configured QA module" in r.stdout.decode()
-    rows = [json.loads(x) for x in (tmp_path / "some" / "items.jsonl").read_text(encoding="utf-8").splitlines()]
-    recited = [e for row in rows for s in row["verdict"]["steps"] if s.get("question") for e in s["evidence"]]
+    rows = {
+        json.loads(x)["id"]: json.loads(x)
+        for x in (tmp_path / "some" / "items.jsonl").read_text(encoding="utf-8").splitlines()
+    }
+    # the configured module (auto, with a scripted model): the claim that gives a source is answered from it, the
+    # one that gives none recited
+    read = [e for s in rows["a"]["verdict"]["steps"] if s.get("question") for e in s["evidence"]]
+    recited = [e for s in rows["b"]["verdict"]["steps"] if s.get("question") for e in s["evidence"]]
+    assert read and all(e["text"] == source and not e.get("memory") for e in read)
     assert recited and all(e.get("memory") for e in recited)

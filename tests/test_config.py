@@ -7,7 +7,7 @@ from veracity.errors import ConfigError
 def test_defaults_need_no_file_and_no_key():
     cfg = load_config(env={})
     assert cfg.model == "embedded"
-    assert cfg.qacheck.qa == "reciter-reader" and cfg.qacheck.max_iterations == 5
+    assert cfg.qacheck.qa == "auto" and cfg.qacheck.max_iterations == 5
     assert cfg.api_key is None
 
 

@@ -8,7 +8,7 @@ read at import time, and keys are never prompted for.
     base_url = "http://127.0.0.1:8080/v1"
     cache_path = "~/.cache/veracity/cache.sqlite"
     [qacheck]
-    qa = "reciter-reader"         # retriever-reader | closed-book | reciter-reader
+    qa = "auto"                   # auto | retriever-reader | closed-book | reciter-reader
     max_iterations = 5
     validator = true
 
@@ -32,7 +32,10 @@ from typing import Any
 from .config_values import apply_values
 from .errors import ConfigError
 
-QA_MODES = ("retriever-reader", "closed-book", "reciter-reader")
+#: auto: reciter-reader where the trained verifier reads the sources (the embedded model, verifier.use auto), else
+#: retriever-reader when a source is configured (the knowledge base, an index, a search), so that every backend reads
+#: the sources it is given; reciter-reader with none (qacheck/pipeline.py `QACheck.qa_for`)
+QA_MODES = ("auto", "retriever-reader", "closed-book", "reciter-reader")
 RETRIEVAL_MODES = ("bm25", "dense", "hybrid")  # Config.retrieval_mode; default: hybrid when the index has vectors
 KB_LANGUAGES = ("en", "fr", "es")  # the editions of the Wikipedia knowledge base (retrieval/knowledge_base.py)
 
@@ -44,7 +47,7 @@ def default_cache_path() -> str:
 
 @dataclass
 class QACheckConfig:
-    qa: str = "reciter-reader"
+    qa: str = "auto"
     max_iterations: int = 5
     verifier: bool = True
     validator: bool = True

@@ -478,3 +478,28 @@ def test_direct_and_cot_read_the_claims_evidence_in_evidence_settings():
     closed = ScriptedBackend([(r"step by step\.\nAnswer:$", "\nYes.\n"), (LABEL, " True")])
     run_check(Claim(claim), get_pipeline("cot", config()), Model(closed), config())
     assert "Evidence:" not in closed.calls[0].messages[-1][1]  # no index: closed-book as in the paper
+
+
+def test_with_a_source_and_any_model_but_the_embedded_one_the_default_qacheck_reads_the_source():
+    """The default QA module (auto): with a scripted model (any backend but the embedded one, where the trained
+    verifier is off) and a source, the questions are answered from the source's passages, not recited, and the
+    verdict rests on evidence; with no source, recited from memory as before; a QA module set in the configuration
+    is kept."""
+    rules = [
+        (VERIFIER, "Yes, we can know."),
+        (FIRST_Q, " Who wrote the novel Kestrel Bay?"),
+        (READER, " Mara Lind"),
+        (RECITE, " Kestrel Bay is a novel by Mara Lind."),
+        (VALIDATOR, " Yes"),
+        (REASONER, "\nMara Lind wrote it.\n"),
+        (LABEL, " True"),
+    ]
+    result, _ = run(rules, retriever=_bridge_index().retriever("bm25"))
+    [answer] = [s for s in result.trace if s["stage"] == "answer"]
+    assert answer["qa"] == "retriever-reader" and answer["evidence"][0]["source"] == "Kestrel Bay"
+    assert result.verdict.basis == "evidence"
+    result, _ = run(rules)
+    [answer] = [s for s in result.trace if s["stage"] == "answer"]
+    assert answer["qa"] == "reciter-reader" and result.verdict.basis == "memory"
+    result, _ = run(rules, retriever=_bridge_index().retriever("bm25"), **{"qacheck.qa": "reciter-reader"})
+    assert [s["qa"] for s in result.trace if s["stage"] == "answer"] == ["reciter-reader"]

@@ -133,7 +133,7 @@ def test_check_streams_every_step_in_order_then_done(fast):
     assert run["verdict"]["rationale"] == "The Orrin Bridge is in Tallinn."
     assert run["verdict"]["steps"][0]["question"] == "Where is the Orrin Bridge?"
     assert run["usage"]["total"]["prompt_tokens"] > 0 and run["seconds"] >= 0
-    assert run["pipeline"] == "qacheck" and run["qa"] == "reciter-reader"
+    assert run["pipeline"] == "qacheck" and run["qa"] == "auto"  # the configured module; its steps say which ran
     assert run["model"].startswith("scripted:")
     assert [s["stage"] for s in fast.get(f"/api/checks/{run_id}?calls=false").json()["steps"]].count("model_call") == 0
 
@@ -268,7 +268,7 @@ def test_the_page_form_works_without_javascript(fast):
     assert run["verdict"]["label"] == "Supported" and source in json.dumps(run["steps"])
     r = fast.post("/checks", data={"claim": "The Danube flows through Vienna.", "pipeline": "verifier"})
     assert r.status_code == 400 and "index" in r.text and "<form" in r.text  # without one: what to give
-    for picked, used in (("reciter-reader", "retriever-reader"), ("closed-book", "closed-book")):
+    for picked, used in (("auto", "retriever-reader"), ("closed-book", "closed-book")):
         r = fast.post("/checks", data={"claim": CLAIM, "pipeline": "qacheck", "qa": picked, "evidence": source})
         run = wait_for(fast, r.headers["location"].rsplit("/", 1)[1], finished)  # the select as drawn follows it
         assert run["status"] == "done" and run["qa"] == used, run
@@ -370,7 +370,7 @@ def test_pipelines_and_openapi(fast):
     assert cat["pipelines"][0]["name"] == "qacheck" and by["qacheck"]["qa"] == "choice"
     assert by["qacheck-closed-book"]["qa"] == "closed-book" and by["direct"]["qa"] is None and "cot" in by
     assert by["qacheck-retriever-reader"]["available"] is False
-    assert {m["name"] for m in cat["qa_modules"]} == {"retriever-reader", "closed-book", "reciter-reader"}
+    assert {m["name"] for m in cat["qa_modules"]} == {"auto", "retriever-reader", "closed-book", "reciter-reader"}
     assert cat["models"][0]["name"].startswith("scripted:") and cat["max_claim_chars"] == 200
     schema = fast.get("/openapi.json").json()
     for path in (

@@ -159,7 +159,7 @@ def test_a_claim_checked_against_a_source_pasted_on_the_page(page, site):
     expect(qa).to_have_value("retriever-reader")  # QACheck's questions answered from it, until the user picks one
     expect(page.locator("#qa-desc")).to_contain_text("the source given")
     page.get_by_label("Evidence", exact=True).fill("")
-    expect(qa).to_have_value("reciter-reader")  # no source: the server's default again
+    expect(qa).to_have_value("auto")  # no source: the server's default again
     qa.select_option("closed-book")  # a choice of the user's stays, source or not
     page.get_by_label("Evidence", exact=True).fill(source)
     expect(qa).to_have_value("closed-book")

@@ -44,13 +44,14 @@ class QACheck(Pipeline):
     ) -> None:
         self.name = name
         c: QACheckConfig = config.qacheck
-        self.qa_name = qa or c.qa
+        self.qa_name = qa or c.qa  # "auto": chosen per check (`qa_for`)
         self.use_validator = c.validator if validator is None else validator
         self.use_verifier = c.verifier if verifier is None else verifier
         self.max_iterations = max_iterations or c.max_iterations
         self.max_rejected = c.max_rejected
         self.use_evidence_verifier = evidence_verifier
-        self.qa: QAModule = QA_MODULES[self.qa_name](config.prompts_dir, c.top_k)
+        names = ("retriever-reader", "reciter-reader") if self.qa_name == "auto" else (self.qa_name,)
+        self.qa_modules: dict[str, QAModule] = {n: QA_MODULES[n](config.prompts_dir, c.top_k) for n in names}
         pd = config.prompts_dir
         self.p_verifier = VERIFIER.load(pd)
         self.p_first = QUESTION_FIRST.load(pd)
@@ -61,6 +62,16 @@ class QACheck(Pipeline):
 
     def needs_retriever(self, config: Config) -> bool:
         return self.qa_name == "retriever-reader"
+
+    def qa_for(self, ctx: Context) -> str:
+        """The QA module of a check: the configured one, or with "auto" the retriever-reader where a source is there
+        and the trained verifier does not read it (any model but the embedded one: a check of it would otherwise
+        read nothing, its answers recited from memory), else the reciter-reader (the embedded model, whose
+        recitations the verifier's reading of the sources decides over; or no source at all)."""
+        if self.qa_name != "auto":
+            return self.qa_name
+        verifier_reads = self.use_evidence_verifier and verifier_enabled(ctx.config.verifier, ctx.model.model_id)
+        return "retriever-reader" if ctx.retriever is not None and not verifier_reads else "reciter-reader"
 
     # -- the five modules (each call's prompt spec is in prompts.py; a parse failure goes to `failures`) ------
 
@@ -172,7 +183,7 @@ class QACheck(Pipeline):
         """Evidence from the index: the passages the questions retrieved, and the claim's own top passages."""
         if ctx.retriever is None:
             return []
-        found = [e for step in context for e in step.evidence] if self.qa_name == "retriever-reader" else []
+        found = [e for step in context for e in step.evidence] if self.qa_for(ctx) == "retriever-reader" else []
         found += ctx.retriever.search(claim.text, k=ctx.config.verifier.top_k)
         seen: set[str] = set()
         return [e for e in found if not (e.text in seen or seen.add(e.text))]
@@ -180,6 +191,7 @@ class QACheck(Pipeline):
     # -- the loop ---------------------------------------------------------------------------------
 
     def check(self, claim: Claim, ctx: Context) -> Verdict:
+        qa = self.qa_for(ctx)
         context: list[QAStep] = []
         failures: list[str] = []  # every parse failure of the check, in order (also in the trace)
         asked: set[str] = set()
@@ -205,14 +217,14 @@ class QACheck(Pipeline):
                 continue
             asked.add(_norm(question))
             ctx.tracer.emit("question", depth=depth, question=question)
-            answer, evidence = self.qa.answer(question, ctx, failures)
+            answer, evidence = self.qa_modules[qa].answer(question, ctx, failures)
             step = QAStep(depth=depth, question=question, answer=answer, evidence=evidence)
             ctx.tracer.emit(
                 "answer",
                 depth=depth,
                 question=question,
                 answer=answer,
-                qa=self.qa_name,
+                qa=qa,
                 evidence=[e.to_dict() for e in evidence],
             )
             if self.use_validator:
@@ -225,7 +237,7 @@ class QACheck(Pipeline):
         ctx.tracer.emit("context_done", depth=len(context), reason=stop_reason)
         verdict = self.reasoner(claim, context, ctx, failures, decisions)
         verdict.steps = context
-        if self.qa_name != "retriever-reader" and decisions.get(len(context)) is None:
+        if qa != "retriever-reader" and decisions.get(len(context)) is None:
             verdict.basis = "memory"  # closed-book or recited answers, and no passage read by the verifier
         return verdict
 
@@ -237,7 +249,7 @@ def _variant(name: str, description: str, qa: str = "choice", **kw) -> None:
     )
 
 
-_variant("qacheck", "QACheck with the configured QA module (default reciter-reader)")
+_variant("qacheck", "QACheck with the configured QA module (default auto: the sources where the verifier is off)")
 _variant("qacheck-retriever-reader", "QACheck, retriever-reader QA over an index", qa="retriever-reader")
 _variant("qacheck-closed-book", "QACheck, closed-book QA (the paper's FLAN-T5 mode)", qa="closed-book")
 _variant("qacheck-reciter-reader", "QACheck, reciter-reader QA", qa="reciter-reader")

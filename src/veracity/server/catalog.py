@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from ..llm.model import Model
 
 QA_DESCRIPTIONS = {
+    "auto": "answers from the sources where the trained verifier does not read them (any model but the embedded "
+    "one), else recites",
     "reciter-reader": "the model recites a passage it remembers, then answers from it",
     "closed-book": "the model answers from memory",
     "retriever-reader": "answers from passages of the source given, or retrieved from the configured index",

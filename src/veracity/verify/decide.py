@@ -202,7 +202,12 @@ class EvidenceDecision:
         if not self.decisive:
             return f"{not_addressed(self.verification)}; the label is the trained verifier's leaning"
         if self.threshold is not None and self.confidence < self.threshold:
-            return low_confidence(self.confidence, self.threshold, self.setting)
+            said = low_confidence(self.confidence, self.threshold, self.setting)
+            if self.verification.conflict:  # why it is low: the deciding passage reads both ways
+                from .conflict import describe
+
+                said += f": the source reads both ways ({describe(self.verification.conflict)})"
+            return said
         return ""
 
     def undecided(self, label: str) -> tuple[str, float | None, str]:
