@@ -54,7 +54,7 @@ def evidence_of(run: StoredRun) -> list[Found]:
             group, stored, labels = str(step.get("text") or ""), step.get("label"), "claim"
         else:
             group, stored, labels = run.claim, label, "claim"
-        for key in ("evidence", "results"):
+        for key in ("evidence", "results", "read"):  # read: the passages the trained verifier read (decide.py)
             records = step.get(key)
             if not isinstance(records, list):
                 continue

@@ -17,6 +17,7 @@ class Passage(BaseModel):
     )
     url: str | None = None
     score: float | None = None
+    license: str | None = Field(None, description="the license of the text where its source states one (Wikipedia's)")
 
 
 class ClaimResult(BaseModel):
@@ -127,6 +128,7 @@ def passages(items: list[dict[str, Any]] | None) -> list[Passage]:
             source=e.get("source"),
             url=e.get("url"),
             score=e.get("score") if isinstance(e.get("score"), (int, float)) else None,
+            license=e.get("license") if isinstance(e.get("license"), str) else None,
         )
         for e in items or []
         if isinstance(e, dict)

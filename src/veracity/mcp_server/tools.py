@@ -289,9 +289,18 @@ def claim_text(r: sc.ClaimResult) -> str:
     if r.rationale:
         lines.append(r.rationale)
     for e in r.evidence[:3]:
-        lines.append(f"- {e.text[:200]} ({e.source or 'unknown source'}{', ' + e.url if e.url else ''})")
+        where = ", ".join(x for x in (e.source or "unknown source", e.url, e.license) if x)
+        lines.append(f"- {_cut_at_word(e.text, 200)} ({where})")
     lines.append(f"Run {r.run_id} ({r.pipeline}, {r.model}).")
     return "\n".join(lines)
+
+
+def _cut_at_word(text: str, limit: int) -> str:
+    """`text` at most `limit` characters, cut at a word's end with "..." (never mid-word)."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 3]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip(",;:") + "..."
 
 
 def text_text(r: sc.TextResult) -> str:

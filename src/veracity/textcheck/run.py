@@ -29,6 +29,7 @@ from ..errors import BackendError, BackendUnavailable
 from ..failures import backend_error
 from ..llm.base import NO_CONFIDENCES
 from ..llm.usage import UsageMeter
+from ..steps import evidence_license
 from ..types import REFUTED, SUPPORTED, Claim
 from .outcomes import OUTCOMES
 from .steps import TextClaim, TextExtraction, TextSummary
@@ -144,11 +145,16 @@ def outcome_of(label: str, uncertain: bool) -> str:
 
 
 def evidence_of(trace: list[dict[str, Any]], limit: int = MAX_EVIDENCE) -> list[dict[str, Any]]:
-    """The passages a check read, from its trace (retrieval results and evidence lists), without repeats."""
+    """The passages a check read, from its trace, without repeats: first those the trained verifier read for its
+    verdict (an `evidence_verifier` step's `read`), then retrieval results and evidence lists (a model's recital
+    among them), each with the license its source states."""
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for step in trace:
-        for key in ("results", "evidence"):
+    ordered = [s for s in trace if s.get("stage") == "evidence_verifier"] + [
+        s for s in trace if s.get("stage") != "evidence_verifier"
+    ]
+    for step in ordered:
+        for key in ("read", "results", "evidence"):
             items = step.get(key)
             if not isinstance(items, list):
                 continue
@@ -157,7 +163,9 @@ def evidence_of(trace: list[dict[str, Any]], limit: int = MAX_EVIDENCE) -> list[
                     norm = " ".join(item["text"].split())
                     if norm and norm not in seen:
                         seen.add(norm)
-                        out.append({k: item.get(k) for k in ("text", "source", "url", "score") if k in item})
+                        kept = {k: item.get(k) for k in ("text", "source", "url", "score") if k in item}
+                        license_ = evidence_license(item)
+                        out.append({**kept, **({"license": license_} if license_ else {})})
     return out[:limit]
 
 
