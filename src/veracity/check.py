@@ -75,6 +75,13 @@ MEMORY_REASON = (
 )
 
 
+#: a verdict on memory where a source was configured: the QA module chosen did not read it (--qa closed-book or
+#: reciter-reader with the trained verifier off), which installing the knowledge base would not change
+SOURCE_UNREAD = (
+    "it rests on the model's memory only (what the model recited is not evidence): the QA module chosen did not read "
+    "the sources configured; check with --qa retriever-reader (or the default, auto) to read them"
+)
+
 LOW_CONFIDENCE = "its confidence {confidence:.2f} is below {threshold:.2f}"
 
 
@@ -96,7 +103,7 @@ def settle_uncertainty(verdict: Verdict, config: Config, conflict: dict | None =
     if verdict.uncertain_reason:
         verdict.uncertain = True
     elif verdict.basis == "memory":
-        verdict.uncertain, verdict.uncertain_reason = True, MEMORY_REASON
+        verdict.uncertain, verdict.uncertain_reason = True, MEMORY_REASON if not has_source(config) else SOURCE_UNREAD
     elif verdict.confidence is not None and verdict.confidence < threshold:
         verdict.uncertain = True
         verdict.uncertain_reason = LOW_CONFIDENCE.format(confidence=verdict.confidence, threshold=threshold)

@@ -172,6 +172,11 @@ def test_doctor_without_the_model_reports_packages_cpu_and_paths(cli_env):
     assert doc["paths"]["response_cache"]["path"].startswith(cli_env["XDG_CACHE_HOME"])
     assert "not configured" in doc["optional"]["geoclip_weights"]
     assert "model_check" not in doc
+    text = subprocess.run(
+        veracity_cmd() + ["doctor", "--no-model"], capture_output=True, text=True, env=cli_env, timeout=120
+    ).stdout
+    assert "None" not in text  # an unset value is said in words
+    assert "file                           none (the defaults" in text
 
 
 def test_doctor_checks_a_model_in_a_child_process_and_says_what_failed(cli_env, tmp_path):

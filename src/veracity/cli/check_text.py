@@ -120,7 +120,8 @@ def cmd_check_text(args: argparse.Namespace) -> int:
     if not args.no_progress and not args.json:
         from tqdm import tqdm
 
-        bar = tqdm(desc="checking claims", unit="claim", dynamic_ncols=True, file=sys.stderr)
+        # no total is known before the claims are found: a count, not "0claim [00:00, ?claim/s]"
+        bar = tqdm(desc="checking claims", bar_format="{desc}: {n} checked [{elapsed}]", file=sys.stderr)
     try:
         check = check_text(
             source,

@@ -300,8 +300,9 @@ def render(report: dict) -> str:
         row("system info", lc.get("system_info"))
     cfg = report.get("config", {})
     lines.append("Configuration")
+    unset = {"file": "none (the defaults; ./veracity.toml or $VERACITY_CONFIG when there)", "base_url": "none"}
     for k, v in cfg.items():
-        row(k, v)
+        row(k, unset.get(k, "none") if v is None else v)
     if "model_file" in report:
         mf = report["model_file"]
         row(

@@ -41,8 +41,10 @@ CLIENT = "mcp"  # the rate limiter's name for the MCP client
 
 
 def tool_error(e: Exception) -> ToolError:
-    """A tool error with the reason, in the words the HTTP API uses."""
-    return ToolError(e.detail if isinstance(e, ApiError) else str(e))
+    """A tool error with the reason, in the words the HTTP API uses, except where it sends the reader to an HTTP
+    route an agent over MCP cannot call: the pipelines are listed by `veracity pipelines`."""
+    detail = e.detail if isinstance(e, ApiError) else str(e)
+    return ToolError(detail.replace("GET /api/pipelines", "`veracity pipelines`"))
 
 
 class Tools:
