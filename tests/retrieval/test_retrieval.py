@@ -439,3 +439,38 @@ def test_folder_skips_hidden_files(tmp_path):
     (tmp_path / ".git" / "HEAD.txt").write_text("ref")
     (tmp_path / "a.md").write_text("# Heading\n\nSome markdown text.")
     assert [d.id for d in load_documents(tmp_path)] == ["a.md"]
+
+
+def test_a_file_name_that_is_not_utf8_and_a_damaged_pdf_build_with_one_line_each(tmp_path, cli_env):
+    """Found by fuzzing: `index build` on a file named in Latin-1 ended in a UnicodeEncodeError traceback, and a
+    damaged PDF printed the PDF library's bare "EOF marker not found" before veracity's line."""
+    import os
+    import subprocess
+
+    from conftest import veracity_cmd
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    with open(os.path.join(os.fsencode(docs), b"caf\xe9.txt"), "w") as f:
+        f.write("The cafe opened in 1921 on the main square.")
+    (docs / "broken.pdf").write_bytes(b"%PDF-1.4\n1 0 obj\n")
+    r = subprocess.run(
+        veracity_cmd() + ["index", "build", str(docs), "--out", str(tmp_path / "idx")],
+        capture_output=True,
+        text=True,
+        env=cli_env,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr and "EOF marker not found" not in r.stderr, r.stderr
+    assert "skipping" in r.stderr and "broken.pdf" in r.stderr
+    r = subprocess.run(
+        veracity_cmd() + ["index", "search", str(tmp_path / "idx"), "cafe opened", "--json"],
+        capture_output=True,
+        text=True,
+        env=cli_env,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    [hit] = json.loads(r.stdout)
+    assert hit["doc_id"] == "caf\ufffd.txt" and hit["title"] == "caf\ufffd"  # the byte that is not UTF-8 shown as such

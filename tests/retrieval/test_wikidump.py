@@ -413,3 +413,18 @@ def test_memory_sizes_are_read_as_people_write_them(tmp_path, cli_env):
     for value, message in (("lots", "not a memory size"), ("100MB", "too small")):
         done = veracity("index", "build", str(dump), "--out", str(tmp_path / "i"), "--max-memory", value, env=cli_env)
         assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_page_nested_too_deeply_or_too_long_to_be_an_article_is_skipped_not_a_traceback(tmp_path, monkeypatch):
+    """Found by fuzzing: a page of 1,000 nested templates ended a build with a RecursionError traceback, and a small
+    dump expanding into one huge page with a MemoryError; each is now skipped with a warning, the rest read."""
+    import veracity.retrieval.wikidump as wd
+
+    nested = "{{" * 1000 + "x" + "}}" * 1000
+    monkeypatch.setattr(wd, "MAX_PAGE_CHARS", 5000)
+    path = tmp_path / "enwiki-20240101-pages-articles.xml.bz2"
+    with bz2.open(path, "wt", encoding="utf-8") as f:
+        f.write(SITEINFO + page(11, "Ada Lovelace", ADA) + page(21, "Nested", nested) + page(22, "Huge", "word " * 2000)
+                + page(15, "Mount Everest", EVEREST) + "</mediawiki>\n")  # fmt: skip
+    docs = {d.title for _, _, d in read_dump(path) if d is not None}
+    assert docs == {"Ada Lovelace", "Mount Everest"}

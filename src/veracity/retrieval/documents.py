@@ -27,6 +27,9 @@ from veracity.errors import UserError
 from veracity.reading import human_size, read_limited
 
 log = logging.getLogger(__name__)
+# pypdf logs what it finds wrong in a damaged file ("EOF marker not found") before it raises; the raise is said once,
+# in veracity's words ("skipping FILE: ..."), so its warnings are not printed as bare lines above it
+logging.getLogger("pypdf").setLevel(logging.ERROR)
 
 TEXT_SUFFIXES = (".txt", ".md")
 HTML_SUFFIXES = (".html", ".htm")
@@ -262,7 +265,14 @@ def _load_folder(folder: Path) -> Iterator[Document]:
         yield doc
 
 
+def _fs_text(name: str) -> str:
+    """A file name as text: bytes that are not UTF-8 (Python keeps them as lone surrogates, which no UTF-8 file can
+    hold) shown as U+FFFD ("caf\udce9.txt" -> "caf\ufffd.txt")."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def _load_file(path: Path, *, doc_id: str) -> Document:
+    doc_id = _fs_text(doc_id)
     suffix = path.suffix.lower()
     if suffix in HTML_SUFFIXES:
         title, text = _html_title_and_text(_read_text(path))
@@ -270,7 +280,7 @@ def _load_file(path: Path, *, doc_id: str) -> Document:
         title, text = _pdf_title_and_text(path)
     else:
         title, text = "", _read_text(path)
-    return Document(id=doc_id, title=title or path.stem, text=text, metadata={"path": str(path)})
+    return Document(id=doc_id, title=title or _fs_text(path.stem), text=text, metadata={"path": _fs_text(str(path))})
 
 
 def _read_bytes(path: Path) -> bytes:

@@ -23,6 +23,7 @@ A file that is not a dump, or a dump cut short (a truncated download), raises a 
 from __future__ import annotations
 
 import bz2
+import logging
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +36,7 @@ from veracity.retrieval.knowledge_base import article_url
 
 DUMP_SUFFIXES = (".xml", ".xml.bz2")
 EXTRA = "wikidump"
+log = logging.getLogger(__name__)
 MAIN_NAMESPACE = 0
 FILE_NAMESPACE, CATEGORY_NAMESPACE = 6, 14
 #: link prefixes of files and categories in every wiki besides the names the dump's siteinfo gives
@@ -124,7 +126,7 @@ def read_dump(
                     yield position, page_id, None
                     continue
                 text = _last_text(page)
-                plain = wikitext_to_plain(text, dropped) if text else ""
+                plain = _plain_or_skipped(page.title, text, dropped) if text else ""
                 document = (
                     Document(
                         id=page_id,
@@ -141,6 +143,24 @@ def read_dump(
         raise
     except (ParseError, EOFError, OSError, ValueError, mwxml.errors.MalformedXML) as e:
         raise _unreadable(path, position, e) from None
+
+
+#: wikitext longer than this is no article (the longest Wikipedia pages hold about 1 MB): such a page, as a dump
+#: built to expand into one huge page makes, is skipped before parsing, which would hold it many times over
+MAX_PAGE_CHARS = 10_000_000
+
+
+def _plain_or_skipped(title: str, text: str, dropped: tuple[str, ...]) -> str:
+    """The page's plain text, or "" (the page skipped, with a warning) for one too long to be an article or whose
+    markup is nested too deeply for the parser (a thousand nested templates)."""
+    if len(text) > MAX_PAGE_CHARS:
+        log.warning("skipping page %r: %d characters of wikitext, more than any article has", title, len(text))
+        return ""
+    try:
+        return wikitext_to_plain(text, dropped)
+    except RecursionError:
+        log.warning("skipping page %r: its markup is nested too deeply to read", title)
+        return ""
 
 
 def wikitext_to_plain(wikitext: str, dropped_prefixes: tuple[str, ...] = LINK_PREFIXES_DROPPED) -> str:
