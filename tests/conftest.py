@@ -90,6 +90,7 @@ def postgres_server(tmp_path_factory):
     # every new pytest session makes /tmp/pytest-of-root private again, which would lock it out of its own folder
     base = Path(tempfile.mkdtemp(prefix="veracity-test-pg-"))
     folder = base / "data"
+    base.chmod(0o755)  # mkdtemp's folder is private; the server's own user must enter it (veracity opens none)
     url = embedded.start(folder)
     try:
         yield {"url": url, "folder": folder}

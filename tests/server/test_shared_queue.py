@@ -5,6 +5,7 @@ its steps, rate limits counted across workers. And the schema migrations that up
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -185,7 +186,20 @@ def test_db_commands_start_status_stop(tmp_path, cli_env):
         env=cli_env,  # noqa
         timeout=120,
     )
-    started = run("db", "start", str(folder))
+    bad_port = run("db", "start", str(Path(base) / "other"), "--port", "99999")
+    assert bad_port.returncode == 2 and bad_port.stderr.strip().splitlines() == [
+        "veracity: error: --port must be between 1 and 65535, not 99999"
+    ], bad_port.stderr
+    assert not (Path(base) / "other").exists()  # refused before initdb
+    if os.geteuid() == 0:  # the server runs as its own user, and mkdtemp's folder is closed to it: said, not opened
+        refused = run("db", "start", str(folder))
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+        assert f"{base} (mode 700)" in refused.stderr and "--open-folders" in refused.stderr
+        assert Path(base).stat().st_mode & 0o777 == 0o700  # left as the user set it
+        started = run("db", "start", str(folder), "--open-folders")  # asked: opened
+        assert Path(base).stat().st_mode & 0o005 == 0o005
+    else:
+        started = run("db", "start", str(folder))
     assert started.returncode == 0, started.stderr
     url = started.stdout.strip()
     assert url.startswith("postgresql://") and "\n" not in url

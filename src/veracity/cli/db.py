@@ -33,6 +33,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "on other machines; they authenticate with the generated password",
     )
     s.add_argument("--port", type=int, help="port (default: a free one, kept for later starts)")
+    s.add_argument(
+        "--open-folders",
+        action="store_true",
+        help="run as root: let the server's own user enter the folders above DIR and its programs where they are "
+        "closed to other users (chmod g+rx,o+rx); without it veracity changes no permission and says which folder",
+    )
     s.set_defaults(func=cmd_db)
     s = sub.add_parser("stop", help="stop the PostgreSQL of DIR")
     s.add_argument("dir", metavar="DIR")
@@ -56,7 +62,7 @@ def cmd_db(args: argparse.Namespace) -> int:
     from ..db import embedded
 
     if args.db_command == "start":
-        print(embedded.start(args.dir, port=args.port, listen=args.listen), flush=True)
+        print(embedded.start(args.dir, port=args.port, listen=args.listen, open_folders=args.open_folders), flush=True)
         return 0
     if args.db_command == "stop":
         stopped = embedded.stop(args.dir)

