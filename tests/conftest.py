@@ -90,8 +90,9 @@ def postgres_server(tmp_path_factory):
     # every new pytest session makes /tmp/pytest-of-root private again, which would lock it out of its own folder
     base = Path(tempfile.mkdtemp(prefix="veracity-test-pg-"))
     folder = base / "data"
-    base.chmod(0o755)  # mkdtemp's folder is private; the server's own user must enter it (veracity opens none)
-    url = embedded.start(folder)
+    # mkdtemp's folder is private, and the clone (with the virtualenv holding PostgreSQL's programs) may lie in one:
+    # the test suite asks for them to be opened to the server's own user, as `--open-folders` does
+    url = embedded.start(folder, open_folders=True)
     try:
         yield {"url": url, "folder": folder}
     finally:
