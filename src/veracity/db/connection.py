@@ -10,6 +10,7 @@ server restarted) is replaced on the next statement.
 
 from __future__ import annotations
 
+import logging
 import re
 import sqlite3
 import threading
@@ -18,8 +19,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..errors import UserError
+from ..errors import DatabaseUnavailable, UserError
 from .url import DatabaseURL, parse
+
+log = logging.getLogger(__name__)
 
 Row = dict[str, Any]
 
@@ -95,7 +98,7 @@ class Database:
             )
         except psycopg.Error as e:
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise UserError(f"cannot reach the database {self.shown()}: {first}") from None
+            raise DatabaseUnavailable(f"cannot reach the database {self.shown()}: {first}") from None
 
     def close(self) -> None:
         """Close every connection this object opened (any thread's)."""
@@ -143,17 +146,29 @@ class Database:
 
     def _run(self, statement: str, params: Sequence[Any]) -> Any:
         conn = self._conn()
-        if self.is_postgres:
+        if not self.is_postgres:
+            return conn.execute(statement, params)
+        try:
             return conn.execute(self.sql(statement), self._params(params))
-        return conn.execute(statement, params)
+        except Exception as e:
+            if not (conn.closed or conn.broken) or getattr(self._local, "in_transaction", False):
+                raise  # a failed statement, or a transaction whose other statements are gone too
+            # the connection died under it (the server restarted since it was opened): once on a new one, which
+            # says in one line when the server is still down
+            log.info("database connection lost (%s: %s); connecting again", type(e).__name__, e)
+            return self._conn().execute(self.sql(statement), self._params(params))
 
     @contextmanager
     def transaction(self) -> Iterator[Database]:
         """Statements run through this object inside the block form one transaction (this thread's connection)."""
         conn = self._conn()
         if self.is_postgres:
-            with conn.transaction():
-                yield self
+            self._local.in_transaction = True
+            try:
+                with conn.transaction():
+                    yield self
+            finally:
+                self._local.in_transaction = False
             return
         conn.execute("BEGIN IMMEDIATE")
         try:

@@ -29,6 +29,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
 from ..check import open_retriever
+from ..errors import DatabaseUnavailable
 from ..reading import human_size
 from .api import health
 from .api import router as api_router
@@ -292,6 +293,18 @@ def create_app(
 
     @app.exception_handler(Exception)
     async def internal_error(request: Request, exc: Exception) -> JSONResponse:
+        if isinstance(exc, DatabaseUnavailable) or _lost_database(exc):
+            log.warning("%s %s: the run database is unreachable: %s", request.method, request.url.path, exc)
+            db = getattr(store, "db", None)
+            where = db.shown() if db is not None else "the run database"
+            return SafeJSONResponse(
+                {
+                    "error": "database_unavailable",
+                    "detail": f"the run database ({where}) is unreachable; try again when it is back",
+                },
+                status_code=503,
+                headers={"Retry-After": "5"},
+            )
         # the last resort (Starlette logs the traceback too): the client still gets the one error shape
         log.error("%s %s failed: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
         return SafeJSONResponse(
@@ -314,3 +327,8 @@ def create_app(
 
         app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=list(settings.trusted_proxies))
     return app
+
+
+def _lost_database(exc: BaseException) -> bool:
+    """A PostgreSQL connection lost inside a transaction (psycopg's OperationalError): the database, not the server."""
+    return type(exc).__module__.startswith("psycopg") and type(exc).__name__ == "OperationalError"
