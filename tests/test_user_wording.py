@@ -60,3 +60,30 @@ def test_check_text_progress_counts_claims_without_a_made_up_rate(tmp_path, cli_
     )
     assert r.returncode == 0, r.stderr
     assert "checking claims: 1 checked [" in r.stderr and "claim/s" not in r.stderr, r.stderr
+
+
+def test_the_verifier_pipeline_names_no_language_model_as_deciding(cli_env):
+    r = subprocess.run(
+        veracity_cmd()
+        + [
+            "check",
+            "--pipeline",
+            "verifier",
+            "--evidence",
+            "The Danube flows into the Black Sea.",
+            "The Danube ends in the Black Sea.",
+        ],
+        capture_output=True,
+        text=True,
+        env=cli_env,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    head = r.stdout.splitlines()[1]
+    assert head == "Pipeline: verifier   Model: none (the trained verifier decides: no language model call)", head
+
+
+def test_one_evidence_item_is_one_item():
+    from veracity.evidence.decision import _note
+
+    assert "(1 item)" in _note("Supported", "Supported", None, 1, 0) and "(2 items)" in _note("A", "B", None, 2, 0)

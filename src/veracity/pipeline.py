@@ -45,9 +45,16 @@ class Pipeline(ABC):
     input_kind: str = "claim"
     #: whether the pipeline looks at `claim.images` (front ends show an image field only then)
     accepts_images: bool = False
+    #: whether the pipeline calls the language model (the evidence-only `verifier` and `lexical` do not: front ends
+    #: then name no model as the one deciding)
+    asks_model: bool = True
 
     @abstractmethod
     def check(self, claim: Claim, ctx: Context) -> Verdict: ...
+
+    def model_shown(self, model_id: str) -> str:
+        """The model as a front end names it beside this pipeline: none for one that asks no model."""
+        return model_id if self.asks_model else "none (the trained verifier decides: no language model call)"
 
     def needs_retriever(self, config: Config) -> bool:
         return False

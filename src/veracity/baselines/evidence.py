@@ -21,6 +21,7 @@ class EvidenceVerifier(Pipeline):
     """Retrieve top-k passages, then one verifier decides (no language model call)."""
 
     verifier_kind = "verifier"
+    asks_model = False
     #: a claim pipeline that can answer any label set with supported/refuted/not-enough-information meanings
     labels = BINARY_LABELS
 

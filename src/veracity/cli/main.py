@@ -62,7 +62,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     model = make_model(config, lazy=True)  # loaded when first called: the verifier and lexical pipelines call none
     listeners = []
     if not args.json:
-        print(terminal_text(f"Claim: {text}\nPipeline: {args.pipeline}   Model: {model.model_id}"), flush=True)
+        shown = pipeline.model_shown(model.model_id)
+        print(terminal_text(f"Claim: {text}\nPipeline: {args.pipeline}   Model: {shown}"), flush=True)
         listeners.append(TerminalPrinter())  # each step as it happens
     result = run_check(claim, pipeline, model, config, retriever=retriever, listeners=listeners)
     if args.report:

@@ -103,7 +103,7 @@ def text_report(result: Recheck, stored: str | None) -> str:
     label = words_of(run.verdict).text if run.verdict.get("label") else "no verdict"  # as every front end says it
     lines = [
         f"Re-checking {run.origin} ({run.pipeline or 'pipeline unknown'}, verdict {label}): "
-        f"{len(result.items)} evidence item(s)"
+        f"{len(result.items)} evidence item{'' if len(result.items) == 1 else 's'}"
     ]
     for item in result.items:
         e = item.evidence

@@ -95,5 +95,5 @@ def _note(before: str, now: str, stored: str | None, n: int, unread: int) -> str
     said = f"; the run said {stored}" if stored and stored != before else ""
     said += f" ({unread} of them could not be read again and count as stored)" if unread else ""
     if before == now:
-        return f"the evidence as it stands now ({n} item(s)) leads to {now}, as the evidence as stored did{said}"
-    return f"the evidence as stored led to {before}, as it stands now ({n} item(s)) to {now}{said}"
+        return f"the evidence as it stands now ({n} item{'' if n == 1 else 's'}) leads to {now}, as the evidence as stored did{said}"
+    return f"the evidence as stored led to {before}, as it stands now ({n} item{'' if n == 1 else 's'}) to {now}{said}"

@@ -61,7 +61,7 @@ class Recheck:
     def summary(self) -> str:
         counts = ", ".join(f"{n} {s}" for s, n in self.counts().items() if n)
         holds = {True: "the verdict holds", False: "the verdict may not hold", None: "no decision taken again"}
-        return f"{len(self.items)} evidence item(s): {counts or 'none'}; {holds[self.holds]}"
+        return f"{len(self.items)} evidence item{'' if len(self.items) == 1 else 's'}: {counts or 'none'}; {holds[self.holds]}"
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -124,7 +124,7 @@ class Sources:
         if isinstance(index, Read):
             return index
         found = index.document(doc_id)
-        at = index.manifest.get("created") or ""
+        at = utc_now()  # read again now, from the index (its build time is the evidence's own "indexed" date)
         if found is None:
             return Read(status=GONE, reason=f"document {doc_id!r} is no longer in the index {index_path}", at=at)
         text, digest = found

@@ -59,7 +59,7 @@ class RecheckItem(Step):
                 "checked_at": self.checked_at,
             }
         )
-        view.status = f"Re-checked {self.n} evidence item(s)"
+        view.status = f"Re-checked {self.n} evidence item{'' if self.n == 1 else 's'}"
 
 
 @step_type
