@@ -474,3 +474,18 @@ def test_a_file_name_that_is_not_utf8_and_a_damaged_pdf_build_with_one_line_each
     assert r.returncode == 0, r.stderr
     [hit] = json.loads(r.stdout)
     assert hit["doc_id"] == "caf\ufffd.txt" and hit["title"] == "caf\ufffd"  # the byte that is not UTF-8 shown as such
+
+
+def test_text_files_are_titled_by_their_heading_and_quoted_without_markdown_marks(tmp_path):
+    """A user's `hedda_lund.txt` was titled "hedda_lund", and a Markdown file's quotes began with "# "."""
+    from veracity.retrieval.documents import load_documents
+
+    (tmp_path / "hedda_lund.md").write_text(
+        "# Hedda Lund\n\nHedda Lund is an architect from Oslo.\n\n## Works\nThe Orrin Bridge.\n"
+    )
+    (tmp_path / "orrin_bridge.txt").write_text("Orrin Bridge\n\nThe Orrin Bridge is a stone bridge in Tallinn.\n")
+    (tmp_path / "notes_2024-01.txt").write_text("The bridge was repaired in 2019. It reopened in 2020.\n")
+    docs = {d.id: d for d in load_documents(tmp_path)}
+    assert docs["hedda_lund.md"].title == "Hedda Lund" and "#" not in docs["hedda_lund.md"].text
+    assert docs["orrin_bridge.txt"].title == "Orrin Bridge"
+    assert docs["notes_2024-01.txt"].title == "notes 2024 01"  # no title line: the name, as words

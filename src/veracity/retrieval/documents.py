@@ -279,8 +279,9 @@ def _load_file(path: Path, *, doc_id: str) -> Document:
     elif suffix in PDF_SUFFIXES:
         title, text = _pdf_title_and_text(path)
     else:
-        title, text = "", _read_text(path)
-    return Document(id=doc_id, title=title or _fs_text(path.stem), text=text, metadata={"path": _fs_text(str(path))})
+        title, text = _plain_title_and_text(_read_text(path), suffix)
+    name = re.sub(r"[_-]+", " ", _fs_text(path.stem)).strip() or _fs_text(path.stem)  # hedda_lund -> hedda lund
+    return Document(id=doc_id, title=title or name, text=text, metadata={"path": _fs_text(str(path))})
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -360,6 +361,23 @@ def _html_title_and_text(html: str) -> tuple[str, str]:
     plain.close()
     text = trafilatura.extract(html, include_comments=False, include_tables=True) or ""
     return " ".join(plain.title.split()), text.strip() or plain.text
+
+
+_MD_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
+_TITLE_LINE = re.compile(r"^[^\n]{1,80}$")
+
+
+def _plain_title_and_text(text: str, suffix: str) -> tuple[str, str]:
+    """A text file's title and text. Markdown: its first heading is the title, and headings read as plain lines
+    ("# Hedda Lund" -> "Hedda Lund"), never with their "#" in a quote. Plain text: a short first line that ends no
+    sentence is the title ("" otherwise: the file's name stands in, its "_" and "-" as spaces)."""
+    if suffix in (".md", ".markdown"):
+        first = _MD_HEADING.search(text)
+        return (first.group(2).strip() if first else ""), _MD_HEADING.sub(lambda m: m.group(2), text)
+    line = text.lstrip().split("\n", 1)[0].strip()
+    if _TITLE_LINE.match(line) and "\n" in text.strip() and not line.endswith((".", "!", "?", ":", ";", ",")):
+        return line, text
+    return "", text
 
 
 def _pdf_title_and_text(path: Path) -> tuple[str, str]:
