@@ -326,3 +326,24 @@ def test_a_database_outage_is_a_503_that_names_it_and_the_first_request_after_it
     finally:
         embedded.stop(folder)
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_run_this_worker_no_longer_executes_is_not_left_running_for_good(tmp_path):
+    """Found by fuzzing team mode: PostgreSQL killed during a run; its thread could store neither its verdict nor
+    its failure, and after the restart the run stayed `running` (the reaper skipped this worker's own runs) while
+    /api/health said 0 running. Now the worker marks its own runs it no longer executes interrupted once their
+    lease runs out, saying why; a run it still executes is left alone."""
+    from veracity.server.store import LOST_DATABASE, RunStore
+
+    store = RunStore(tmp_path / "runs.sqlite")
+    for run_id in ("lost", "live"):
+        store.db.execute(
+            "INSERT INTO runs (id, created, status, claim, pipeline, model, worker, lease_until) "
+            "VALUES (?, 1, 'running', 'c', 'qacheck', 'm', ?, 0)",
+            (run_id, store.worker),
+        )
+    assert store.reap() == []  # as before: another worker's view, its own runs not judged
+    assert store.reap({"live"}) == ["lost"]
+    lost = store.get("lost")
+    assert lost["status"] == "interrupted" and lost["error"] == LOST_DATABASE
+    assert store.get("live")["status"] == "running"

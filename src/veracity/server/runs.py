@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..check import run_check
-from ..errors import BackendError, UserError
+from ..errors import BackendError, DatabaseUnavailable, UserError
 from ..failures import INTERNAL_ERROR, backend_error, short_error
 from ..types import Claim
 from . import store as st
@@ -294,7 +294,9 @@ class RunManager:
                             live.stopped = live.stopped or "deleted"
                             if live.final is None:
                                 self._finish(live, final_event(run) if run else {"status": "deleted"})
-                reaped = self.store.reap()
+                with self._lock:
+                    still = set(self._live)
+                reaped = self.store.reap(still)
                 if reaped:
                     log.warning("marked %d run(s) of stopped workers interrupted: %s", len(reaped), ", ".join(reaped))
             except Exception:  # noqa: BLE001 - the database is unreachable for a moment: next beat
@@ -365,6 +367,12 @@ class RunManager:
         except BackendError as e:  # unreachable included: the page says it plainly (errors.failure_view)
             log.warning("run %s failed: model backend error: %s", job.run_id, e)
             error = backend_error(str(e))
+        except DatabaseUnavailable as e:  # its steps can be neither stored nor failed: interrupted, as it will read
+            log.warning("run %s stopped: %s", job.run_id, e)
+            with live.lock:
+                if not live.stopped:
+                    self._finish(live, {"status": st.INTERRUPTED, "error": st.LOST_DATABASE})
+            return
         except UserError as e:
             log.warning("run %s failed: %s", job.run_id, e)
             error = short_error(str(e))

@@ -27,6 +27,11 @@ from ..db.migrations import migrate
 from .safe import mend, mend_text
 
 QUEUED, RUNNING, DONE, FAILED, INTERRUPTED = "queued", "running", "done", "failed", "interrupted"
+#: why a run was interrupted: its worker is gone, or the run database was unreachable while it ran
+WORKER_GONE = "the server stopped before this run finished (the worker running it is gone; its steps so far are kept)"
+LOST_DATABASE = (
+    "the run database became unreachable while this run ran, so it stopped (its steps so far are kept); start it again"
+)
 STATUSES = (QUEUED, RUNNING, DONE, FAILED, INTERRUPTED)
 UNFINISHED = (QUEUED, RUNNING)
 LEASE_SECONDS = 15.0  # a worker that has not renewed its runs' leases for this long is taken for dead
@@ -255,9 +260,13 @@ class RunStore:
         }
         return set(run_ids) - held
 
-    def reap(self) -> list[str]:
+    def reap(self, live: set[str] | frozenset[str] | None = None) -> list[str]:
         """Mark interrupted the unfinished runs whose worker is gone: its lease ran out, or it was a process of
-        this machine that is no longer alive. Their steps stay. Returns their ids."""
+        this machine that is no longer alive. Their steps stay. Returns their ids.
+
+        With `live` (the runs this worker is executing), this worker's own runs that it no longer executes and whose
+        lease ran out too: a run whose thread ended while the database was unreachable (it could store neither its
+        verdict nor its failure) stayed `running` for good, since no other worker takes this one for gone."""
         now = self.db.now_sql()
         candidates = self.db.rows(
             f"SELECT id, worker, lease_until < {now} AS expired FROM runs "
@@ -265,6 +274,12 @@ class RunStore:
             (*UNFINISHED, self.worker),
         )
         gone = [r for r in candidates if r["expired"] or _dead_here(r["worker"])]
+        if live is not None:
+            own = self.db.rows(
+                f"SELECT id, worker FROM runs WHERE status IN (?,?) AND worker = ? AND lease_until < {now}",
+                (*UNFINISHED, self.worker),
+            )
+            gone += [r for r in own if r["id"] not in live]
         out = []
         for r in gone:
             n = self.db.execute(
@@ -273,8 +288,7 @@ class RunStore:
                 (
                     INTERRUPTED,
                     time.time(),
-                    "the server stopped before this run finished (the "
-                    "worker running it is gone; its steps so far are kept)",
+                    LOST_DATABASE if r["worker"] == self.worker else WORKER_GONE,
                     r["id"],
                     r["worker"],
                     *UNFINISHED,
