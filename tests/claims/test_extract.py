@@ -169,3 +169,13 @@ def test_a_long_text_is_split_as_pysbd_splits_it_whole(monkeypatch):
     # one sentence longer than a piece is cut into pieces rather than segmented in quadratic time
     endless = "word " * 200 + "end."
     assert " ".join(s.text for s in sentence_spans(endless)) == " ".join(endless.split())
+
+
+def test_a_name_the_claim_writes_after_its_pronoun_is_not_what_the_pronoun_stands_for():
+    """A user's text: "It was designed by Hedda Lund, who was born in Oslo." was reported as ambiguous between the
+    Orrin Bridge and Hedda Lund."""
+    text = "The Orrin Bridge is a stone bridge in Tallinn. It was designed by Hedda Lund, who was born in Oslo."
+    claims = {c.text: c for c in extract_claims(text).claims}
+    designed = next(c for t, c in claims.items() if "designed by Hedda Lund" in t)
+    assert designed.status == CHECKABLE, (designed.text, designed.reason)
+    assert designed.text.startswith("The Orrin Bridge was designed by Hedda Lund")

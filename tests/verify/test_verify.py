@@ -852,3 +852,17 @@ def test_the_rule_for_retrieved_evidence_is_fitted_on_one_half_and_measured_on_t
     assert "| after |" in r.stdout and "written: retrieved_rule" in r.stdout
     written = json.loads((folder / "verifier.json").read_text())["retrieved_rule"]
     assert written["name"] == "fitted_open" and written["measure_claims"] == 300
+
+
+def test_the_retrieved_threshold_keeps_a_margin_over_ninety_percent():
+    """18 of the 20 surest verdicts right is 90% on the point, not enough to promise 90% on the next claims; 40 of
+    40 is."""
+    from veracity.verify.training import open_world as ow
+
+    def rows(right: int, wrong: int) -> list[dict]:
+        out = [{"label": "supported", "probs": [0.95, 0.02, 0.03], "found": 1} for _ in range(right)]
+        return out + [{"label": "refuted", "probs": [0.95, 0.02, 0.03], "found": 1} for _ in range(wrong)]
+
+    assert ow.threshold_for(rows(18, 2), "supported_vs_refuted") == 1.0
+    assert ow.threshold_for(rows(40, 0), "supported_vs_refuted") < 1.0
+    assert ow.wilson_lower(40, 40, ow.CONFIDENCE_Z) > 0.9 > ow.wilson_lower(18, 20, ow.CONFIDENCE_Z)

@@ -148,8 +148,11 @@ class Resolver:
             return Resolution(text, reason=f"'{word}': the rules cannot tell who or what it refers to")
         if self.topic is None:
             return Resolution(text, reason=f"'{word}': no one is named before it")
-        if self._competitors:
-            return Resolution(text, reason=f"'{word}' could mean {self.topic.text} or {self._competitors[0].text}")
+        # a name the claim itself writes after the pronoun is not what the pronoun stands for ("It was designed by
+        # Hedda Lund" does not leave "It" between the bridge and Hedda Lund)
+        rivals_named = [n for n in self._competitors if n.text not in text[e:]]
+        if rivals_named:
+            return Resolution(text, reason=f"'{word}' could mean {self.topic.text} or {rivals_named[0].text}")
         rivals = [n for n, g in self.earlier if g == kind and not n.same(self.topic)]
         if self.gender is None and rivals and not self.topic_here:
             return Resolution(text, reason=f"'{word}' could mean {self.topic.text} or {rivals[-1].text}")
