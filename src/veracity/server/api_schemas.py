@@ -212,7 +212,7 @@ def detail(s: ServerState, run: dict[str, Any], steps: list[dict[str, Any]]) -> 
         **summary(run),
         "answer": _str((run.get("options") or {}).get("answer")),
         "leaf": None if text_run else leaf_summary(steps),
-        "text": text_summary(steps) if text_run else None,
+        "text": text_summary(steps, stopped=run["status"] in (st.FAILED, st.INTERRUPTED)) if text_run else None,
         "images": images_of(run),
         "started_at": iso(run["started"]),
         "queue_position": s.manager.queue_position(run["id"]) if run["status"] == st.QUEUED else None,

@@ -85,7 +85,7 @@ def run_context(s: ServerState, run: dict[str, Any]) -> dict[str, Any]:
     steps = [d for _, d in s.store.steps(run["id"])] if finished else []  # a live run's steps come over SSE
     r = run.get("result") or {}
     options = run.get("options") or {}
-    items, calls = run_view(steps)
+    items, calls = run_view(steps, stopped=run["status"] in (st.FAILED, st.INTERRUPTED))
     return {
         "run": run,
         "live": not finished,

@@ -338,10 +338,11 @@ def start_text(s: ServerState, body: TextIn, client: str) -> tuple[str, int, Sou
 # -- reading one back ----------------------------------------------------------------------------------------
 
 
-def text_summary(steps: list[dict[str, Any]]) -> dict[str, Any] | None:
+def text_summary(steps: list[dict[str, Any]], *, stopped: bool = False) -> dict[str, Any] | None:
     """The text check in a run's steps, from its view items: {"text", "title", "origin", "method", ...,
-    "summary": counts and factuality (once finished), "claims": [each claim with its outcome and evidence]}."""
-    items, _ = run_view(steps)
+    "summary": counts and factuality (once finished), "claims": [each claim with its outcome and evidence]}.
+    `stopped`: the run ended unfinished, its pending claims not checked (`run_view`)."""
+    items, _ = run_view(steps, stopped=stopped)
     source = next((it for it in items if it["kind"] == "text_source"), None)
     if source is None:
         return None

@@ -42,10 +42,17 @@ EXAMPLES = [
 ]
 
 
-def run_view(steps: Iterable[Mapping[str, Any]]) -> tuple[list[ViewItem], list[dict[str, Any]]]:
-    """A run's view items and its model calls, from its steps as stored."""
+def run_view(
+    steps: Iterable[Mapping[str, Any]], *, stopped: bool = False
+) -> tuple[list[ViewItem], list[dict[str, Any]]]:
+    """A run's view items and its model calls, from its steps as stored. `stopped`: the run ended before it finished
+    (interrupted, failed): what it had not yet decided is shown as not checked, never as still being checked."""
     load_step_types()
     fold = Fold().add_all(steps)
+    if stopped:
+        from ..textcheck.steps import settle_pending
+
+        settle_pending(fold.items)
     return fold.items, fold.model_calls
 
 

@@ -140,6 +140,19 @@ class TextClaim(Step):
         view.status = _progress(state)
 
 
+STOPPED_NOTE = "the run stopped before this claim was checked; check the text again to have it checked"
+
+
+def settle_pending(items: list[dict[str, Any]]) -> None:
+    """A text run that ended before it finished (interrupted, failed): its claims still pending are not checked,
+    and say why, and the stretches of text they colour are coloured so (not "Checking..." for good)."""
+    for it in items:
+        if it.get("kind") == "text_claim" and it.get("outcome") == PENDING:
+            it.update(outcome="not_checked", outcome_label=LABELS["not_checked"], note=it.get("note") or STOPPED_NOTE)
+        elif it.get("kind") == "text_mark" and it.get("outcome") == PENDING:
+            it.update(outcome="not_checked", label=LABELS["not_checked"])
+
+
 #: the outcomes of a claim that was not checked (the extractor's flags, a budget): not counted as "to check"
 _NOT_SENT = ("ambiguous", "not_checkable", "not_checked")
 
