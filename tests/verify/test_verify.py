@@ -231,6 +231,10 @@ def test_a_reading_that_does_not_address_the_claim_never_decides_however_sure_it
     assert "decided by" not in said
     assert said.startswith("Label Refuted, undecided: the sources read do not address the claim; read: passage [1]")
     assert "https://en.wikipedia.org/wiki/Donald_Trump" in said
+    # nothing read at all: said so, not "the sources read do not address the claim"
+    nothing = aggregate([], 0)
+    d = EvidenceDecision(*label_for(nothing, two, "supported_vs_refuted"), nothing, "", two, "supported_vs_refuted")
+    assert d.uncertain_reason.startswith("no source was found for the claim")
     # a reading that addresses the claim decides, and is uncertain only below the threshold
     sure = Verification({"supported": 0.02, "refuted": 0.93, "nei": 0.05}, 0, [])
     d = EvidenceDecision(*label_for(sure, two, "supported_vs_refuted"), sure, "", two, "supported_vs_refuted", 0.77)

@@ -157,7 +157,10 @@ def explain(
 
 
 def not_addressed(v: Verification) -> str:
-    """The reason a verdict is uncertain when its sources do not say: in words, with the reading behind it."""
+    """The reason a verdict is uncertain when its sources do not say: in words, with the reading behind it (or that
+    there was nothing to read)."""
+    if not v.per_passage:
+        return "no source was found for the claim"
     return (
         f"the sources read do not address the claim (the trained verifier reads not enough information, "
         f"{v.probabilities['nei']:.2f})"
