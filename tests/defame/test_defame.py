@@ -791,6 +791,8 @@ def test_when_no_source_decides_the_verdict_is_not_enough_evidence_with_the_judg
     assert judge["score"] == pytest.approx(
         1 - max(checked["probabilities"]["supported"], checked["probabilities"]["refuted"]), abs=1e-3
     )
+    md = to_markdown(res)  # a label of not enough information is not "decisive evidence"
+    assert "*The label is the verifier's: no source read settles the claim.*" in md and "was decisive" not in md
 
 
 @pytest.mark.skipif(not (WEIGHTS_DIR / "verifier.json").is_file(), reason="no trained verifier")

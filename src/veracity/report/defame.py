@@ -92,7 +92,10 @@ def defame_sections(record: Record, result: CheckResult, image_url: ImageLink | 
                         f"{v.get('refuted', 0):.2f} / {v.get('nei', 0):.2f}"
                         for v in s.verifier
                     ]
-                    if s.decided_by == "verifier":
+                    if s.decided_by == "verifier" and s.label.lower().startswith("not enough"):
+                        # the verifier's rules found no source decisive: that is the label, not decisive evidence
+                        lines += ["", "*The label is the verifier's: no source read settles the claim.*"]
+                    elif s.decided_by == "verifier":
                         lines += ["", "*The label is the verifier's: the evidence was decisive.*"]
                     elif s.decided_by == "verifier-leaning":
                         lines += [
