@@ -87,3 +87,14 @@ def test_one_evidence_item_is_one_item():
     from veracity.evidence.decision import _note
 
     assert "(1 item)" in _note("Supported", "Supported", None, 1, 0) and "(2 items)" in _note("A", "B", None, 2, 0)
+
+
+def test_a_search_providers_failure_is_not_called_the_models():
+    from veracity.errors import BackendError, is_search_error
+    from veracity.failures import backend_error
+    from veracity.web.base import SearchError
+
+    e = SearchError("search provider searxng unreachable at http://127.0.0.1:9/search: connection refused")
+    assert is_search_error(e) and isinstance(e, BackendError) and not is_search_error(BackendError("model down"))
+    said = backend_error(str(e), search=is_search_error(e))
+    assert said.startswith("search error: search provider searxng unreachable") and "model backend" not in said

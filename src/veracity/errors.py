@@ -28,3 +28,13 @@ class BackendUnavailable(BackendError, UserError):
 class DatabaseUnavailable(UserError):
     """The run database (PostgreSQL) cannot be reached: down, restarting, or the network between. The HTTP API
     answers 503 `database_unavailable` with this message (the database's address, never its password)."""
+
+
+class SearchError(BackendError):
+    """A search request failed (unreachable provider, HTTP error, quota, bad key, bad response): a backend of the
+    check's, but not its model, and said as such."""
+
+
+def is_search_error(e: BaseException) -> bool:
+    """A search provider's failure, not the model's."""
+    return isinstance(e, SearchError)

@@ -11,6 +11,7 @@ INTERNAL_ERROR = (
 )
 MAX_ERROR_CHARS = 240
 BACKEND_ERROR = "model backend error: "  # how a stored run's failure says the model server failed
+SEARCH_ERROR = "search error: "  # ... and a search provider (an unreachable SearXNG, a Serper quota)
 PROMPT_REMOVED = "[text removed]"
 # a quoted stretch of 30 characters or more in a model server's reply: it may quote the prompt
 _QUOTED = re.compile(r"""(?P<q>['"`])(?:\\.|(?!(?P=q)).){30,}?(?P=q)""", re.S)
@@ -30,10 +31,12 @@ def short_error(text: str | None) -> str | None:
     return first if len(first) <= MAX_ERROR_CHARS else first[: MAX_ERROR_CHARS - 1].rstrip() + "…"
 
 
-def backend_error(message: str) -> str:
+def backend_error(message: str, *, search: bool = False) -> str:
     """A model server's failure as a run stores it: one short line, any long quoted text in its reply (which can
-    quote the prompt and its demonstrations) removed. The server's log keeps the whole message."""
-    return short_error(BACKEND_ERROR + _QUOTED.sub(lambda m: m["q"] + PROMPT_REMOVED + m["q"], message)) or ""
+    quote the prompt and its demonstrations) removed. The server's log keeps the whole message. `search`: the
+    failure was a search provider's (web/base.py SearchError), said as such, not as the model's."""
+    prefix = SEARCH_ERROR if search else BACKEND_ERROR
+    return short_error(prefix + _QUOTED.sub(lambda m: m["q"] + PROMPT_REMOVED + m["q"], message)) or ""
 
 
 # (what in a model server's failure, what the page says failed, what to try)

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from .. import __version__
-from ..errors import BackendError, UserError
+from ..errors import BackendError, UserError, is_search_error
 from .options import batch_options, config_from, dispatch_from, model_options, pipeline_options
 
 EXAMPLE_CLAIM = "Lars Onsager won the Nobel prize when he was 30 years old."
@@ -433,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"veracity: error: {e}", file=sys.stderr)
         return 2
     except BackendError as e:
-        print(f"veracity: model backend error: {e}", file=sys.stderr)
+        print(f"veracity: {'search' if is_search_error(e) else 'model backend'} error: {e}", file=sys.stderr)
         return 3
     except KeyboardInterrupt:
         print("veracity: interrupted", file=sys.stderr)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..check import run_check
-from ..errors import BackendError, DatabaseUnavailable, UserError
+from ..errors import BackendError, DatabaseUnavailable, UserError, is_search_error
 from ..failures import INTERNAL_ERROR, backend_error, short_error
 from ..types import Claim
 from . import store as st
@@ -365,8 +365,9 @@ class RunManager:
                     self._finish(live, final_event(run) if run else {"status": "deleted"})
             return
         except BackendError as e:  # unreachable included: the page says it plainly (errors.failure_view)
-            log.warning("run %s failed: model backend error: %s", job.run_id, e)
-            error = backend_error(str(e))
+            search = is_search_error(e)
+            log.warning("run %s failed: %s: %s", job.run_id, "search error" if search else "model backend error", e)
+            error = backend_error(str(e), search=search)
         except DatabaseUnavailable as e:  # its steps can be neither stored nor failed: interrupted, as it will read
             log.warning("run %s stopped: %s", job.run_id, e)
             with live.lock:

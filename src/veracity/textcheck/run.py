@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..check import run_check
 from ..claims import AMBIGUOUS, NOT_CHECKABLE, ExtractedClaim, Extraction, extract_claims
-from ..errors import BackendError, BackendUnavailable
+from ..errors import BackendError, BackendUnavailable, is_search_error
 from ..failures import backend_error
 from ..llm.base import NO_CONFIDENCES
 from ..llm.usage import UsageMeter
@@ -242,7 +242,7 @@ def check_text(
         except BackendUnavailable:
             raise  # nothing answers: every later claim would fail the same way
         except BackendError as e:  # this claim's check only (a timeout, a malformed reply): the others go on
-            return ClaimResult(claim, "failed", note=backend_error(str(e)))
+            return ClaimResult(claim, "failed", note=backend_error(str(e), search=is_search_error(e)))
         meter.add(res.usage)
         v = res.verdict
         return ClaimResult(

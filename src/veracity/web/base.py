@@ -11,15 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import BackendError
+from ..errors import SearchError  # noqa: F401  (web.base.SearchError, as its users import it)
 
 if TYPE_CHECKING:
     from ..image_files import ImageFile
     from ..types import Evidence
-
-
-class SearchError(BackendError):
-    """A search request failed (unreachable provider, HTTP error, quota, bad key, bad response)."""
 
 
 class NotSupported(Exception):
