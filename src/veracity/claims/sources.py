@@ -56,10 +56,10 @@ def text_of(data: bytes, name: str, *, max_bytes: int = MAX_TEXT_BYTES) -> Sourc
         if not text.strip():
             raise UserError(f"the PDF {what} has no text layer (scanned pages?): nothing to check")
     elif kind == "html":
-        from ..retrieval.documents import _html_title_and_text
+        from ..retrieval.file_text import html_title_and_text
 
         html = clean_text_input(data, max_bytes, what=what)
-        title, text = _html_title_and_text(html)
+        title, text = html_title_and_text(html)
         if not text.strip():
             raise UserError(f"the HTML {what} has no visible text: nothing to check")
     else:

@@ -1,13 +1,11 @@
 """The executor: runs checks in worker threads, a bounded number at a time, with a queue beyond that.
 
-Each run's tracer gets one listener. For every step it (1) writes the step to the store and (2) hands
-it to every live subscriber (an SSE stream), in the order the tracer emitted it. A subscriber that
-arrives late takes, under the same lock, the steps so far and its place among the subscribers, so it
-sees each step exactly once and in order. Nothing else produces steps: what the page and the API show
-is what the tracer emitted.
+Each run's tracer gets one listener. For every step it (1) writes the step to the store and (2) hands it to every
+live subscriber (an SSE stream), in the order the tracer emitted it. A subscriber that arrives late takes, under the
+same lock, the steps so far and its place among the subscribers, so it sees each step exactly once and in order.
+Nothing else produces steps: what the page and the API show is what the tracer emitted.
 
 A run's live state and its followers (`LiveRun`, `Subscriber`, `watch_remote`, `subscribe_remote`) are in live.py.
-
 Two ways runs reach the worker threads. Locally (SQLite; the MCP server and the proxy always): a run accepted here
 is queued in this process and run by it. Over a shared queue (`veracity serve --db postgresql://...`, started N
 times on one or several machines): an accepted run waits in the database with how it was asked (`request`), and
@@ -365,9 +363,8 @@ class RunManager:
                     self._finish(live, final_event(run) if run else {"status": "deleted"})
             return
         except BackendError as e:  # unreachable included: the page says it plainly (errors.failure_view)
-            search = is_search_error(e)
-            log.warning("run %s failed: %s: %s", job.run_id, "search error" if search else "model backend error", e)
-            error = backend_error(str(e), search=search)
+            error = backend_error(str(e), search=is_search_error(e))
+            log.warning("run %s failed: %s", job.run_id, e)
         except DatabaseUnavailable as e:  # its steps can be neither stored nor failed: interrupted, as it will read
             log.warning("run %s stopped: %s", job.run_id, e)
             with live.lock:

@@ -368,10 +368,10 @@ def _read_html(html: str, url: str, max_images: int) -> tuple[str, str, str | No
     import trafilatura
     from lxml import html as lxml_html
 
-    from ..retrieval.documents import _PlainHTML
+    from ..retrieval.file_text import PlainHTML
 
     doc = trafilatura.bare_extraction(html, url=url, with_metadata=True, include_comments=False, include_tables=True)
-    plain = _PlainHTML()
+    plain = PlainHTML()
     plain.feed(html)
     plain.close()
     text = (doc.text or "").strip() if doc else ""
