@@ -82,8 +82,12 @@ def test_index_documents_unchanged_changed_elsewhere_changed_and_gone(tmp_path, 
     assert code == 0 and doc["headline"] == "Evidence unchanged" and doc["holds"] is True
     assert doc["counts"]["unchanged"] == len(doc["items"]) >= 2
     assert all(i["reason"] == "the source reads the same (same SHA-256)" for i in doc["items"])
-    created = Index.load(tmp_path / "idx").manifest["created"]
-    assert all(i["checked_at"] > created for i in doc["items"])  # when it was read again, not when it was indexed
+    from datetime import datetime
+
+    created = datetime.fromisoformat(Index.load(tmp_path / "idx").manifest["created"]).replace(microsecond=0)
+    read = [datetime.fromisoformat(i["checked_at"]) for i in doc["items"]]
+    assert all(t >= created for t in read)  # when it was read again, not when it was indexed
+    assert all(i["checked_at"] != Index.load(tmp_path / "idx").manifest["created"] for i in doc["items"])
 
     # the second paragraph changes: the passage quoting the first still stands word for word
     build(tmp_path / "idx", docs(EVEREST.replace("29th of May", "30th of May")))

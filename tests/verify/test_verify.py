@@ -870,3 +870,31 @@ def test_the_retrieved_threshold_keeps_a_margin_over_ninety_percent():
     assert ow.threshold_for(rows(18, 2), "supported_vs_refuted") == 1.0
     assert ow.threshold_for(rows(40, 0), "supported_vs_refuted") < 1.0
     assert ow.wilson_lower(40, 40, ow.CONFIDENCE_Z) > 0.9 > ow.wilson_lower(18, 20, ow.CONFIDENCE_Z)
+
+
+def test_a_claim_a_passage_states_word_for_word_is_decided_supported_from_that_passage():
+    """The issue's user: "The Velda River flows into the Gulf of Riga" word for word in their own document, yet 0.50.
+    A passage that holds the claim as one of its sentences decides it; a passage that holds it inside a longer
+    sentence ("Critics said that ...") does not count as stating it."""
+    from veracity.config import VerifierConfig
+    from veracity.trace import Tracer
+    from veracity.types import Evidence
+    from veracity.verify.decide import check_evidence, stated_verbatim
+
+    claim = "The Velda River flows into the Gulf of Riga near the town of Salacgriva."
+    doc = (
+        "The Velda River is a river in northern Latvia. It rises in the Vidzeme Upland and runs north for 112 "
+        "kilometres. The Velda River flows into the Gulf of Riga near the town of Salacgriva. Its basin covers 1,350 "
+        "square kilometres."
+    )
+    other = Evidence(text="Salacgriva is a town in Latvia.", source="Salacgriva")
+    d = check_evidence(
+        VerifierConfig(), Tracer(), claim, [other, Evidence(text=doc, source="velda_river")], ("Supported", "Refuted")
+    )
+    assert d.label == "Supported" and d.decisive and d.uncertain_reason == "" and d.verification.passage == 1
+    assert d.rationale.startswith("The claim is stated word for word, as a sentence, in passage [2].")
+    assert (
+        stated_verbatim(claim, ["Critics said that the Velda River flows into the Gulf of Riga near Salacgriva."])
+        is None
+    )
+    assert stated_verbatim("It rained.", ["It rained."]) is None  # too short to stand for a statement
