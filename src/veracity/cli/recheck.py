@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..evidence.result import EXIT_CHANGED, EXIT_INCOMPLETE, EXIT_UNCHANGED, Recheck
 from ..evidence.steps import CHANGED
+from ..web.filters import plural
 
 EXIT_HELP = f"""exit status:
   {EXIT_UNCHANGED}  nothing changed: every source that can be read again still says what was quoted, and the
@@ -103,7 +104,7 @@ def text_report(result: Recheck, stored: str | None) -> str:
     label = words_of(run.verdict).text if run.verdict.get("label") else "no verdict"  # as every front end says it
     lines = [
         f"Re-checking {run.origin} ({run.pipeline or 'pipeline unknown'}, verdict {label}): "
-        f"{len(result.items)} evidence item{'' if len(result.items) == 1 else 's'}"
+        f"{plural(len(result.items), 'evidence item')}"
     ]
     for item in result.items:
         e = item.evidence

@@ -306,6 +306,7 @@ def cmd_calibrate_retrieved(args: argparse.Namespace) -> int:
     folder = Path(args.out) if args.out else WEIGHTS_DIR
     if not (folder / "verifier.json").is_file():
         raise UserError(f"no trained verifier in {folder} (no verifier.json)")
+    top_k = VerifierConfig().top_k  # as the `verifier` pipeline searches
     readings = Path(args.readings) if args.readings else None
     if readings is not None and readings.is_file():
         rows = [json.loads(line) for line in readings.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -313,7 +314,6 @@ def cmd_calibrate_retrieved(args: argparse.Namespace) -> int:
         claims = ow.open_world_claims(_data_dir(args.data), args.per_source)
         for path in args.written if args.written is not None else ow.default_written():
             claims += ow.written_claims(Path(path), args.written_split)
-        top_k = VerifierConfig().top_k
         retriever = open_index(args.index).retriever()
         verifier = load_verifier(str(folder))
 
@@ -323,17 +323,15 @@ def cmd_calibrate_retrieved(args: argparse.Namespace) -> int:
         rows = ow.read_claims(verifier, search, claims, progress=lambda xs: tqdm(xs, unit="claim"))
         if readings is not None:
             readings.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    settings = json.loads((folder / "verifier.json").read_text(encoding="utf-8"))
-    config = VerifierConfig(model=str(folder))
-    verifier_settings.cache_clear()
+    verifier_settings.cache_clear()  # the folder as it is now (a rule written earlier in this process included)
     result = ow.calibrate_retrieved(
         rows,
-        shipped_rule=settings.get("binary_rule", "supported_vs_refuted"),
-        shipped_threshold=uncertain_threshold(config),
+        shipped_rule=verifier_settings(str(folder)).get("binary_rule", "supported_vs_refuted"),
+        shipped_threshold=uncertain_threshold(VerifierConfig(model=str(folder))),
     )
     print(ow.render(result))
     if args.write:
-        ow.write_rule(folder, ow.rule_entry(result, args.index, VerifierConfig().top_k))
+        ow.write_rule(folder, ow.rule_entry(result, args.index, top_k))
         print(f"written: retrieved_rule in {folder / 'verifier.json'}")
     return 0
 

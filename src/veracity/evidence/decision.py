@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..trace import Tracer
 from ..types import BINARY_LABELS, Evidence
+from ..web.filters import plural
 from .steps import CHANGED, GONE, REFUSED, UNREACHABLE, RecheckDecision, RecheckItem
 from .stored import Found, StoredRun
 
@@ -95,5 +96,7 @@ def _note(before: str, now: str, stored: str | None, n: int, unread: int) -> str
     said = f"; the run said {stored}" if stored and stored != before else ""
     said += f" ({unread} of them could not be read again and count as stored)" if unread else ""
     if before == now:
-        return f"the evidence as it stands now ({n} item{'' if n == 1 else 's'}) leads to {now}, as the evidence as stored did{said}"
-    return f"the evidence as stored led to {before}, as it stands now ({n} item{'' if n == 1 else 's'}) to {now}{said}"
+        return (
+            f"the evidence as it stands now ({plural(n, 'item')}) leads to {now}, as the evidence as stored did{said}"
+        )
+    return f"the evidence as stored led to {before}, as it stands now ({plural(n, 'item')}) to {now}{said}"

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..steps import MEMORY_SOURCE
+from ..web.filters import plural
 from .steps import CHANGED, GONE, NOT_RECHECKABLE, REFUSED, STATUSES, UNREACHABLE, RecheckDecision, RecheckItem
 from .stored import StoredRun
 
@@ -61,7 +62,7 @@ class Recheck:
     def summary(self) -> str:
         counts = ", ".join(f"{n} {s}" for s, n in self.counts().items() if n)
         holds = {True: "the verdict holds", False: "the verdict may not hold", None: "no decision taken again"}
-        return f"{len(self.items)} evidence item{'' if len(self.items) == 1 else 's'}: {counts or 'none'}; {holds[self.holds]}"
+        return f"{plural(len(self.items), 'evidence item')}: {counts or 'none'}; {holds[self.holds]}"
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..steps import Fold, Step, evidence_when, http_url, step_type
+from ..web.filters import plural
 
 UNCHANGED, CHANGED, GONE, UNREACHABLE, REFUSED, NOT_RECHECKABLE = (
     "unchanged",
@@ -59,7 +60,7 @@ class RecheckItem(Step):
                 "checked_at": self.checked_at,
             }
         )
-        view.status = f"Re-checked {self.n} evidence item{'' if self.n == 1 else 's'}"
+        view.status = f"Re-checked {plural(self.n, 'evidence item')}"
 
 
 @step_type

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..steps import evidence_license
 from . import evidence_text, get_verifier, uncertain_threshold
-from .result import TwoLabelRule, Verification
+from .result import NOT_ADDRESSED, TwoLabelRule, Verification
 
 if TYPE_CHECKING:
     from ..config import VerifierConfig
@@ -109,7 +109,6 @@ def probability_of(
     return None if key is None else v.probabilities[key]
 
 
-NOT_ADDRESSED = 0.5  # a reading whose not-enough-information is at least this does not address the claim
 STATED = 0.99  # the reading of a passage that holds the claim word for word as one of its sentences
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)\]]*\s+")
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-"})

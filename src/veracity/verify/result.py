@@ -21,6 +21,9 @@ LABELS = ("supported", "refuted", "nei")
 TwoLabelRule = str | Mapping
 #: the floor under each probability before a fitted rule takes its logarithm: one value for fitting and reading
 RULE_FLOOR = 1e-6
+#: a reading whose not-enough-information is at least this does not address the claim: it decides nothing
+#: (decide.py), and the rule for retrieved evidence counts no such verdict as decided (training/open_world.py)
+NOT_ADDRESSED = 0.5
 
 #: the temperature on the deciding reading when several passages are read: one number, or one that depends on how
 #: many passages there are, {"alpha": a, "beta": b}: exp(a + b ln n) for n passages

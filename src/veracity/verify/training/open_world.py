@@ -37,7 +37,7 @@ import numpy as np
 
 from ...errors import UserError
 from ...metrics import expected_calibration_error
-from ..result import binary_label, open_world_features
+from ..result import NOT_ADDRESSED, binary_label, open_world_features
 from .data import fm2_part, read_fm2
 from .fits import fit_softmax
 from .metrics import accuracy_of_most_confident
@@ -48,7 +48,6 @@ CLAIM_SOURCES = ("factcheck_gpt", "check_covid")
 TARGET = 0.9  # the share of decided verdicts that must be right on the fitting half
 CONFIDENCE_Z = 1.2816  # one-sided 90%: the lower end of the Wilson interval of that share must reach TARGET
 MIN_DECIDED = 20  # fewer verdicts above a threshold tell nothing
-NOT_ADDRESSED = 0.5  # a reading whose not-enough-information is at least this does not address the claim
 
 
 @dataclass(frozen=True)
