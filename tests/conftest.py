@@ -51,6 +51,7 @@ def _isolated_env(tmp_path, monkeypatch):
         if k.startswith("VERACITY_") or k == "OPENAI_API_KEY":
             monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))  # no user's runs or fact-check store
     monkeypatch.setenv("VERACITY_KB", "off")
     monkeypatch.chdir(tmp_path)
 
@@ -125,6 +126,7 @@ def pg_url(postgres_server, request):
 def cli_env(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("VERACITY_") and k != "OPENAI_API_KEY"}
     env["XDG_CACHE_HOME"] = str(tmp_path / "xdg-cache")
+    env["XDG_DATA_HOME"] = str(tmp_path / "xdg-data")  # no user's runs or fact-check store
     env["PYTHONIOENCODING"] = "utf-8"
     env["VERACITY_KB"] = "off"  # as in-process tests: the `knowledge_base` fixture's environment turns it on
     return env

@@ -29,6 +29,8 @@ class CheckResult:
     trace: list[dict[str, Any]] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    #: the published fact-checks of the claim (factchecks/lookup.py `Found.to_dict`); None: no store consulted
+    factchecks: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -40,6 +42,7 @@ class CheckResult:
             },
             "pipeline": self.pipeline,
             "model": self.model,
+            **({"factchecks": self.factchecks} if self.factchecks is not None else {}),
             "verdict": self.verdict.to_dict(),
             "usage": self.usage,
             "seconds": round(self.seconds, 3),
@@ -157,7 +160,10 @@ def run_check(
     listeners: list[Listener] | None = None,
     labels: tuple[str, ...] | None = None,
     label_rules: str = "",
+    published: bool = True,
 ) -> CheckResult:
+    """Check one claim. `published`: look for published fact-checks of it first (when a store is in use,
+    factchecks/lookup.py); evaluation runs pass False (benchmarks exclude fact-checking sites)."""
     if pipeline.needs_retriever(config) and retriever is None:
         raise UserError(
             f"pipeline {pipeline.name!r} needs an index: pass --index DIR (build one with `veracity index build`)"
@@ -175,9 +181,14 @@ def run_check(
     )
     t0 = time.perf_counter()
     tracer.emit("claim", text=claim.text, pipeline=pipeline.name, model=model.model_id)
+    found = published_factchecks(claim.text, config, tracer) if published else None
     verdict = pipeline.check(claim, ctx)
     seconds = time.perf_counter() - t0
     no_source_found(verdict, tracer, retriever, meter.total.calls)
+    if found is not None and config.factchecks.inform:
+        from .factchecks.verdict import inform
+
+        inform(verdict, found, labels or pipeline.labels)
     settle_uncertainty(verdict, config, _last_conflict(tracer))
     if verdict.confidence is None and model.gives_confidences() is False and not _verifier_rated(tracer):
         verdict.confidence_note = NO_CONFIDENCES
@@ -190,4 +201,23 @@ def run_check(
         trace=tracer.to_list(),
         usage=meter.to_dict(),
         seconds=seconds,
+        factchecks=found.to_dict() if found is not None else None,
     )
+
+
+def published_factchecks(text: str, config: Config, tracer: Tracer):
+    """The published fact-checks of the claim (a trace step of their own, before the pipeline's), or None when no
+    store is in use. A store that cannot be read is said in the step, and the check goes on without it."""
+    from .factchecks import steps  # noqa: F401  (the step's type)
+    from .factchecks.lookup import for_check
+
+    try:
+        found = for_check(text, config)
+    except UserError as e:
+        tracer.emit("published_factchecks", found=False, summary=f"the fact-check store cannot be read: {e}")
+        return None
+    if found is None:
+        return None
+    data = found.to_dict()
+    tracer.emit("published_factchecks", found=data["found"], summary=data["summary"], matches=data["matches"])
+    return found

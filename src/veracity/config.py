@@ -293,6 +293,24 @@ class HttpConfig:
 
 
 @dataclass
+class FactchecksConfig:
+    """Published fact-checks (`veracity factchecks`, factchecks/): those of a claim are shown before the check's own
+    verdict, on every front end."""
+
+    #: a store folder; unset: the default store (factchecks/store.py) when one was imported; "off": none
+    store: str | None = None
+    k: int = 3  # at most this many shown
+    #: a published fact-check found for the claim, with a rating that says true or false in so many words, decides
+    #: the verdict (its rationale names it; the pipeline's own reading is kept in the notes). Off by default, and
+    #: always off in evaluation runs (the benchmarks exclude fact-checking sites, as the DEFAME paper does)
+    inform: bool = False
+
+    def validate(self) -> None:
+        if not 1 <= self.k <= 20:
+            raise ConfigError(f"factchecks.k must be between 1 and 20, not {self.k}")
+
+
+@dataclass
 class Config:
     """The whole configuration: defaults < the TOML file (--config, ./veracity.toml, $VERACITY_CONFIG) <
     VERACITY_* environment variables < command-line flags."""
@@ -331,6 +349,7 @@ class Config:
     defame: DefameConfig = field(default_factory=DefameConfig)
     verifier: VerifierConfig = field(default_factory=VerifierConfig)
     http: HttpConfig = field(default_factory=HttpConfig)
+    factchecks: FactchecksConfig = field(default_factory=FactchecksConfig)
 
     def validate(self) -> None:
         if not self.model.strip():
@@ -359,6 +378,7 @@ class Config:
         self.defame.validate()
         self.verifier.validate()
         self.http.validate()
+        self.factchecks.validate()
 
 
 ENV_KEYS = (

@@ -32,6 +32,7 @@ def load_step_types() -> dict[str, type[Step]]:
     (evidence/steps.py) and a checked text (textcheck/steps.py), are registered by their own packages, which the
     server imports at its start (server/views.py)."""
     from . import baselines, defame, leaf, qacheck  # noqa: F401  (imported for their registration)
+    from .factchecks import steps  # noqa: F401
     from .steps import STEP_TYPES
 
     return STEP_TYPES

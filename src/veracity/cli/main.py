@@ -393,6 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .check_text import register as register_check_text
     from .db import register as register_db
     from .doctor import register as register_doctor
+    from .factchecks import register as register_factchecks
     from .images import register as register_images
     from .index import register as register_index
     from .leaf import register as register_leaf
@@ -415,6 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_verifier(sub)
     register_recheck(sub)
     register_db(sub)
+    register_factchecks(sub)
     return parser
 
 

@@ -104,6 +104,7 @@ def to_markdown(result: CheckResult, image_url: ImageLink | None = None) -> str:
         f"- **Usage:** {md_text(usage_line(result))}",
         "",
     ]
+    lines += _published_sections(check_items(result))
     record = defame_record(result)
     if record is not None:
         lines += defame_sections(record, result, image_url)
@@ -149,6 +150,26 @@ def to_markdown(result: CheckResult, image_url: ImageLink | None = None) -> str:
             )
         lines.append("")
     return "\n".join(lines)
+
+
+def _published_sections(items: list[ViewItem]) -> list[str]:
+    """What fact-checkers already published on the claim, before the check's own reasoning."""
+    lines: list[str] = []
+    for it in items:
+        if it["kind"] != "published_factchecks":
+            continue
+        lines += ["## Published fact-checks", "", md_text(it["summary"][:1].upper() + it["summary"][1:]) + ".", ""]
+        for m in it["matches"]:
+            who = ", ".join(str(x) for x in (m.get("publisher"), m.get("date")) if x) or "publisher not given"
+            rating = f"**{md_text(m['rating'])}**" if m.get("rating") else "(no rating given)"
+            source = md_link(who, m["url"]) if m.get("url") else md_text(who)
+            p = m.get("probability")
+            lines.append(
+                f"- {rating}: {md_text(m.get('claim', ''))} ({source})"
+                + (f"; probability it is the same claim {p:.2f}" if p is not None else "")
+            )
+        lines.append("")
+    return lines
 
 
 def to_html(result: CheckResult) -> str:

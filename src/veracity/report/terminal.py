@@ -87,6 +87,10 @@ def item_lines(item: ViewItem) -> list[str]:
         ]
     if k == "leaf_note":
         return [f"  note: {item['note']}"]
+    if k == "published_factchecks":  # before the check's own steps: what fact-checkers already published
+        from ..factchecks.steps import match_line
+
+        return [f"Published fact-checks: {item['summary']}"] + [f"    {match_line(m)}" for m in item["matches"]]
     if k == "mc_answer":
         d = item["data"]
         where = _where(d)

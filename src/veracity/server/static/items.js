@@ -81,6 +81,20 @@
           el("div", { class: `step-body${ev.length ? " two" : ""}` }, text,
              ev.length ? el("div", { class: "evidence" }, ...ev.map(evidenceBlock)) : null));
       }
+      case "published_factchecks": {
+        // what fact-checkers already published on the claim, shown before the check's own steps
+        const block = (m) => el("blockquote", { class: "ev factcheck" },
+          el("p", null, m.rating ? el("span", { class: "badge b-rating" }, m.rating) : null, m.rating ? " " : null,
+             `“${m.claim || ""}”`),
+          el("footer", { class: "src" }, link(m.publisher || "publisher not given", m.url),
+             m.date ? " " : null, m.date ? el("span", { class: "when" }, `(${m.date})`) : null,
+             m.probability !== undefined && m.probability !== null
+               ? el("span", { class: "conf" }, ` same claim: ${Number(m.probability).toFixed(2)}`) : null));
+        return el("li", { class: `step published-factchecks${it.found ? " found" : ""}` },
+          el("div", { class: "step-head" }, el("span", { class: "depth" }, "Published fact-checks"), " ",
+             el("span", { class: "q" }, it.summary || "")),
+          ...(it.matches || []).map(block));
+      }
       case "retrieval": {
         // passages retrieved outside a question card (the evidence-only pipelines, the baselines, LEAF's answers)
         const ev = it.results || [];
