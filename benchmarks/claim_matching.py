@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from veracity.factchecks.formats import read_files  # noqa: E402
 from veracity.factchecks.matcher import DEPTH, Matcher, clean_post  # noqa: E402
-from veracity.factchecks.store import FactCheckStore  # noqa: E402
+from veracity.factchecks.stores import open_store  # noqa: E402
 from veracity.factchecks.training import average_precision, read_queries  # noqa: E402
 from veracity.metrics import expected_calibration_error  # noqa: E402
 
@@ -48,11 +48,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"the collection has {len(problems)} unreadable record(s), e.g. {problems[0]}", file=sys.stderr)
     queries = read_queries(args.queries, args.qrels, args.split)[: args.limit or None]
     with tempfile.TemporaryDirectory() as tmp:
-        store = FactCheckStore.open(args.store or Path(tmp) / "store", create=True)
+        store = open_store(args.store or Path(tmp) / "store", create=True)
         t0 = time.perf_counter()
         summary = store.import_records(records)
         import_seconds = time.perf_counter() - t0
-        matcher = Matcher(FactCheckStore.open(store.path))
+        matcher = Matcher(open_store(store.where))
         matcher.rank("warm-up query", 5)
         keys = [r.key for r in matcher.store.records]
         runs: dict[str, list[float]] = {"BM25": [], "dense (MiniLM)": [], "fusion (reciprocal rank)": []}

@@ -46,6 +46,27 @@ WORLD = {
     ),
     "my_docs/curie.txt": "Marie Curie was a physicist and chemist. She was born in Warsaw in 1867.\n",
     "article.md": "The Orrin Bridge is a stone bridge in Tallinn. Marie Curie was born in Warsaw.\n",
+    "fact_checks.json": json.dumps(
+        {
+            "@context": "https://schema.org",
+            "@type": "DataFeed",
+            "dataFeedElement": [
+                {
+                    "@type": "DataFeedItem",
+                    "item": [
+                        {
+                            "@type": "ClaimReview",
+                            "url": "https://fullfact.example/5g-coronavirus",
+                            "claimReviewed": "5G mobile masts spread the coronavirus.",
+                            "author": {"@type": "Organization", "name": "Full Fact"},
+                            "reviewRating": {"@type": "Rating", "alternateName": "False"},
+                            "datePublished": "2020-04-03",
+                        }
+                    ],
+                }
+            ],
+        }
+    ),
     "my_claims.jsonl": (
         '{"claim": "The Orrin Bridge stands in Tallinn.", "label": "supported"}\n'
         '{"claim": "The Orrin Bridge stands in Riga.", "label": "refuted"}\n'
@@ -225,11 +246,22 @@ def run_mcp(command: str, env: dict, world: Path) -> None:
     assert {"check_claim", "check_text", "get_run"} <= tools, tools
 
 
+def check_factchecks_import(r, world):
+    assert "1 fact-check added, 0 updated, 0 already there; 1 in the store" in r.stdout
+
+
+def check_factchecks_match(r, world):
+    assert r.stdout.startswith("Published fact-checks: published fact-check found: Full Fact rated it 'False'")
+    assert "https://fullfact.example/5g-coronavirus" in r.stdout
+
+
 RUN = {
     'veracity check "Lars Onsager won the Nobel prize when he was 30 years old."': check_verdict,
     "veracity index build my_docs/ --out my_index": check_index,
     'veracity check --index my_index --qa retriever-reader "The Orrin Bridge stands in Tallinn."': check_against_the_index,
     "veracity check-text article.md --index my_index": check_text,
+    "veracity factchecks import fact_checks.json": check_factchecks_import,
+    'veracity factchecks match "Turn off 5G, the masts spread the virus!"': check_factchecks_match,
     "veracity mcp": run_mcp,
     "veracity eval --dataset jsonl --path my_claims.jsonl --out runs/mine": check_eval,
     "veracity eval report runs/mine": check_report,

@@ -77,3 +77,26 @@ def test_the_store_can_be_turned_off(env, tmp_path):
     doc = json.loads(r.stdout)
     assert "factchecks" not in doc
     assert all(s["stage"] != "published_factchecks" for s in doc["trace"])
+
+
+def test_check_text_shows_each_claims_published_fact_checks(env, tmp_path):
+    text = tmp_path / "post.txt"
+    text.write_text("5G masts spread the coronavirus, experts warn. The Orrin Bridge stands in Tallinn.")
+    doc = tmp_path / "doc.txt"
+    doc.write_text("The Orrin Bridge is a stone bridge in Tallinn, Estonia.")
+    report = tmp_path / "text.md"
+    r = veracity("check-text", str(text), "--evidence-file", str(doc), "--pipeline", "lexical", "--extract", "rules",
+                 "--no-progress", "--report", str(report), env=env)  # fmt: skip
+    out = r.stdout.decode()
+    assert r.returncode == 0, r.stderr.decode()
+    line = '[1] published fact-check: False - Full Fact, 2020-04-03: "5G mobile networks spread the coronavirus."'
+    assert line in out
+    assert out.index(line) < out.index("[1] ", out.index(line) + len(line))  # before the claim's own verdict
+    assert "[2] published fact-check" not in out
+    assert "published fact-check: **False**, [Full Fact, 2020-04-03](https://example.org/fact-check/0)" in (
+        report.read_text()
+    )
+    r = veracity("check-text", str(text), "--evidence-file", str(doc), "--pipeline", "lexical", "--extract", "rules",
+                 "--json", env=env)  # fmt: skip
+    claims = json.loads(r.stdout)["claims"]
+    assert claims[0]["factchecks"][0]["publisher"] == "Full Fact" and "factchecks" not in claims[1]

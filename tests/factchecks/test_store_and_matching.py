@@ -13,13 +13,13 @@ from veracity.cli import main
 from veracity.errors import UserError
 from veracity.factchecks.matcher import Matcher, clean_post
 from veracity.factchecks.record import FactCheck
-from veracity.factchecks.store import FactCheckStore
+from veracity.factchecks.stores import open_store
 
 
 @pytest.fixture(scope="module")
 def store_dir(tmp_path_factory):
     folder = tmp_path_factory.mktemp("fc") / "store"
-    FactCheckStore.open(folder, create=True).import_records([FactCheck.from_dict(r) for r in records()])
+    open_store(folder, create=True).import_records([FactCheck.from_dict(r) for r in records()])
     return folder
 
 
@@ -28,14 +28,14 @@ def test_reimport_updates_in_place_and_keeps_embeddings(store_dir, tmp_path):
 
     folder = tmp_path / "store"
     shutil.copytree(store_dir, folder)
-    store = FactCheckStore.open(folder)
+    store = open_store(folder)
     before = np.array(store.vectors("claim"))
     rows = records()
     rows[0] = {**rows[0], "rating": "Pants on Fire!"}  # the publisher changed its rating
     rows.append({"claim": "Bananas are berries.", "rating": "True", "publisher": "Snopes", "url": "https://x.org/b"})
     summary = store.import_records([FactCheck.from_dict(r) for r in rows])
     assert (summary.added, summary.updated, summary.unchanged, summary.total) == (1, 1, len(rows) - 2, len(rows))
-    again = FactCheckStore.open(folder)
+    again = open_store(folder)
     assert len(again) == len(rows)
     assert again.records[0].rating == "Pants on Fire!"
     assert np.allclose(again.vectors("claim")[: len(before)], before)  # same texts, same rows, nothing re-encoded
@@ -49,7 +49,7 @@ def test_a_failed_import_leaves_the_store_as_it_was(store_dir, tmp_path, monkeyp
 
     folder = tmp_path / "store"
     shutil.copytree(store_dir, folder)
-    store = FactCheckStore.open(folder)
+    store = open_store(folder)
 
     def disk_full(self, path):
         raise OSError(28, "No space left on device")
@@ -57,7 +57,7 @@ def test_a_failed_import_leaves_the_store_as_it_was(store_dir, tmp_path, monkeyp
     monkeypatch.setattr(BM25Ranker, "save", disk_full)
     with pytest.raises(UserError, match="No space left on device"):
         store.import_records([FactCheck(claim="A new claim that never lands.")])
-    kept = FactCheckStore.open(folder)
+    kept = open_store(folder)
     assert [r.claim for r in kept.records] == [r["claim"] for r in records()]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".store.building")]
 
@@ -66,17 +66,17 @@ def test_missing_and_damaged_stores_are_named(tmp_path, store_dir):
     import shutil
 
     with pytest.raises(UserError, match="veracity factchecks import"):
-        FactCheckStore.open(tmp_path / "none")
+        open_store(tmp_path / "none")
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
     with pytest.raises(UserError, match="not a veracity fact-check store"):
-        FactCheckStore.open(tmp_path / "other", create=True)
+        open_store(tmp_path / "other", create=True)
     folder = tmp_path / "store"
     shutil.copytree(store_dir, folder)
     lines = (folder / "factchecks.jsonl").read_text().splitlines()
     (folder / "factchecks.jsonl").write_text("\n".join(lines[:-1]) + "\n")
     with pytest.raises(UserError, match="says 16 records but factchecks.jsonl has 15"):
-        FactCheckStore.open(folder)
+        open_store(folder)
 
 
 def test_post_noise_is_removed():
@@ -108,7 +108,7 @@ def test_post_noise_is_removed():
     ],
 )
 def test_a_post_finds_the_fact_check_of_its_claim(store_dir, post, expected, shown):
-    matcher = Matcher(FactCheckStore.open(store_dir))
+    matcher = Matcher(open_store(store_dir))
     [best] = matcher.rank(post, 1)
     assert best.factcheck.claim == expected
     assert (best.probability >= matcher.threshold) is shown
@@ -117,7 +117,7 @@ def test_a_post_finds_the_fact_check_of_its_claim(store_dir, post, expected, sho
 
 @pytest.mark.parametrize("claim", ["The Danube flows into the Black Sea.", "I love pizza on Fridays."])
 def test_a_claim_nobody_checked_finds_none(store_dir, claim):
-    matcher = Matcher(FactCheckStore.open(store_dir))
+    matcher = Matcher(open_store(store_dir))
     assert matcher.match(claim) == []
     assert matcher.rank(claim, 1)[0].probability < 0.1
 
@@ -161,13 +161,36 @@ def test_cli_bad_record_stops_the_import_and_loses_nothing(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "1 record(s) could not be read; nothing was imported" in err
     assert "feed.jsonl, line 2: not a fact-check" in err
-    assert len(FactCheckStore.open(store)) == 16
+    assert len(open_store(store)) == 16
     assert main(["factchecks", "import", str(bad), "--store", str(store), "--skip-bad"]) == 0
     captured = capsys.readouterr()
-    assert "1 fact-checks added" in captured.out and "skipped: feed.jsonl, line 2" in captured.err
-    assert len(FactCheckStore.open(store)) == 17
+    assert "1 fact-check added" in captured.out and "skipped: feed.jsonl, line 2" in captured.err
+    assert len(open_store(store)) == 17
 
 
 def test_cli_match_without_a_store_says_what_to_do(capsys):
     assert main(["factchecks", "match", "Anything at all."]) == 2
     assert "import published fact-checks first (veracity factchecks import FILE)" in capsys.readouterr().err
+
+
+def test_proxy_units_carry_their_published_fact_checks_first(store_dir):
+    from veracity.config import load_config
+    from veracity.proxy.checking import add_factchecks, result_view
+
+    answer = "5G networks spread the coronavirus. The Danube flows into the Black Sea."
+    steps = [
+        {"stage": "leaf_sentence", "index": i, "sentence": s, "query": s, "evidence": [], "rating": "Supported",
+         "supported": True, "confidence": 0.9, "reasoning": ""}
+        for i, s in enumerate(["5G networks spread the coronavirus.", "The Danube flows into the Black Sea."], 1)
+    ] + [{"stage": "leaf_score", "score": 1.0, "checked": 2, "total_sentences": 2}]  # fmt: skip
+    view = result_view(steps, answer)
+    config = load_config(overrides={"factchecks.store": str(store_dir)})
+    add_factchecks(view["units"], config)
+    first, second = view["units"]
+    assert list(first)[:4] == ["index", "text", "span", "published_factchecks"]
+    assert first["published_factchecks"][0]["claim"] == "5G mobile networks spread the coronavirus."
+    assert first["published_factchecks"][0]["rating"] == "False"
+    assert second["published_factchecks"] == []
+    off = result_view(steps, answer)
+    add_factchecks(off["units"], load_config(overrides={"factchecks.store": "off"}))
+    assert "published_factchecks" not in off["units"][0]

@@ -151,11 +151,15 @@ def cmd_check_text(args: argparse.Namespace) -> int:
         )
     )
     print(f"Pipeline: {check.pipeline}   Model: {check.model}\n")
+    from ..factchecks.steps import match_line
+
     if memory_only:
         print(MEMORY_ONLY + "\n")
     for r in check.results:
         conf = f" {r.confidence:.2f}" if r.confidence is not None else ""
         note = f"  ({r.note})" if r.note else ""
+        for m in r.factchecks:  # what fact-checkers already published on the claim, before veracity's own verdict
+            print(terminal_text(f"[{r.claim.id}] published fact-check: {match_line(m)}"))
         print(terminal_text(f"[{r.claim.id}] {outcome_words(r.outcome, r.label)}{conf}: {r.claim.text}{note}"))
     print()
     if check.note:

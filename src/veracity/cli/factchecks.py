@@ -29,7 +29,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     commands = parser.add_subparsers(
         dest="factchecks_command", metavar="{import,match,info,train-reranker}", required=True
     )
-    store_help = "the store's folder (default: $VERACITY_FACTCHECKS, else ~/.local/share/veracity/factchecks)"
+    store_help = (
+        "the store: a folder (default: $VERACITY_FACTCHECKS, else ~/.local/share/veracity/factchecks), or a database "
+        "shared by a team: postgresql://..., embedded:DIR or sqlite:FILE"
+    )
 
     imp = commands.add_parser(
         "import",
@@ -95,7 +98,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def cmd_import(args: argparse.Namespace) -> int:
     from veracity.factchecks.formats import read_files
-    from veracity.factchecks.store import FactCheckStore
+    from veracity.factchecks.stores import open_store
 
     records, problems = read_files(args.paths, args.format, publisher=args.publisher)
     if problems and not args.skip_bad:
@@ -107,13 +110,13 @@ def cmd_import(args: argparse.Namespace) -> int:
         )
     if not records:
         raise UserError("no fact-check found in the files given")
-    store = FactCheckStore.open(args.store, create=True)
+    store = open_store(args.store, create=True)
     summary = store.import_records(records, progress=sys.stderr.isatty())
     for line in problems[:SHOWN_PROBLEMS]:
         print(f"skipped: {line}", file=sys.stderr)
     if len(problems) > SHOWN_PROBLEMS:
         print(f"skipped {len(problems) - SHOWN_PROBLEMS} more", file=sys.stderr)
-    print(f"{summary.line()}\nstore: {store.path}")
+    print(f"{summary.line()}\nstore: {store.where}")
     return 0
 
 
@@ -134,12 +137,12 @@ def cmd_match(args: argparse.Namespace) -> int:
 def cmd_info(args: argparse.Namespace) -> int:
     from collections import Counter
 
-    from veracity.factchecks.store import FactCheckStore
+    from veracity.factchecks.stores import open_store
 
-    store = FactCheckStore.open(args.store)
+    store = open_store(args.store)
     publishers = Counter(r.publisher or "(not given)" for r in store.records)
     info = {
-        "store": str(store.path),
+        "store": store.where,
         "factchecks": len(store),
         "publishers": dict(publishers.most_common(10)),
         "updated_at": store.manifest.get("updated_at"),
@@ -157,13 +160,13 @@ def cmd_info(args: argparse.Namespace) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     from veracity.factchecks.formats import read_files
     from veracity.factchecks.matcher import Matcher
-    from veracity.factchecks.store import FactCheckStore
+    from veracity.factchecks.stores import open_store
     from veracity.factchecks.training import read_queries, train_reranker
 
     records, problems = read_files([args.collection])
     if problems:
         raise UserError(f"the collection has unreadable records: {problems[0]}")
-    store = FactCheckStore.open(args.store, create=True)
+    store = open_store(args.store, create=True)
     print(store.import_records(records, progress=sys.stderr.isatty()).line(), file=sys.stderr)
     train = read_queries(args.queries, args.qrels, args.train_split)
     dev = read_queries(args.queries, args.qrels, args.dev_split) if args.dev_split else []

@@ -15,14 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .matcher import Match, Matcher
-from .store import FactCheckStore, default_store_path
+from .store import FactCheckStore, default_store_path, is_database
+from .stores import open_store, store_exists
 
 if TYPE_CHECKING:
     from ..config import Config
 
 NONE_FOUND = "no published fact-check found"
 _lock = threading.Lock()
-_matchers: dict[str, tuple[Any, Matcher]] = {}
+_matchers: dict[str, Any] = {}  # the store's key -> _Kept
 
 
 @dataclass
@@ -75,26 +76,31 @@ def describe(m: Match) -> str:
 
 
 def matcher_for(store: str | Path | None = None) -> Matcher:
-    """The loaded matcher of a store (default: the default store), read again when the store changed on disk."""
-    folder = Path(store).expanduser() if store else default_store_path()
-    key = str(folder.resolve())
-    stamp = _stamp(folder)
+    """The loaded matcher of a store (default: the default store), read again when the store changed."""
+    key = (
+        str(store)
+        if is_database(store)
+        else str((Path(store).expanduser() if store else default_store_path()).resolve())
+    )
     with _lock:
         kept = _matchers.get(key)
-        if kept and kept[0] == stamp:
-            return kept[1]
-    matcher = Matcher(FactCheckStore.open(store))
+    if kept is not None and kept.store.stamp() == kept.stamp:
+        return kept.matcher
+    opened = open_store(store)
+    fresh = _Kept(opened.stamp(), Matcher(opened))
     with _lock:
-        _matchers[key] = (stamp, matcher)
-    return matcher
+        _matchers[key] = fresh
+    return fresh.matcher
 
 
-def _stamp(folder: Path) -> Any:
-    try:
-        st = (folder / "manifest.json").stat()
-        return (st.st_mtime_ns, st.st_ino)
-    except OSError:
-        return None
+@dataclass
+class _Kept:
+    stamp: Any
+    matcher: Matcher
+
+    @property
+    def store(self) -> FactCheckStore:
+        return self.matcher.store
 
 
 def find(
@@ -115,12 +121,12 @@ def find(
         records = google.search(text, language=language)
         fetched = len(records)
         if records:
-            FactCheckStore.open(store, create=True).import_records(records)
+            open_store(store, create=True).import_records(records)
     matcher = matcher_for(store)
     ranked = matcher.rank(text, k)
     above = [m for m in ranked if m.probability >= matcher.threshold]
     below = [m for m in ranked if m.probability < matcher.threshold] if related else []
-    return Found(text, above, below, str(matcher.store.path), len(matcher.store), fetched)
+    return Found(text, above, below, matcher.store.where, len(matcher.store), fetched)
 
 
 def store_in_use(config: Config) -> str | None:
@@ -131,7 +137,7 @@ def store_in_use(config: Config) -> str | None:
         return None
     if chosen:
         return chosen
-    return str(default_store_path()) if FactCheckStore.exists() else None
+    return str(default_store_path()) if store_exists() else None
 
 
 def for_check(text: str, config: Config) -> Found | None:

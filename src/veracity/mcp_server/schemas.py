@@ -20,11 +20,40 @@ class Passage(BaseModel):
     license: str | None = Field(None, description="the license of the text where its source states one (Wikipedia's)")
 
 
+class PublishedFactCheck(BaseModel):
+    claim: str = Field(description="the claim as the fact-checker worded it")
+    rating: str | None = Field(None, description="the fact-checker's rating in its own words")
+    publisher: str | None = None
+    date: str | None = Field(None, description="when the fact-check was published (YYYY-MM-DD where known)")
+    url: str | None = None
+    probability: float | None = Field(None, description="that it checks the same claim (the matcher's, calibrated)")
+
+
+def published(matches: list[dict[str, Any]] | None) -> list[PublishedFactCheck]:
+    keys = PublishedFactCheck.model_fields
+    return [PublishedFactCheck(**{k: m.get(k) or None for k in keys if k in m}) for m in matches or []]
+
+
+class FactCheckResult(BaseModel):
+    text: str
+    found: bool = Field(description="whether a published fact-check of this claim was found (at the threshold)")
+    summary: str = Field(description="'no published fact-check found' when none")
+    matches: list[PublishedFactCheck]
+    related: list[PublishedFactCheck] = Field(
+        default_factory=list, description="asked for: the best candidates below the threshold, probably other claims"
+    )
+
+
 class ClaimResult(BaseModel):
     run_id: str = Field(description="the stored run (get_run; the web page's history shows it)")
     claim: str
     pipeline: str
     model: str
+    published_factchecks: list[PublishedFactCheck] = Field(
+        default_factory=list,
+        description="published fact-checks of this claim found in the server's store, before veracity's own "
+        "verdict (empty: none found, or no store)",
+    )
     shown_as: str = Field(
         description="the verdict as it should be read and told: the label when decided, "
         "'Uncertain, leaning Supported' when uncertain (never present an uncertain "

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from .. import __version__
 from . import schemas as sc
-from .tools import Tools, answer_text, claim_text, run_text, search_text, text_text
+from .tools import Tools, answer_text, claim_text, factchecks_text, run_text, search_text, text_text
 
 if TYPE_CHECKING:
     from ..server.auth import Auth
@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 INSTRUCTIONS = (
     "veracity checks facts against evidence and shows its sources. check_claim verifies one statement; check_text "
     "extracts the claims of a text and checks each; check_answer rates each sentence of an answer to a question "
-    "against the evidence index (LEAF score); search_evidence returns passages from the index; get_run reads a "
+    "against the evidence index (LEAF score); search_evidence returns passages from the index; find_factchecks "
+    "returns published fact-checks of a claim or post (check_claim shows them first too); get_run reads a "
     "stored check. Every verdict carries its confidence, whether it is uncertain and why, and the evidence it read: "
     "a verdict marked uncertain, or resting on the model's memory (basis 'memory'), should not be presented as a "
     "finding: tell it as its shown_as says ('Uncertain, leaning Supported')."
@@ -151,6 +152,22 @@ def build_server(state: ServerState, *, local_files: bool, pipeline: str | None 
     ) -> Annotated[CallToolResult, sc.SearchResult]:
         r = await tools.search_evidence(query, k)
         return _result(r, search_text(r))
+
+    @mcp.tool(
+        title="Find published fact-checks",
+        annotations=READ_ONLY,
+        description="Published fact-checks of a claim, a sentence or a social-media post (links, handles and emoji "
+        "are ignored) from the server's fact-check store: each with the claim as the fact-checker worded it, its "
+        "rating in its own words, publisher, date, link and the probability that it checks the same claim; says "
+        "'no published fact-check found' when none reaches the threshold. Look here before checking a claim.",
+    )
+    async def find_factchecks(
+        text: Annotated[str, Field(description="the claim, sentence or post")],
+        k: Annotated[int, Field(description="at most this many matches (1-20)")] = 5,
+        related: Annotated[bool, Field(description="also the best candidates below the threshold")] = False,
+    ) -> Annotated[CallToolResult, sc.FactCheckResult]:
+        r = await tools.find_factchecks(text, k, related)
+        return _result(r, factchecks_text(r))
 
     @mcp.tool(
         title="Read a stored check",

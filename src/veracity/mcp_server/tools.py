@@ -123,6 +123,7 @@ class Tools:
             claim=run["claim"],
             pipeline=run["pipeline"],
             model=run["model"],
+            published_factchecks=sc.published((r.get("factchecks") or {}).get("matches")),
             shown_as=words_of(v).text,
             label=str(v.get("label", "")),
             confidence=v.get("confidence"),
@@ -245,6 +246,29 @@ class Tools:
             ],
         )
 
+    async def find_factchecks(self, text: str, k: int = 5, related: bool = False) -> sc.FactCheckResult:
+        from ..factchecks.lookup import find, store_in_use
+
+        if not text.strip():
+            raise ToolError("the text is empty")
+        if not 1 <= k <= 20:
+            raise ToolError(f"k must be between 1 and 20, not {k}")
+        store = store_in_use(self.s.config)
+        if store is None:
+            raise ToolError("no fact-check store: import published fact-checks with `veracity factchecks import FILE`")
+        try:
+            found = await anyio.to_thread.run_sync(lambda: find(text, store=store, k=k, related=related))
+        except UserError as e:
+            raise ToolError(str(e)) from None
+        d = found.to_dict()
+        return sc.FactCheckResult(
+            text=text,
+            found=d["found"],
+            summary=d["summary"],
+            matches=sc.published(d["matches"]),
+            related=sc.published(d["related"]),
+        )
+
     async def get_run(self, run_id: str) -> sc.RunResult:
         run = await anyio.to_thread.run_sync(self.s.store.get, run_id.strip())
         if run is None:
@@ -283,7 +307,8 @@ def claim_text(r: sc.ClaimResult) -> str:
     """The verdict first, worded as every front end words it: an uncertain one leads with "Uncertain, leaning ..."
     (an agent reading the first word is not told a guess is a finding)."""
     words = verdict_words(r.label, uncertain=r.uncertain, confidence=r.confidence)
-    lines = [f"{words.line}: {r.claim}"]
+    lines = [f"Published fact-check: {factcheck_line(m)}" for m in r.published_factchecks]
+    lines.append(f"{words.line}: {r.claim}")
     if r.uncertain:
         lines.append(f"Uncertain because {r.uncertain_reason or 'the pipeline said so'}.")
     if r.confidence_note:
@@ -322,6 +347,16 @@ def answer_text(r: sc.AnswerResult) -> str:
     lines = [f"{score}. Run {r.run_id}."]
     lines += [f"- {'Supported' if x.supported else 'Not supported'}: {x.sentence}" for x in r.sentences]
     return "\n".join(lines)
+
+
+def factcheck_line(m: sc.PublishedFactCheck) -> str:
+    from ..factchecks.steps import match_line
+
+    return match_line(m.model_dump())
+
+
+def factchecks_text(r: sc.FactCheckResult) -> str:
+    return "\n".join([r.summary[:1].upper() + r.summary[1:] + "."] + [f"- {factcheck_line(m)}" for m in r.matches])
 
 
 def search_text(r: sc.SearchResult) -> str:

@@ -150,7 +150,9 @@ class AnswerChecks:
                 "run_id": run_id,
                 "error": f"the check failed: {short_error(final.get('error')) or final.get('status')}",
             }
-        return {**self._base(CHECKED), "run_id": run_id, "seconds": final.get("seconds"), **result_view(steps, content)}
+        view = result_view(steps, content)
+        await run_in_threadpool(add_factchecks, view["units"], self.config)
+        return {**self._base(CHECKED), "run_id": run_id, "seconds": final.get("seconds"), **view}
 
     async def _wait(self, run_id: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """The run's steps and its final event, once it has ended."""
@@ -232,6 +234,28 @@ def result_view(steps: list[dict[str, Any]], answer: str) -> dict[str, Any]:
         "note": score.get("note"),
         "units": units,
     }
+
+
+def add_factchecks(units: list[dict[str, Any]], config: Config) -> None:
+    """Each unit's published fact-checks (`published_factchecks`: the matches at the threshold, factchecks/lookup.py),
+    when a fact-check store is in use; a store that cannot be read adds nothing (the answer is never held up)."""
+    from ..errors import UserError
+    from ..factchecks.lookup import find, store_in_use
+
+    store = store_in_use(config)
+    if store is None:
+        return
+    for unit in units:
+        try:
+            found = find(unit["text"], store=store, k=config.factchecks.k)
+        except UserError:
+            return
+        fields = list(unit.items())  # shown first: right after the unit's text and span
+        unit.clear()
+        for key, value in fields:
+            unit[key] = value
+            if key == "span":
+                unit["published_factchecks"] = [m.to_dict() for m in found.matches]
 
 
 def unit_spans(answer: str, units: list[str]) -> list[list[int] | None]:

@@ -1,7 +1,8 @@
 """The HTTP API under /api: start checks, follow them live (SSE), read, page, delete and download them.
 
 Its routes, by area: api_checks.py (start a check or a text check, re-check one, list, read and delete runs, a run's
-images, the pipelines), api_events.py (follow a run: Server-Sent Events) and api_reports.py (download a report).
+images, the pipelines), api_events.py (follow a run: Server-Sent Events), api_reports.py (download a report) and
+api_factchecks.py (the published fact-checks of a claim).
 What they answer is in api_schemas.py; api_routing.py has what every /api route shares (authentication, strict
 JSON bodies). The health check, outside the authentication, is here.
 """
@@ -14,6 +15,7 @@ from fastapi import APIRouter, Request
 
 from .api_checks import router as checks_router
 from .api_events import router as events_router
+from .api_factchecks import router as factchecks_router
 from .api_reports import router as reports_router
 from .state import state
 
@@ -21,6 +23,7 @@ router = APIRouter()
 router.include_router(checks_router)
 router.include_router(reports_router)
 router.include_router(events_router)
+router.include_router(factchecks_router)
 
 health = APIRouter()
 

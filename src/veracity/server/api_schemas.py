@@ -94,6 +94,11 @@ class RunDetail(RunSummary):
     images: list[ImageOut] = Field([], description="the claim's images, in the order given")
     started_at: str | None
     queue_position: int | None
+    factchecks: dict[str, Any] | None = Field(
+        None,
+        description="the published fact-checks of the claim (found, summary, matches with the claim as the "
+        "publisher worded it, rating, publisher, date, url, probability), when the server has a fact-check store",
+    )
     verdict: dict[str, Any] | None = Field(
         description="uncertain, shown_as (how it reads: 'Uncertain, leaning "
         "Supported'), label, rationale, confidence, steps, "
@@ -216,6 +221,7 @@ def detail(s: ServerState, run: dict[str, Any], steps: list[dict[str, Any]]) -> 
         "images": images_of(run),
         "started_at": iso(run["started"]),
         "queue_position": s.manager.queue_position(run["id"]) if run["status"] == st.QUEUED else None,
+        "factchecks": r.get("factchecks"),  # published fact-checks of the claim, shown before the verdict
         "verdict": verdict_view(r.get("verdict")),
         "usage": r.get("usage"),
         "steps": steps,

@@ -107,6 +107,12 @@ def to_markdown(check: TextCheck) -> str:
         quote = " … ".join(check.source.text[s:e] for s, e in r.claim.spans)
         lines.append(f"{r.claim.id}\\. **{_verdict(r)}** {md_text(r.claim.text)}")
         lines.append(f"   - source: “{md_text(quote)}” ({md_text(_span_words(r.claim.spans))})")
+        for m in r.factchecks:
+            who = ", ".join(str(x) for x in (m.get("publisher"), m.get("date")) if x) or "publisher not given"
+            rating = md_text(m.get("rating") or "no rating given")
+            lines.append(
+                f"   - published fact-check: **{rating}**, {md_link(who, m.get('url'))}: {md_text(m['claim'])}"
+            )
         if r.note:
             lines.append(f"   - {md_text(r.note)}")
         for ev in evidence_view(r.evidence):
@@ -124,6 +130,13 @@ def _claim_html(r: ClaimResult, passage: str | None) -> str:
     the id of its first mark in the text), why it was not checked, and its evidence."""
     back = f' <a class="src" href="#{passage}">(in the text)</a>' if passage else ""
     parts = [f'<b class="b o-{r.outcome}">{_e(_verdict(r))}</b> {_e(r.claim.text)}{back}']
+    for m in r.factchecks:
+        url = http_url(m.get("url"))
+        who = _e(", ".join(str(x) for x in (m.get("publisher"), m.get("date")) if x) or "publisher not given")
+        who = f'<a href="{_e(url)}" rel="noopener noreferrer nofollow">{who}</a>' if url else who
+        parts.append(
+            f"<br>Published fact-check: <b>{_e(m.get('rating') or 'no rating given')}</b>, {who}: {_e(m['claim'])}"
+        )
     if r.note:
         parts.append(f"<br><i>{_e(r.note)}</i>")
     if r.evidence:

@@ -56,6 +56,8 @@ class ClaimResult:
     evidence: list[dict[str, Any]] = field(default_factory=list)
     note: str = ""  # why it was not checked
     seconds: float = 0.0
+    #: published fact-checks of the claim (factchecks/lookup.py matches), when a fact-check store is in use
+    factchecks: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -67,6 +69,7 @@ class ClaimResult:
             "evidence": self.evidence,
             "note": self.note,
             "seconds": round(self.seconds, 3),
+            **({"factchecks": self.factchecks} if self.factchecks else {}),
         }
 
 
@@ -254,6 +257,7 @@ def check_text(
             evidence_of(res.trace),
             seconds=res.seconds,
             note=f"uncertain: {v.uncertain_reason}" if v.uncertain and v.uncertain_reason else "",
+            factchecks=(res.factchecks or {}).get("matches") or [],
         )
 
     def known(r: ClaimResult) -> None:

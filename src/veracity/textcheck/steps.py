@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..failures import failure_view
-from ..steps import Fold, Step, evidence_view, step_type
+from ..steps import Fold, Step, evidence_view, http_url, optional, step_type
 from .outcomes import LABELS, PENDING, marks, outcome_words, strongest, summary_rows
 
 _STATE = "text"  # the fold's bookkeeping for a text: Fold.state[_STATE]
@@ -43,6 +43,9 @@ def _claim_item(c: dict[str, Any], **result: Any) -> dict[str, Any]:
         "note": result.get("note") or "",
         # a failed check, in plain words with its technical line apart (as a failed run on the page)
         "failure": failure_view(result.get("note")) if outcome == "failed" else None,
+        "factchecks": [
+            {**m, "url": http_url(m.get("url"))} for m in result.get("factchecks") or [] if isinstance(m, dict)
+        ],
     }
 
 
@@ -120,6 +123,7 @@ class TextClaim(Step):
     evidence: list[dict[str, Any]] = field(default_factory=list)
     note: str = ""
     seconds: float = 0.0
+    factchecks: list[dict[str, Any]] | None = optional()  # published fact-checks of the claim, when found
 
     def fold(self, view: Fold) -> None:
         data = self.data

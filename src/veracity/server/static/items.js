@@ -28,6 +28,19 @@
                              el("code", null, f.details)) : null);
   }
 
+  // a published fact-check of the claim (as templates/steps.html's macro factcheck)
+  function factcheckBlock(m) {
+    const safeUrl = m.url && /^https?:\/\//i.test(m.url);
+    const who = m.publisher || "publisher not given";
+    return el("blockquote", { class: "ev factcheck" },
+      el("p", null, m.rating ? el("span", { class: "badge b-rating" }, m.rating) : null, m.rating ? " " : null,
+         `“${m.claim || ""}”`),
+      el("footer", { class: "src" }, safeUrl ? el("a", { href: m.url, rel: "noopener noreferrer nofollow" }, who) : who,
+         m.date ? " " : null, m.date ? el("span", { class: "when" }, `(${m.date})`) : null,
+         m.probability !== undefined && m.probability !== null
+           ? el("span", { class: "conf" }, ` same claim: ${Number(m.probability).toFixed(2)}`) : null));
+  }
+
   function note(cls, label, ...rest) {
     return el("li", { class: `step note ${cls}` }, key(label), " ", ...rest);
   }
@@ -45,7 +58,9 @@
         // one claim of a checked text: its outcome, and on opening its evidence (or why it was not checked)
         const checked = ["supported", "refuted", "uncertain"].includes(it.outcome);
         const ev = (it.evidence || []).map(evidenceBlock);
+        const published = (it.factchecks || []).map(factcheckBlock);
         const body = el("div", { class: "leaf-body" },
+          published.length ? el("p", null, key("Published fact-checks")) : null, ...published,
           it.outcome === "pending" ? el("p", { class: "hint" }, "Not decided yet.")
             : it.failure ? failureBlock(it.failure)
             : it.note ? el("p", null, key(checked ? "Note" : "Not checked"), " ", it.note) : null,
@@ -81,20 +96,11 @@
           el("div", { class: `step-body${ev.length ? " two" : ""}` }, text,
              ev.length ? el("div", { class: "evidence" }, ...ev.map(evidenceBlock)) : null));
       }
-      case "published_factchecks": {
-        // what fact-checkers already published on the claim, shown before the check's own steps
-        const block = (m) => el("blockquote", { class: "ev factcheck" },
-          el("p", null, m.rating ? el("span", { class: "badge b-rating" }, m.rating) : null, m.rating ? " " : null,
-             `“${m.claim || ""}”`),
-          el("footer", { class: "src" }, link(m.publisher || "publisher not given", m.url),
-             m.date ? " " : null, m.date ? el("span", { class: "when" }, `(${m.date})`) : null,
-             m.probability !== undefined && m.probability !== null
-               ? el("span", { class: "conf" }, ` same claim: ${Number(m.probability).toFixed(2)}`) : null));
+      case "published_factchecks":  // what fact-checkers already published on the claim, before the check's steps
         return el("li", { class: `step published-factchecks${it.found ? " found" : ""}` },
           el("div", { class: "step-head" }, el("span", { class: "depth" }, "Published fact-checks"), " ",
              el("span", { class: "q" }, it.summary || "")),
-          ...(it.matches || []).map(block));
-      }
+          ...(it.matches || []).map(factcheckBlock));
       case "retrieval": {
         // passages retrieved outside a question card (the evidence-only pipelines, the baselines, LEAF's answers)
         const ev = it.results || [];
