@@ -299,6 +299,18 @@ CHROMIUM_ARGS = [
 ]
 
 
+@pytest.fixture(scope="module")
+def browser(chromium_path):
+    """Debian's chromium driven by Playwright, headless, for a module's browser tests."""
+    from playwright.sync_api import sync_playwright
+
+    pw = sync_playwright().start()
+    b = pw.chromium.launch(executable_path=chromium_path, headless=True, args=CHROMIUM_ARGS)
+    yield b
+    b.close()
+    pw.stop()
+
+
 @pytest.fixture(scope="session")
 def chromium_path():
     """Debian's chromium for the browser tests: installed with apt-get when missing and we are root, else skip."""

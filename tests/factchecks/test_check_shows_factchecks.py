@@ -100,3 +100,14 @@ def test_check_text_shows_each_claims_published_fact_checks(env, tmp_path):
                  "--json", env=env)  # fmt: skip
     claims = json.loads(r.stdout)["claims"]
     assert claims[0]["factchecks"][0]["publisher"] == "Full Fact" and "factchecks" not in claims[1]
+
+
+def test_a_damaged_store_is_said_and_the_check_goes_on(env, tmp_path):
+    store = tmp_path / "xdg-data" / "veracity" / "factchecks"
+    lines = (store / "factchecks.jsonl").read_text().splitlines()
+    (store / "factchecks.jsonl").write_text("\n".join(lines[:3]) + "\n")
+    r = veracity("check", CLAIM, env=env)
+    out = r.stdout.decode()
+    assert r.returncode == 0, r.stderr.decode()
+    assert "the fact-check store cannot be read: corrupt fact-check store" in out
+    assert "says 16 records but factchecks.jsonl has 3" in out and "\nVerdict: " in out

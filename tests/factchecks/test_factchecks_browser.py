@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import CHROMIUM_ARGS, rules_responder, server_env
+from conftest import rules_responder, server_env
 from factcheck_data import write_jsonl
 from stub_server import StubServer
 
@@ -31,17 +31,6 @@ def site(server_factory):
     )
     yield srv.url
     stub.close()
-
-
-@pytest.fixture(scope="module")
-def browser(chromium_path):
-    from playwright.sync_api import sync_playwright
-
-    pw = sync_playwright().start()
-    b = pw.chromium.launch(executable_path=chromium_path, headless=True, args=CHROMIUM_ARGS)
-    yield b
-    b.close()
-    pw.stop()
 
 
 def test_the_published_fact_check_is_drawn_live_before_the_steps(browser, site):

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import CHROMIUM_ARGS, rules_responder
+from conftest import rules_responder
 from stub_server import StubServer, image_parts
 
 ONSAGER = "Lars Onsager won the Nobel prize when he was 30 years old."
@@ -25,17 +25,6 @@ def site(server_factory):
     )
     yield srv.url
     stub.close()
-
-
-@pytest.fixture(scope="module")
-def browser(chromium_path):
-    from playwright.sync_api import sync_playwright
-
-    pw = sync_playwright().start()
-    b = pw.chromium.launch(executable_path=chromium_path, headless=True, args=CHROMIUM_ARGS)
-    yield b
-    b.close()
-    pw.stop()
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import rules_responder, write_rules
 from stub_server import StubServer
-from test_server_browser import browser, page  # noqa: F401  (the browser and page fixtures)
+from test_server_browser import page  # noqa: F401  (the page fixture; the browser is conftest's)
 from worlds import ARTICLE, BORN, DANUBE, NOBEL, TEXT_DOCS, TEXT_RULES
 
 SCREENSHOT = Path("/tmp/veracity_text_check.png")

@@ -5,6 +5,7 @@
     veracity check-batch CLAIMS.jsonl --out DIR   check a file of claims (resumable; --ray: on a Ray cluster)
     veracity eval --dataset D --path P --out DIR  evaluate pipelines on a benchmark (--ray: on a Ray cluster)
     veracity index build|search|info ...   build and query retrieval indexes
+    veracity factchecks import|match|info  published fact-checks: import them, find those of a claim or post
     veracity pipelines                     list the pipelines and ablations by name
     veracity recheck RUN_ID|REPORT.json    read a stored run's evidence again: what changed, does the verdict hold
     veracity doctor                        check this installation and whether the model runs on this CPU
