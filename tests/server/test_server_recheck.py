@@ -10,7 +10,6 @@ import httpx
 import pytest
 from conftest import write_rules
 from test_server_api import finished, wait_for
-from test_server_browser import browser  # noqa: F401  (the shared Chromium fixture)
 
 from veracity.retrieval import Document, Index
 
