@@ -167,10 +167,19 @@ def test_a_late_client_first_gets_the_steps_so_far(slow, stub):
 
 def test_checks_beyond_the_limit_wait_in_the_queue(slow, stub):
     stub.max_active = 0
-    ids = [start_check(slow) for _ in range(3)]
-    queued = slow.get(f"/api/checks/{ids[2]}").json()
-    assert queued["status"] == "queued" and queued["queue_position"] >= 1
-    runs = [wait_for(slow, i, finished) for i in ids]
+    stub.respond.delay = 0.3  # a run takes about 2 s: long enough to see the third one move up the queue
+    try:
+        ids = [start_check(slow) for _ in range(3)]
+        queued = slow.get(f"/api/checks/{ids[2]}").json()
+        assert queued["status"] == "queued" and queued["queue_position"] == 2
+        # its event stream says its place again each time it moves up, not only when the page opened (two runs once
+        # both read "position 6" for as long as they waited)
+        statuses = [d for k, _, d in read_sse(slow, f"/api/checks/{ids[2]}/events", timeout=120) if k == "status"]
+        assert [d["queue_position"] for d in statuses if d["status"] == "queued"] == [2, 1]
+        assert statuses[-1]["status"] == "running"
+        runs = [wait_for(slow, i, finished, timeout=60) for i in ids]
+    finally:
+        stub.respond.delay = 0.05
     assert [r["status"] for r in runs] == ["done"] * 3
     assert stub.max_active == 1  # --max-concurrent 1: never two model calls at once
 

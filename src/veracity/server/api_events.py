@@ -27,6 +27,7 @@ router = api_router()
 
 
 MAX_STEP_ID = 2**53  # step ids are a run's step numbers: anything larger was never sent
+QUEUE_POLL = 1.0  # seconds between looks at a waiting run's place in the queue (a new status event when it moved)
 
 
 def resume_after(last_event_id: str | None) -> int:
@@ -57,7 +58,8 @@ async def events(
     request: Request,
     last_event_id: str | None = Header(None, description="resume after this step (set by EventSource on reconnect)"),
 ):
-    """Events: `status` ({"status", "queue_position", and "elapsed": seconds since it started, while running}),
+    """Events: `status` ({"status", "queue_position", and "elapsed": seconds since it started, while running}; sent
+    again while the run waits, each time its place in the queue changes),
     one `step` per trace step in the order the run emitted it (data: the step; id: its sequence number), each
     right after a `view` event with what that step changed in the run's view, already folded ({"items":
     [{"index", "item"}], "status": what the run is doing, "calls": model calls so far}; the page draws these), and a
@@ -100,13 +102,10 @@ async def events(
             return
         snapshot, status, sub, final = live
         try:
+            position = await run_in_threadpool(s.manager.queue_position, run_id)
             yield event(
                 "status",
-                {
-                    "status": status,
-                    "queue_position": s.manager.queue_position(run_id),
-                    **await run_in_threadpool(elapsed, s, run_id, status),
-                },
+                {"status": status, "queue_position": position, **await run_in_threadpool(elapsed, s, run_id, status)},
             )
             for seq, d in enumerate(snapshot):
                 for e in step_events(seq, d):
@@ -115,11 +114,19 @@ async def events(
                 yield event("done", final or {})
                 return
             while True:
-                kind, seq, data = await sub.queue.get()
+                try:  # while it waits, its place in the queue is sent again whenever it moves
+                    kind, seq, data = await asyncio.wait_for(sub.queue.get(), QUEUE_POLL if position else None)
+                except TimeoutError:
+                    now = await run_in_threadpool(s.manager.queue_position, run_id)
+                    if now and now != position:
+                        yield event("status", {"status": st.QUEUED, "queue_position": now, "elapsed": 0.0})
+                    position = now
+                    continue
                 if kind == "step":
                     for e in step_events(seq, data):
                         yield e
                 elif kind == "status":
+                    position = None
                     yield event("status", {**data, "queue_position": None, "elapsed": 0.0})
                 else:
                     yield event("done", data)
