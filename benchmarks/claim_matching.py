@@ -27,10 +27,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from veracity.factchecks.formats import read_files  # noqa: E402
-from veracity.factchecks.matcher import DEPTH, Matcher, clean_post  # noqa: E402
+from veracity.factchecks.matcher import Matcher, clean_post  # noqa: E402
 from veracity.factchecks.stores import open_store  # noqa: E402
 from veracity.factchecks.training import average_precision, read_queries  # noqa: E402
 from veracity.metrics import expected_calibration_error  # noqa: E402
+from veracity.retrieval.hybrid import RRF_K, reciprocal_rank_fusion  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,17 +97,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def baselines(matcher: Matcher, text: str) -> dict[str, list[int]]:
-    """The rankings of BM25, dense retrieval and their reciprocal-rank fusion, over the same store and the same
-    cleaned query (the matcher's first stage, without its re-ranker)."""
-    query = clean_post(text)
-    store = matcher.store
-    bm25 = [row for row, _ in store.bm25.rank(query, DEPTH)]
-    dense = [int(r) for r in np.argsort(-(store.vectors("claim") @ matcher.encoder.encode_query(query)))[:DEPTH]]
-    scores: dict[int, float] = {}
-    for ranking in (bm25, dense):
-        for rank, row in enumerate(ranking, start=1):
-            scores[row] = scores.get(row, 0.0) + 1.0 / (60 + rank)
-    fused = sorted(scores, key=lambda r: -scores[r])
+    """The rankings of BM25, dense retrieval and their reciprocal-rank fusion: the matcher's own first stage, over
+    the same store and the same cleaned query, without its re-ranker."""
+    _, _, (bm25, dense) = matcher.first_stage(clean_post(text))
+    fused = [row for row, _ in reciprocal_rank_fusion([bm25, dense], RRF_K)]
     return {"BM25": bm25, "dense (MiniLM)": dense, "fusion (reciprocal rank)": fused}
 
 

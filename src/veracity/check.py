@@ -208,8 +208,7 @@ def run_check(
 def published_factchecks(text: str, config: Config, tracer: Tracer):
     """The published fact-checks of the claim (a trace step of their own, before the pipeline's), or None when no
     store is in use. A store that cannot be read is said in the step, and the check goes on without it."""
-    from .factchecks import steps  # noqa: F401  (the step's type)
-    from .factchecks.lookup import for_check
+    from .factchecks.lookup import for_check  # (it registers the step's type, factchecks/steps.py)
 
     try:
         found = for_check(text, config)

@@ -48,3 +48,19 @@ def records() -> list[dict]:
 def write_jsonl(path: Path, rows: list[dict] | None = None) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in (rows if rows is not None else records())))
     return path
+
+
+def imported_store(base: Path) -> Path:
+    """A store of these fact-checks in `base/store`, imported as a user does (`veracity factchecks import`)."""
+    import subprocess
+    import sys
+
+    from conftest import server_env
+
+    r = subprocess.run(
+        [sys.executable, "-m", "veracity.cli", "factchecks", "import", str(write_jsonl(base / "checks.jsonl")),
+         "--store", str(base / "store")],
+        capture_output=True, text=True, env=server_env(base), timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    return base / "store"

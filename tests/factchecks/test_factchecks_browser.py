@@ -3,12 +3,9 @@ above its steps and its verdict, with the rating, the publisher's link and the c
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
-from conftest import rules_responder, server_env
-from factcheck_data import write_jsonl
+from conftest import rules_responder
+from factcheck_data import imported_store
 from stub_server import StubServer
 
 CLAIM = "Drinking hot water kills the coronavirus, says a viral post."
@@ -16,17 +13,11 @@ CLAIM = "Drinking hot water kills the coronavirus, says a viral post."
 
 @pytest.fixture(scope="module")
 def site(server_factory):
-    base = server_factory.base
-    r = subprocess.run(
-        [sys.executable, "-m", "veracity.cli", "factchecks", "import", str(write_jsonl(base / "checks.jsonl")),
-         "--store", str(base / "store")],
-        capture_output=True, text=True, env=server_env(base), timeout=300,
-    )  # fmt: skip
-    assert r.returncode == 0, r.stderr
+    store = imported_store(server_factory.base)
     stub = StubServer(rules_responder(delay=0.12))
     srv = server_factory(
         ["--model", "stub-model", "--base-url", stub.url, "--no-cache", "--rate-limit", "0"],
-        env_extra={"VERACITY_FACTCHECKS": str(base / "store")},
+        env_extra={"VERACITY_FACTCHECKS": str(store)},
         name="fcbrowser",
     )
     yield srv.url

@@ -4,7 +4,6 @@ of their own find them, and a server without a store says how to get one."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
 
@@ -12,7 +11,7 @@ import anyio
 import httpx
 import pytest
 from conftest import server_env, write_rules
-from factcheck_data import write_jsonl
+from factcheck_data import imported_store
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -21,14 +20,7 @@ CLAIM = "Turn off 5G!! The masts are spreading the coronavirus #5G pic.twitter.c
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    base = tmp_path_factory.mktemp("fcstore")
-    r = subprocess.run(
-        [sys.executable, "-m", "veracity.cli", "factchecks", "import", str(write_jsonl(base / "checks.jsonl")),
-         "--store", str(base / "store")],
-        capture_output=True, text=True, env=server_env(base), timeout=300,
-    )  # fmt: skip
-    assert r.returncode == 0, r.stderr
-    return base / "store"
+    return imported_store(tmp_path_factory.mktemp("fcstore"))
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from veracity.cli.options import positive_int
+from veracity.cli.options import positive_int, read_user_file
 from veracity.errors import UserError
 
 SHOWN_PROBLEMS = 5
@@ -182,13 +182,9 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def _text(args: argparse.Namespace) -> str:
     if args.file:
-        from veracity.reading import MAX_TEXT_FILE_BYTES, read_limited
+        from veracity.reading import MAX_TEXT_FILE_BYTES
 
-        raw = sys.stdin.buffer.read(MAX_TEXT_FILE_BYTES + 1) if args.file == "-" else None
-        if raw is not None and len(raw) > MAX_TEXT_FILE_BYTES:
-            raise UserError("the text on standard input is too long")
-        raw = raw if raw is not None else read_limited(args.file, MAX_TEXT_FILE_BYTES, "the text file")
-        return raw.decode("utf-8", errors="replace")
+        return read_user_file(args.file, MAX_TEXT_FILE_BYTES, "the text file").decode("utf-8", errors="replace")
     if not args.text or not args.text.strip():
         raise UserError('give the claim or post to match: veracity factchecks match "TEXT" (or --file FILE)')
     return args.text

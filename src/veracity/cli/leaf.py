@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from typing import Any
 
@@ -98,12 +97,12 @@ def _question(args: argparse.Namespace, config) -> str:
 def _answer(args: argparse.Namespace) -> str:
     """The answer (argument, file or standard input), by the server's rule (`inputs.clean_answer`)."""
     from ..inputs import clean_answer
-    from ..reading import MAX_TEXT_FILE_BYTES, read_limited
+    from ..reading import MAX_TEXT_FILE_BYTES
+    from .options import read_user_file
 
     if args.answer_file is None:
         return clean_answer(args.answer)
-    source = sys.stdin.buffer if args.answer_file == "-" else args.answer_file
-    return clean_answer(read_limited(source, MAX_TEXT_FILE_BYTES, "the answer file"))
+    return clean_answer(read_user_file(args.answer_file, MAX_TEXT_FILE_BYTES, "the answer file"))
 
 
 def shown_index(index: str | None) -> str | None:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import BackendError, UserError, is_search_error
-from .options import batch_options, config_from, dispatch_from, model_options, pipeline_options
+from .options import batch_options, config_from, dispatch_from, model_options, pipeline_options, read_user_file
 
 EXAMPLE_CLAIM = "Lars Onsager won the Nobel prize when he was 30 years old."
 
@@ -44,7 +44,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     args.qa = qa_for(args.qa, bool(args.given))  # questions answered from what is given
     config = config_from(args)
     if args.claim_file:
-        raw: str | bytes = _read_bytes(args.claim_file, _claim_file_limit(config.max_claim_chars), "the claim file")
+        raw: str | bytes = read_user_file(args.claim_file, _claim_file_limit(config.max_claim_chars), "the claim file")
     elif args.claim is not None:
         raw = args.claim
     else:
@@ -113,7 +113,7 @@ def _given_evidence(given_in_order: list[tuple[str, str]]) -> list[tuple[str, st
         if kind == "text":  # named as the index names it: evidence-N, N its place among all given
             given.append(("", decode_user_text(value, f"evidence-{len(given) + 1}").strip()))
             continue
-        raw = _read_bytes(value, MAX_TEXT_FILE_BYTES, "the evidence file")
+        raw = read_user_file(value, MAX_TEXT_FILE_BYTES, "the evidence file")
         name = "standard input" if value == "-" else Path(value).name
         given.append((name, decode_user_text(raw, f"the evidence file {name}").strip()))
     for n, (title, text) in enumerate(given, start=1):
@@ -144,13 +144,6 @@ def _claim_file_limit(max_claim_chars: int) -> int:
     from ..reading import MAX_TEXT_FILE_BYTES
 
     return min(max(MAX_TEXT_FILE_BYTES, 8 * max_claim_chars), 100 * MAX_TEXT_FILE_BYTES)
-
-
-def _read_bytes(path: str, limit: int, what: str) -> bytes:
-    """A user file ('-': standard input), read up to `limit` bytes, or a one-line UserError."""
-    from ..reading import read_limited
-
-    return read_limited(sys.stdin.buffer if path == "-" else path, limit, what)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:

@@ -251,6 +251,15 @@ def listen_url(host: str, port: int, path: str = "") -> str:
     return f"http://{f'[{host}]' if ':' in host else host}:{port}{path}"
 
 
+def read_user_file(path: str, limit: int, what: str) -> bytes:
+    """A user file ('-': standard input), read up to `limit` bytes, or a one-line UserError."""
+    import sys
+
+    from ..reading import read_limited
+
+    return read_limited(sys.stdin.buffer if path == "-" else path, limit, what)
+
+
 def positive_int(value: str) -> int:
     """argparse type: a whole number of at least 1."""
     return _int_at_least(value, 1)

@@ -24,6 +24,7 @@ import io
 import json
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ def read_files(
     for path in _expand(paths):
         for item in read_file(path, fmt):
             if isinstance(item, FactCheck):
-                records.append(item if item.publisher or not publisher else _with(item, publisher=publisher))
+                records.append(item if item.publisher or not publisher else replace(item, publisher=publisher))
             else:
                 problems.append(item)
     return records, problems
@@ -78,7 +79,7 @@ def read_file(path: Path, fmt: str = "auto") -> Iterator[FactCheck | str]:
                 data = json.loads(block)
             except ValueError:
                 continue
-            if any(kind == "claimreview" for _, kind in _items(data)):
+            if any(k == "claimreview" for _, k in _items(data)):
                 for item in _from_json(name, data, fmt, where=f"JSON-LD block {n}, ", only="claimreview"):
                     found += 1
                     yield item
@@ -89,23 +90,25 @@ def read_file(path: Path, fmt: str = "auto") -> Iterator[FactCheck | str]:
     if not stripped:
         yield f"{name}: the file is empty"
         return
-    if kind == "jsonl" or (kind != "json" and "\n" in stripped and not _is_json(stripped)):
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except ValueError as e:
-                yield f"{name}, line {lineno}: not JSON ({e})"
-                continue
-            yield from _from_json(name, data, fmt, where=f"line {lineno}, ", single=f"line {lineno}")
-        return
-    try:
-        data = json.loads(stripped)
-    except ValueError as e:
-        yield f"{name}: not JSON ({e})"
-        return
-    yield from _from_json(name, data, fmt)
+    if kind != "jsonl":  # one JSON value; a file of several lines that is not one is read as JSON lines
+        try:
+            data = json.loads(stripped)
+        except ValueError as e:
+            if kind == "json" or "\n" not in stripped:
+                yield f"{name}: not JSON ({e})"
+                return
+        else:
+            yield from _from_json(name, data, fmt)
+            return
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError as e:
+            yield f"{name}, line {lineno}: not JSON ({e})"
+            continue
+        yield from _from_json(name, data, fmt, where=f"line {lineno}, ", single=f"line {lineno}")
 
 
 # ------------------------------------------------------------------------------------------------ JSON shapes
@@ -354,14 +357,6 @@ def _sniff(path: Path, text: str) -> str:
     return "json" if suffix in (".json", ".jsonld") else "auto"
 
 
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True
-
-
 _LD_JSON = re.compile(
     r"<script[^>]*type\s*=\s*[\"']application/ld\+json[\"'][^>]*>(.*?)</script>", re.IGNORECASE | re.DOTALL
 )
@@ -369,9 +364,3 @@ _LD_JSON = re.compile(
 
 def _ld_json_blocks(page: str) -> list[str]:
     return [m.group(1).strip() for m in _LD_JSON.finditer(page) if m.group(1).strip()]  # script text: no entities
-
-
-def _with(record: FactCheck, **changes: str) -> FactCheck:
-    from dataclasses import replace
-
-    return replace(record, **changes)

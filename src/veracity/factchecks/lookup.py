@@ -15,13 +15,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .matcher import Match, Matcher
-from .store import FactCheckStore, default_store_path, is_database
+from .steps import match_line
+from .store import FactCheckStore, default_store_path, is_database, store_folder
 from .stores import open_store, store_exists
 
 if TYPE_CHECKING:
     from ..config import Config
 
 NONE_FOUND = "no published fact-check found"
+#: what a server (HTTP API, MCP) with no store in use answers a request to match
+NO_STORE = "this server has no fact-check store: import published fact-checks with `veracity factchecks import FILE`"
 _lock = threading.Lock()
 _matchers: dict[str, Any] = {}  # the store's key -> _Kept
 
@@ -62,26 +65,16 @@ class Found:
     def lines(self) -> str:
         """The terminal's lines: each match as "RATING - PUBLISHER, DATE: "claim as they worded it" URL"."""
         lines = [f"Published fact-checks: {self.summary}"]
-        lines += [f"  {describe(m)}" for m in self.matches]
+        lines += [f"  {match_line(m.to_dict())}" for m in self.matches]
         if self.related:
             lines.append("  below the threshold (probably about something else):")
-            lines += [f"    {describe(m)}" for m in self.related]
+            lines += [f"    {match_line(m.to_dict())}" for m in self.related]
         return "\n".join(lines)
-
-
-def describe(m: Match) -> str:
-    from .steps import match_line
-
-    return match_line(m.to_dict())
 
 
 def matcher_for(store: str | Path | None = None) -> Matcher:
     """The loaded matcher of a store (default: the default store), read again when the store changed."""
-    key = (
-        str(store)
-        if is_database(store)
-        else str((Path(store).expanduser() if store else default_store_path()).resolve())
-    )
+    key = str(store) if is_database(store) else str(store_folder(store).resolve())
     with _lock:
         kept = _matchers.get(key)
     if kept is not None and kept.store.stamp() == kept.stamp:

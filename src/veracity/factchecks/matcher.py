@@ -20,7 +20,6 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import UserError
+from ..retrieval.hybrid import RRF_K, reciprocal_rank_fusion
 from .record import FactCheck
 from .store import FactCheckStore
 
@@ -152,17 +152,11 @@ class Matcher:
         query = clean_post(text)
         if not query:
             raise UserError("nothing to match: the text is empty once links, handles and emoji are removed")
-        hits = [h for h in self.store.bm25.rank(query, DEPTH + len(leave_out)) if h[0] not in leave_out][:DEPTH]
-        cos = np.array(self.store.vectors("claim") @ self.encoder.encode_query(query))
-        if leave_out:
-            cos[list(leave_out)] = -1.0
-        top = np.argpartition(-cos, DEPTH)[:DEPTH] if len(cos) > DEPTH else np.arange(len(cos))
-        rankings = [[row for row, _ in hits], [int(r) for r in top[np.argsort(-cos[top], kind="stable")]]]
-        rows = [r for r in dict.fromkeys(int(r) for ranking in rankings for r in ranking) if r not in leave_out]
+        bm25, cos, rankings = self.first_stage(query, leave_out)
+        rows = [r for r in dict.fromkeys(r for ranking in rankings for r in ranking) if r not in leave_out]
         if not rows:
             return [], np.zeros((0, len(FEATURES)))
-        bm25 = dict(hits)
-        fused = _rrf(rankings)
+        fused = dict(reciprocal_rank_fusion(rankings, RRF_K))
         words = _words(query)
         numbers = set(re.findall(r"\d+", query))
         x = np.zeros((len(rows), len(FEATURES)))
@@ -179,6 +173,19 @@ class Matcher:
                 float(bool(set(re.findall(r"\d+", record.claim)) - numbers)),
             )
         return rows, x
+
+    def first_stage(
+        self, query: str, leave_out: frozenset[int] = frozenset()
+    ) -> tuple[dict[int, float], np.ndarray, list[list[int]]]:
+        """For a cleaned query: the BM25 scores of its best `DEPTH` rows, the cosine of every row, and the two
+        rankings (BM25's, the embeddings'), `leave_out` rows taken as absent."""
+        hits = [h for h in self.store.bm25.rank(query, DEPTH + len(leave_out)) if h[0] not in leave_out][:DEPTH]
+        cos = np.array(self.store.vectors("claim") @ self.encoder.encode_query(query))
+        if leave_out:
+            cos[list(leave_out)] = -1.0
+        top = np.argpartition(-cos, DEPTH)[:DEPTH] if len(cos) > DEPTH else np.arange(len(cos))
+        rankings = [[row for row, _ in hits], [int(r) for r in top[np.argsort(-cos[top], kind="stable")]]]
+        return dict(hits), cos, rankings
 
     def rank(self, text: str, k: int = 5) -> list[Match]:
         """The `k` best candidates, best first, each with its probability (0 without a re-ranker)."""
@@ -205,14 +212,6 @@ class Matcher:
     def match(self, text: str, k: int = 5) -> list[Match]:
         """The published fact-checks of the text's claim: the candidates at or above the threshold, best first."""
         return [m for m in self.rank(text, k) if m.probability >= self.threshold]
-
-
-def _rrf(rankings: Sequence[Sequence[int]], k: int = 60) -> dict[int, float]:
-    scores: dict[int, float] = {}
-    for ranking in rankings:
-        for rank, row in enumerate(ranking, start=1):
-            scores[int(row)] = scores.get(int(row), 0.0) + 1.0 / (k + rank)
-    return scores
 
 
 @lru_cache(maxsize=20000)

@@ -34,9 +34,14 @@ class PublishedFactChecks(Step):
         )
 
 
+def published_by(m: dict[str, Any]) -> str:
+    """Who published a fact-check and when, as every front end names it: "PUBLISHER, DATE"."""
+    return ", ".join(str(x) for x in (m.get("publisher"), m.get("date")) if x) or "publisher not given"
+
+
 def match_line(m: dict[str, Any]) -> str:
     """One match as a line: 'RATING - PUBLISHER, DATE: "claim as they worded it" URL (probability P)'."""
-    who = ", ".join(str(x) for x in (m.get("publisher"), m.get("date")) if x) or "publisher not given"
+    who = published_by(m)
     rating = f"{m['rating']} - " if m.get("rating") else "(no rating given) - "
     where = f" {m['url']}" if m.get("url") else ""
     p = m.get("probability")

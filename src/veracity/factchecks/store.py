@@ -33,6 +33,7 @@ import numpy as np
 from ..errors import IndexError_, UserError
 from ..quotes import utc_now
 from ..storage import FolderFormat
+from ..web.filters import plural
 from .record import FactCheck
 
 FORMAT_VERSION = 1
@@ -54,8 +55,13 @@ def default_store_path() -> Path:
     return Path(base) / "veracity" / "factchecks"
 
 
+def store_folder(path: str | Path | None) -> Path:
+    """The folder a store spec names: `path`, else the default store's."""
+    return Path(path).expanduser() if path else default_store_path()
+
+
 def field_text(record: FactCheck, field: str) -> str:
-    return record.claim if field == "claim" else getattr(record, field)
+    return getattr(record, field)
 
 
 @dataclass(frozen=True)
@@ -67,8 +73,6 @@ class ImportSummary:
     seconds: float
 
     def line(self) -> str:
-        from ..web.filters import plural
-
         return (
             f"{plural(self.added, 'fact-check')} added, {self.updated} updated, {self.unchanged} already there; "
             f"{self.total} in the store ({self.seconds:.1f} s)"
@@ -213,7 +217,7 @@ class FolderStore(FactCheckStore):
 
     @classmethod
     def open(cls, path: str | Path | None = None, *, create: bool = False) -> FolderStore:
-        folder = Path(path).expanduser() if path else default_store_path()
+        folder = store_folder(path)
         if not (folder / MANIFEST).is_file():
             if create and (not folder.exists() or (folder.is_dir() and not any(folder.iterdir()))):
                 return cls(folder, [], {"records": 0})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .db_store import DatabaseStore
-from .store import STORED, FactCheckStore, FolderStore, default_store_path, is_database
+from .store import STORED, FactCheckStore, FolderStore, is_database, store_folder
 
 
 def open_store(spec: str | Path | None = None, *, create: bool = False) -> FactCheckStore:
@@ -19,4 +19,4 @@ def store_exists(spec: str | Path | None = None) -> bool:
     """Whether `spec` names a store to read (a database is taken as one: one that is down is said when opened)."""
     if is_database(spec):
         return True
-    return STORED.is_ours(Path(spec).expanduser() if spec else default_store_path())
+    return STORED.is_ours(store_folder(spec))

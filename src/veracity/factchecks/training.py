@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -72,26 +72,38 @@ def _jsonl(path: str | Path) -> Iterable[dict]:
 def average_precision(ranked: Sequence[str], relevant: frozenset[str] | set[str], k: int = 5) -> float:
     """AP@k as the CheckThat! scorer computes it: precision at each relevant hit in the first k, over
     min(|relevant|, k)."""
-    hits, total = 0, 0.0
-    for i, key in enumerate(ranked[:k], start=1):
-        if key in relevant:
-            hits += 1
-            total += hits / i
-    return total / min(len(relevant), k) if relevant else 0.0
+    return _average_precision([key in relevant for key in ranked[:k]], len(relevant), k)
 
 
-def labelled_candidates(
-    matcher: Matcher, queries: Sequence[Query], *, unmatched: bool = False
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(features, labels) of each query's first-stage candidates; `unmatched`: with the fact-checks it repeats left
-    out of the store (every label 0: a post with no published fact-check)."""
+def _average_precision(hits: Sequence[bool], relevant: int, k: int) -> float:
+    """AP@k of a ranking given as hit or not at each rank, for a query with `relevant` relevant items."""
+    found, total = 0, 0.0
+    for i, hit in enumerate(hits[:k], start=1):
+        if hit:
+            found += 1
+            total += found / i
+    return total / min(relevant, k) if relevant else 0.0
+
+
+@dataclass(frozen=True)
+class Labelled:
+    """A query's first-stage candidates as the re-ranker is fitted and measured on them."""
+
+    x: np.ndarray  # their features
+    y: np.ndarray  # 1 where the candidate is a fact-check the query repeats
+    relevant: int  # how many fact-checks the query repeats (0 when they were left out of the store)
+
+
+def labelled_candidates(matcher: Matcher, queries: Sequence[Query], *, unmatched: bool = False) -> list[Labelled]:
+    """Each query's labelled candidates; `unmatched`: with the fact-checks it repeats left out of the store (every
+    label 0: a post with no published fact-check)."""
     position = {r.key: i for i, r in enumerate(matcher.store.records)}
     out = []
     for q in queries:
         leave_out = frozenset(position[k] for k in q.relevant if k in position) if unmatched else frozenset()
         rows, x = matcher.candidates(q.text, leave_out)
         y = np.array([matcher.store.records[r].key in q.relevant for r in rows], dtype=float)
-        out.append((x, y))
+        out.append(Labelled(x, y, 0 if unmatched else len(q.relevant)))
     return out
 
 
@@ -111,29 +123,23 @@ def fit(x: np.ndarray, y: np.ndarray, *, l2: float = L2) -> Reranker:
     return Reranker(tuple(map(float, w[:-1])), float(w[-1]), tuple(map(float, mean)), tuple(map(float, scale)))
 
 
-def measure(reranker: Reranker, data: Sequence[tuple[np.ndarray, np.ndarray]], k: int = 5) -> dict[str, float]:
+def measure(reranker: Reranker, data: Sequence[Labelled], k: int = 5) -> dict[str, float]:
     """MAP@k of its ranking; how often its best match at or above the threshold is right (and how often there is
     one: for posts whose fact-check was left out, every one shown is wrong); the ECE of the probabilities of the
     first k candidates."""
     aps, top_right, found, probs, right = [], [], [], [], []
-    for x, y in data:
-        p = reranker.probabilities(x)
+    for d in data:
+        p = reranker.probabilities(d.x)
         order = np.argsort(-p, kind="stable")[:k]
-        hits = np.asarray(y[order], dtype=bool)
-        total = int(y.sum())
-        ap, n = 0.0, 0
-        for i, hit in enumerate(hits, start=1):
-            if hit:
-                n += 1
-                ap += n / i
-        aps.append(ap / min(max(total, 1), k))
+        hits = [bool(h) for h in d.y[order]]
+        aps.append(_average_precision(hits, d.relevant, k))
         if len(order) and p[order[0]] >= reranker.threshold:
             found.append(1.0)
             top_right.append(float(hits[0]))
         else:
             found.append(0.0)
         probs += list(map(float, p[order]))
-        right += list(map(bool, hits))
+        right += hits
     return {
         "queries": len(data),
         "map_at_5": round(float(np.mean(aps)), 4),
@@ -143,11 +149,9 @@ def measure(reranker: Reranker, data: Sequence[tuple[np.ndarray, np.ndarray]], k
     }
 
 
-def choose_threshold(reranker: Reranker, unmatched: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
+def choose_threshold(reranker: Reranker, unmatched: Sequence[Labelled]) -> float:
     """The lowest threshold (0.30 to 0.95 in steps of 0.05) at which at most MAX_FALSE_FOUND of the posts without a
     fact-check in the store get one shown."""
-    from dataclasses import replace
-
     for threshold in np.round(np.arange(0.30, 0.951, 0.05), 2):
         if measure(replace(reranker, threshold=float(threshold)), unmatched)["found_share"] <= MAX_FALSE_FOUND:
             return float(threshold)
@@ -156,12 +160,10 @@ def choose_threshold(reranker: Reranker, unmatched: Sequence[tuple[np.ndarray, n
 
 def train_reranker(matcher: Matcher, train: Sequence[Query], dev: Sequence[Query], *, fitted_on: str) -> Reranker:
     """Fit on `train`, measure on `dev` (and on train, for the record)."""
-    from dataclasses import replace
-
     matched = labelled_candidates(matcher, train)
     unmatched = labelled_candidates(matcher, train, unmatched=True)
     data = matched + unmatched
-    reranker = fit(np.vstack([x for x, _ in data]), np.concatenate([y for _, y in data]))
+    reranker = fit(np.vstack([d.x for d in data]), np.concatenate([d.y for d in data]))
     reranker = replace(reranker, threshold=choose_threshold(reranker, unmatched))
     measured = {"train": measure(reranker, matched), "train_unmatched": measure(reranker, unmatched)}
     if dev:

@@ -247,7 +247,7 @@ class Tools:
         )
 
     async def find_factchecks(self, text: str, k: int = 5, related: bool = False) -> sc.FactCheckResult:
-        from ..factchecks.lookup import find, store_in_use
+        from ..factchecks.lookup import NO_STORE, find, store_in_use
 
         if not text.strip():
             raise ToolError("the text is empty")
@@ -255,7 +255,7 @@ class Tools:
             raise ToolError(f"k must be between 1 and 20, not {k}")
         store = store_in_use(self.s.config)
         if store is None:
-            raise ToolError("no fact-check store: import published fact-checks with `veracity factchecks import FILE`")
+            raise ToolError(NO_STORE)
         try:
             found = await anyio.to_thread.run_sync(lambda: find(text, store=store, k=k, related=related))
         except UserError as e:

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..check import CheckResult
+from ..factchecks.steps import published_by
 from ..steps import Fold, Step, ViewItem, as_step
 from ..verdict_words import words_of
 from .defame import defame_sections
@@ -160,7 +161,7 @@ def _published_sections(items: list[ViewItem]) -> list[str]:
             continue
         lines += ["## Published fact-checks", "", md_text(it["summary"][:1].upper() + it["summary"][1:]) + ".", ""]
         for m in it["matches"]:
-            who = ", ".join(str(x) for x in (m.get("publisher"), m.get("date")) if x) or "publisher not given"
+            who = published_by(m)
             rating = f"**{md_text(m['rating'])}**" if m.get("rating") else "(no rating given)"
             source = md_link(who, m["url"]) if m.get("url") else md_text(who)
             p = m.get("probability")

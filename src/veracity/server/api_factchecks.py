@@ -32,17 +32,13 @@ def match_factchecks(body: MatchIn, request: Request) -> dict[str, Any]:
     probability that it checks the same claim), `related` (asked for) and the store's size. 404 `no_factcheck_store`
     when the server has none (import one with `veracity factchecks import`), 400 `invalid_text` for an empty or
     overlong text."""
-    from ..factchecks.lookup import find, store_in_use
+    from ..factchecks.lookup import NO_STORE, find, store_in_use
 
     if not body.text.strip() or len(body.text) > MAX_TEXT_CHARS:
         raise ApiError(400, "invalid_text", f"give a text of 1 to {MAX_TEXT_CHARS} characters to match")
     store = store_in_use(state(request).config)
     if store is None:
-        raise ApiError(
-            404,
-            "no_factcheck_store",
-            "this server has no fact-check store: import one with `veracity factchecks import`",
-        )
+        raise ApiError(404, "no_factcheck_store", NO_STORE)
     try:
         return find(body.text, store=store, k=body.k, related=body.related).to_dict()
     except UserError as e:

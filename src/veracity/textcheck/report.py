@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from ..factchecks.steps import published_by
 from ..report.evidence import evidence_word
 from ..report.markdown import md_link, md_piece, md_text
 from ..report.page import html_page, write_report_as
@@ -108,7 +109,7 @@ def to_markdown(check: TextCheck) -> str:
         lines.append(f"{r.claim.id}\\. **{_verdict(r)}** {md_text(r.claim.text)}")
         lines.append(f"   - source: “{md_text(quote)}” ({md_text(_span_words(r.claim.spans))})")
         for m in r.factchecks:
-            who = ", ".join(str(x) for x in (m.get("publisher"), m.get("date")) if x) or "publisher not given"
+            who = published_by(m)
             rating = md_text(m.get("rating") or "no rating given")
             lines.append(
                 f"   - published fact-check: **{rating}**, {md_link(who, m.get('url'))}: {md_text(m['claim'])}"
@@ -132,7 +133,7 @@ def _claim_html(r: ClaimResult, passage: str | None) -> str:
     parts = [f'<b class="b o-{r.outcome}">{_e(_verdict(r))}</b> {_e(r.claim.text)}{back}']
     for m in r.factchecks:
         url = http_url(m.get("url"))
-        who = _e(", ".join(str(x) for x in (m.get("publisher"), m.get("date")) if x) or "publisher not given")
+        who = _e(published_by(m))
         who = f'<a href="{_e(url)}" rel="noopener noreferrer nofollow">{who}</a>' if url else who
         parts.append(
             f"<br>Published fact-check: <b>{_e(m.get('rating') or 'no rating given')}</b>, {who}: {_e(m['claim'])}"

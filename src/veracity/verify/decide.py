@@ -7,7 +7,6 @@ baselines make: it verifies, maps the result onto the caller's labels, and recor
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -110,7 +109,6 @@ def probability_of(
 
 
 STATED = 0.99  # the reading of a passage that holds the claim word for word as one of its sentences
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)\]]*\s+")
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-"})
 
 
@@ -122,11 +120,14 @@ def stated_verbatim(claim: str, passages: Sequence[str]) -> int | None:
     """The index of the first passage that holds the claim word for word as one of its sentences (case, spacing,
     curly quotes and the final full stop aside), else None. A whole sentence, not a stretch of one: "Critics said
     that X" or "It is not true that X" holds X but does not state it."""
+    from ..claims.sentences import split_sentences
+
     wanted = _normal(claim)
     if len(wanted.split()) < 4:  # "It rained." is a sentence of too many texts to stand for a source's statement
         return None
     for n, text in enumerate(passages):
-        if any(_normal(s) == wanted for s in _SENTENCE_END.split(text)):
+        # split (the sentence splitter claims and LEAF use) only a passage that holds the words at all
+        if wanted in _normal(text) and any(_normal(s) == wanted for s in split_sentences(text)):
             return n
     return None
 
