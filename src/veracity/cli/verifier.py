@@ -132,6 +132,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--write", action="store_true", help="write retrieved_rule into the folder's verifier.json")
     r.set_defaults(func=cmd_calibrate_retrieved)
 
+    gr = commands.add_parser(
+        "calibrate-grounding",
+        help="fit the grounding rule (a sentence against whole documents, supported when some part supports it) on "
+        "the calibration parts of BEGIN, SummEdits, Factcheck-GPT and Citation-Integrity's dev split, and measure it "
+        "on their held-apart parts (prints a table; --write keeps it in verifier.json)",
+    )
+    gr.add_argument("--data", default=None, help="training data folder (default ../shared/training)")
+    gr.add_argument("--out", default=None, help="the verifier folder (default: the package's verify/weights)")
+    gr.add_argument("--part-tokens", type=int, default=None, help="word pieces a part holds at most (default 128)")
+    gr.add_argument("--threads", type=int, default=2)
+    gr.add_argument("--readings", default=None, help="a JSON file keeping each pair's reading (read again if there)")
+    gr.add_argument("--write", action="store_true", help="write grounding_rule into the folder's verifier.json")
+    gr.set_defaults(func=cmd_calibrate_grounding)
+
     a = commands.add_parser(
         "average",
         help="average trained verifiers' weights (a model soup) into a new folder, "
@@ -336,6 +350,35 @@ def cmd_calibrate_retrieved(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_calibrate_grounding(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from ..verify import load_verifier
+    from ..verify.grounding import PART_TOKENS
+    from ..verify.model import WEIGHTS_DIR
+    from ..verify.training import grounding_fit as gf
+
+    folder = Path(args.out) if args.out else WEIGHTS_DIR
+    part_tokens = args.part_tokens or PART_TOKENS
+    if not 16 <= part_tokens <= 512:
+        raise UserError(f"--part-tokens must be between 16 and 512, not {part_tokens}")
+    readings = Path(args.readings) if args.readings else None
+    if readings is not None and readings.is_file():
+        rows = json.loads(readings.read_text(encoding="utf-8"))
+    else:
+        pairs = gf.grounding_pairs(_data_dir(args.data))
+        verifier = load_verifier(str(folder), threads=args.threads)
+        rows = gf.read_pairs(verifier, pairs, part_tokens=part_tokens, progress=lambda xs: tqdm(xs, unit="pair"))
+        if readings is not None:
+            readings.write_text(json.dumps(rows), encoding="utf-8")
+    result = gf.calibrate(rows, part_tokens=part_tokens)
+    print(gf.render(result))
+    if args.write:
+        gf.write_rule(folder, gf.rule_entry(result))
+        print(f"written: grounding_rule in {folder / 'verifier.json'}")
+    return 0
+
+
 def cmd_average(args: argparse.Namespace) -> int:
     from ..verify.training.average import average
 
@@ -404,6 +447,12 @@ def cmd_info(args: argparse.Namespace) -> int:
         f"max length {data['max_length']}"
     )
     print(f"supported against not supported: {describe_rule(data.get('not_supported_rule', 'supported_vs_rest'))}")
+    grounding = data.get("grounding_rule")
+    if grounding:
+        print(
+            f"grounding (a sentence against whole documents, parts of {grounding.get('part_tokens')} word pieces): "
+            f"{describe_rule(grounding)}, uncertain below {grounding['uncertain_below']:.3f}"
+        )
     print(
         f"several passages: the deciding reading tempered by {describe_several(data.get('aggregate_temperature', 1.0))}"
     )

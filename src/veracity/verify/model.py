@@ -25,6 +25,7 @@ from ..errors import UserError
 from .result import LABELS, Verification, Verifier, aggregate, candidates, most_decisive  # noqa: F401  (re-exported)
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
+TWO_WAY = ("supported", "not_supported")  # the labels of a grounding model, in the order they are read
 DEFAULT = "default"
 BATCH_SIZE = 32
 
@@ -70,11 +71,17 @@ class CrossEncoderVerifier:
         self.temperature = float(self.settings.get("temperature", 1.0))
         several = self.settings.get("aggregate_temperature", 1.0)  # a number, or one by count (result.py)
         self.aggregate_temperature = several if isinstance(several, dict) else float(several)
-        self.binary_rule = self.settings.get("binary_rule", "supported_vs_refuted")
+        labels = list(self.settings["labels"])
+        #: a model of two labels, supported and not supported (MiniCheck's, FactCG's): its not-supported mass is
+        #: read as not enough information, never as refuted (it does not say which), and its two-label rules are
+        #: supported against the rest
+        self.two_way = sorted(labels) == sorted(TWO_WAY)
+        default_rule = "supported_vs_rest" if self.two_way else "supported_vs_refuted"
+        self.binary_rule = self.settings.get("binary_rule", default_rule)
         self.rest_rule = self.settings.get("not_supported_rule", "supported_vs_rest")
         #: the two-label rule and its threshold for retrieved evidence (verify/training/open_world.py), or None
         self.retrieved_rule = self.settings.get("retrieved_rule")
-        self.order = [self.settings["labels"].index(lab) for lab in LABELS]
+        self.order = [labels.index(lab) for lab in (TWO_WAY if self.two_way else LABELS)]
         self.threads = threads
 
     def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[dict[str, float]]:
@@ -109,6 +116,8 @@ class CrossEncoderVerifier:
             )
             logits = self.model(**enc).logits / self.temperature
             probs = torch.softmax(logits, -1)[:, self.order].tolist()
+            if self.two_way:  # supported, not supported -> supported, refuted 0, nei
+                probs = [[row[0], 0.0, row[1]] for row in probs]
             if self.stack is not None:
                 from .lexical import features
 
@@ -244,12 +253,19 @@ def _load_cross_encoder(folder: str):
             tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
             names = [str(model.config.id2label[i]).lower() for i in range(model.config.num_labels)]
             mapped = three_way_names(model.config)
-            if sorted(mapped) != sorted(LABELS):
+            if sorted(mapped) not in (sorted(LABELS), sorted(TWO_WAY)):
                 raise UserError(
-                    f"verifier model {path} has labels {names}; it needs supported/refuted/nei "
-                    "(or entailment/contradiction/neutral)"
+                    f"verifier model {path} has labels {names}; it needs supported/refuted/nei (or "
+                    "entailment/contradiction/neutral), or supported/not_supported (or entailment/not_entailment). "
+                    'Say what its outputs mean in a verifier.json beside it: {"labels": ["not_supported", '
+                    '"supported"], "weights": "model.safetensors", "max_length": 512} (docs: the verifier guide)'
                 )
-            settings = {"name": path.name, "labels": mapped, "max_length": 256, "temperature": 1.0}
+            settings = {
+                "name": path.name,
+                "labels": mapped,
+                "max_length": _max_length(model.config),
+                "temperature": 1.0,
+            }
         else:
             raise UserError(f"not a verifier folder (no verifier.json or config.json): {path}")
     except UserError:
@@ -264,6 +280,15 @@ def _load_cross_encoder(folder: str):
     return settings, model, tokenizer
 
 
+def _max_length(config) -> int:
+    """The word pieces a full model reads at most: its position embeddings' (less RoBERTa's two offsets), at most
+    512; 256 when it does not say."""
+    n = getattr(config, "max_position_embeddings", None)
+    if not isinstance(n, int) or n <= 0:
+        return 256
+    return min(n - 2 if getattr(config, "model_type", "") in ("roberta", "xlm-roberta") else n, 512)
+
+
 def _label_name(name: str) -> str:
     return {
         "entailment": "supported",
@@ -274,6 +299,11 @@ def _label_name(name: str) -> str:
         "neutral": "nei",
         "not enough info": "nei",
         "not_enough_info": "nei",
+        "not_entailment": "not_supported",
+        "non-entailment": "not_supported",
+        "not supported": "not_supported",
+        "unsupported": "not_supported",
+        "not_supported": "not_supported",
     }.get(name, name)
 
 

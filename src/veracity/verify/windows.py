@@ -45,16 +45,31 @@ def windows(
     sentences = split(text) or [text]
     if len(sentences) == 1:
         return [text]
-    sizes = [count(s) for s in sentences]
-    out: list[str] = []
+    return [" ".join(sentences[a:b]) for a, b in groups([count(s) for s in sentences], budget)]
+
+
+def groups(sizes: list[int], budget: int) -> list[tuple[int, int]]:
+    """Consecutive runs [a, b) of items of `sizes` word pieces, each run within `budget` (an item longer than it is a
+    run of its own), the next run starting on the last item of the one before."""
+    out: list[tuple[int, int]] = []
     start = 0
-    while start < len(sentences):
+    while start < len(sizes):
         end, used = start, 0
-        while end < len(sentences) and (end == start or used + sizes[end] <= budget):
+        while end < len(sizes) and (end == start or used + sizes[end] <= budget):
             used += sizes[end]
             end += 1
-        out.append(" ".join(sentences[start:end]))
-        if end >= len(sentences):
+        out.append((start, end))
+        if end >= len(sizes):
             break
         start = max(end - 1, start + 1)  # the next window starts on this one's last sentence
     return out
+
+
+def part_spans(text: str, count: Callable[[str], int], budget: int) -> list[tuple[int, int]]:
+    """A document cut into parts for grounding (verify/grounding.py): spans [start, end) of runs of its whole
+    sentences, each within `budget` word pieces and overlapping by one sentence, so that every sentence is read and
+    two that belong together are read together at least once; [] for a text with no words."""
+    from ..claims.sentences import sentence_spans
+
+    segments = sentence_spans(text)
+    return [(segments[a].start, segments[b - 1].end) for a, b in groups([count(s.text) for s in segments], budget)]
