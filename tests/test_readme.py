@@ -46,6 +46,11 @@ WORLD = {
     ),
     "my_docs/curie.txt": "Marie Curie was a physicist and chemist. She was born in Warsaw in 1867.\n",
     "article.md": "The Orrin Bridge is a stone bridge in Tallinn. Marie Curie was born in Warsaw.\n",
+    "answer.txt": "The Orrin Bridge was built in 1871. It crosses the harbour canal. It was built of steel.\n",
+    "report.md": (
+        "# The Orrin Bridge\n\nThe Orrin Bridge is a stone bridge in Tallinn, Estonia. It was built in 1871 and "
+        "crosses the harbour canal.\n"
+    ),
     "fact_checks.json": json.dumps(
         {
             "@context": "https://schema.org",
@@ -246,6 +251,14 @@ def run_mcp(command: str, env: dict, world: Path) -> None:
     assert {"check_claim", "check_text", "get_run"} <= tools, tools
 
 
+def check_ground(r, world):
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("[1] Supported (grounded ") and lines[0].endswith("The Orrin Bridge was built in 1871.")
+    assert "doc-1 (report.md) [" in lines[1] and "It was built in 1871" in lines[1]
+    assert "[3] " in r.stdout and "[3] Supported" not in r.stdout  # steel: the document says stone
+    assert "grounded: " in r.stdout
+
+
 def check_factchecks_import(r, world):
     assert "1 fact-check added, 0 updated, 0 already there; 1 in the store" in r.stdout
 
@@ -260,6 +273,7 @@ RUN = {
     "veracity index build my_docs/ --out my_index": check_index,
     'veracity check --index my_index --qa retriever-reader "The Orrin Bridge stands in Tallinn."': check_against_the_index,
     "veracity check-text article.md --index my_index": check_text,
+    "veracity ground answer.txt --document report.md": check_ground,
     "veracity factchecks import fact_checks.json": check_factchecks_import,
     'veracity factchecks match "Turn off 5G, the masts spread the virus!"': check_factchecks_match,
     "veracity mcp": run_mcp,

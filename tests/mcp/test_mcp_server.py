@@ -18,7 +18,7 @@ from mcp.client.stdio import StdioServerParameters
 from stub_server import StubServer
 
 CLAIM = "The Orrin Bridge stands in Tallinn."
-TOOLS = {"check_claim", "check_text", "check_answer", "search_evidence", "find_factchecks", "get_run"}
+TOOLS = {"check_claim", "check_text", "check_answer", "search_evidence", "find_factchecks", "ground_answer", "get_run"}
 INDEX_DOCS = [
     {
         "id": "orrin",

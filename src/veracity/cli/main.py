@@ -2,6 +2,7 @@
 
     veracity check "claim"                 check a claim (default: QACheck on the embedded model)
     veracity check-text FILE|URL|-         extract the claims of a text and check each (textcheck/)
+    veracity ground ANSWER --document DOC  which sentences of an answer the documents support (grounding/)
     veracity check-batch CLAIMS.jsonl --out DIR   check a file of claims (resumable; --ray: on a Ray cluster)
     veracity eval --dataset D --path P --out DIR  evaluate pipelines on a benchmark (--ray: on a Ray cluster)
     veracity index build|search|info ...   build and query retrieval indexes
@@ -388,6 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .db import register as register_db
     from .doctor import register as register_doctor
     from .factchecks import register as register_factchecks
+    from .ground import register as register_ground
     from .images import register as register_images
     from .index import register as register_index
     from .leaf import register as register_leaf
@@ -407,6 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_proxy(sub)
     register_selftrain(sub)
     register_check_text(sub)
+    register_ground(sub)
     register_verifier(sub)
     register_recheck(sub)
     register_db(sub)

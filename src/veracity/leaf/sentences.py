@@ -32,6 +32,7 @@ class Sentences:
     checked: list[str]
     total: int
     read_as: list[str] | None = None  # each checked unit as it reads on its own; None: as written
+    spans: list[tuple[int, int]] | None = None  # each checked sentence's [start, end) in the answer, when known
 
     def reading(self, i: int) -> str:
         """The text unit i (0-based) reads as on its own."""
@@ -61,7 +62,12 @@ def answer_sentences(answer: str, max_sentences: int, *, allow_empty: bool = Fal
     for seg in checked:
         resolver.sentence(seg.start, seg.end)
         read_as.append(resolver.resolve(seg.text).text)
-    return Sentences(checked=[seg.text for seg in checked], total=len(segments), read_as=read_as)
+    return Sentences(
+        checked=[seg.text for seg in checked],
+        total=len(segments),
+        read_as=read_as,
+        spans=[(seg.start, seg.end) for seg in checked],
+    )
 
 
 def answer_units(answer: str, max_units: int, *, units: str = "sentences", allow_empty: bool = False) -> Sentences:

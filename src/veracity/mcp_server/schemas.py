@@ -44,6 +44,24 @@ class FactCheckResult(BaseModel):
     )
 
 
+class GroundedSentence(BaseModel):
+    index: int
+    text: str
+    span: list[int] = Field(description="[start, end) in the answer")
+    label: str = Field(description="supported, not_supported or contradicted")
+    shown_as: str = Field(description="how to tell it: 'Supported', or 'Uncertain, leaning ...' when not decided")
+    decided: bool
+    probability: float = Field(description="that the documents support it (calibrated)")
+    quote: dict | None = Field(description="the part of a document that decided it: document id, start, end, text")
+
+
+class GroundingResult(BaseModel):
+    grounded_share: float | None = Field(description="supported share of the decided sentences; null: not determined")
+    summary: str
+    sentences: list[GroundedSentence] = Field(description="every sentence of the answer, in order")
+    documents: list[dict]
+
+
 class ClaimResult(BaseModel):
     run_id: str = Field(description="the stored run (get_run; the web page's history shows it)")
     claim: str

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from .. import __version__
 from . import schemas as sc
-from .tools import Tools, answer_text, claim_text, factchecks_text, run_text, search_text, text_text
+from .tools import Tools, answer_text, claim_text, factchecks_text, grounding_text, run_text, search_text, text_text
 
 if TYPE_CHECKING:
     from ..server.auth import Auth
@@ -27,7 +27,8 @@ INSTRUCTIONS = (
     "veracity checks facts against evidence and shows its sources. check_claim verifies one statement; check_text "
     "extracts the claims of a text and checks each; check_answer rates each sentence of an answer to a question "
     "against the evidence index (LEAF score); search_evidence returns passages from the index; find_factchecks "
-    "returns published fact-checks of a claim or post (check_claim shows them first too); get_run reads a "
+    "returns published fact-checks of a claim or post (check_claim shows them first too); ground_answer tells which "
+    "sentences of an answer the documents given with it support (no model call); get_run reads a "
     "stored check. Every verdict carries its confidence, whether it is uncertain and why, and the evidence it read: "
     "a verdict marked uncertain, or resting on the model's memory (basis 'memory'), should not be presented as a "
     "finding: tell it as its shown_as says ('Uncertain, leaning Supported')."
@@ -168,6 +169,21 @@ def build_server(state: ServerState, *, local_files: bool, pipeline: str | None 
     ) -> Annotated[CallToolResult, sc.FactCheckResult]:
         r = await tools.find_factchecks(text, k, related)
         return _result(r, factchecks_text(r))
+
+    @mcp.tool(
+        title="Ground an answer in its documents",
+        annotations=READ_ONLY,
+        description="Which sentences of an answer the given documents support: for every sentence, supported, "
+        "not_supported or contradicted, the calibrated probability that the documents support it, whether that is "
+        "decided, and the quote (document, offsets) that decided it; the grounded share of the decided sentences. "
+        "Every part of every document is read; no model is called and nothing is stored.",
+    )
+    async def ground_answer(
+        answer: Annotated[str, Field(description="the answer (or any text) to check")],
+        documents: Annotated[list[str], Field(description="the documents it should rest on (their texts)")],
+    ) -> Annotated[CallToolResult, sc.GroundingResult]:
+        r = await tools.ground_answer(answer, documents)
+        return _result(r, grounding_text(r))
 
     @mcp.tool(
         title="Read a stored check",

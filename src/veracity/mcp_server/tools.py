@@ -269,6 +269,26 @@ class Tools:
             related=sc.published(d["related"]),
         )
 
+    async def ground_answer(self, answer: str, documents: list[str]) -> sc.GroundingResult:
+        from ..grounding import ground
+
+        try:
+            result = await anyio.to_thread.run_sync(
+                lambda: ground(
+                    answer, documents, config=self.s.config, max_answer_chars=self.s.settings.max_answer_chars
+                )
+            )
+        except UserError as e:
+            raise ToolError(str(e)) from None
+        d = result.to_dict()
+        keep = set(sc.GroundedSentence.model_fields)
+        return sc.GroundingResult(
+            grounded_share=d["grounded_share"],
+            summary=d["summary"],
+            sentences=[sc.GroundedSentence(**{k: v for k, v in x.items() if k in keep}) for x in d["sentences"]],
+            documents=d["documents"],
+        )
+
     async def get_run(self, run_id: str) -> sc.RunResult:
         run = await anyio.to_thread.run_sync(self.s.store.get, run_id.strip())
         if run is None:
@@ -357,6 +377,14 @@ def factcheck_line(m: sc.PublishedFactCheck) -> str:
 
 def factchecks_text(r: sc.FactCheckResult) -> str:
     return "\n".join([r.summary[:1].upper() + r.summary[1:] + "."] + [f"- {factcheck_line(m)}" for m in r.matches])
+
+
+def grounding_text(r: sc.GroundingResult) -> str:
+    lines = [r.summary[:1].upper() + r.summary[1:] + "."]
+    for x in r.sentences:
+        where = f" ({x.quote['document']} [{x.quote['start']}:{x.quote['end']}])" if x.quote else ""
+        lines.append(f"{x.index}. {x.shown_as} ({x.probability:.2f}){where}: {x.text}")
+    return "\n".join(lines)
 
 
 def search_text(r: sc.SearchResult) -> str:
