@@ -25,6 +25,7 @@ UPSTREAM_KEY_ENV = "VERACITY_UPSTREAM_KEY"
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `proxy` to the main CLI's subparsers."""
     from ..proxy.checking import PIPELINES
+    from ..proxy.evidence import EVIDENCE_CHOICES
     from ..proxy.policies import POLICIES
 
     p = subparsers.add_parser(
@@ -62,6 +63,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="leaf",
         help="leaf: LEAF's rater model writes a query per sentence and rates it (default); verifier: each "
         "sentence is its own query and the trained verifier rates it (no model call)",
+    )
+    g.add_argument(
+        "--evidence",
+        choices=EVIDENCE_CHOICES,
+        default="configured",
+        help="configured: check answers against --index, --search or the knowledge base (default); request: against "
+        "the documents in each request (system, developer and tool messages, earlier user messages, a long last user "
+        'message, and parts marked "veracity": "document"), read whole by the trained verifier, no model called',
     )
     g.add_argument(
         "--policy",
@@ -147,7 +156,9 @@ def cmd_proxy(args: argparse.Namespace) -> int:
         max_body_bytes=int(args.max_body_mb * 1_000_000),
     )
     settings.db_path = database_of(args.db, config)
-    evidence = evidence_source(config)
+    if args.evidence == "request" and (args.index or getattr(args, "search", None) not in (None, "none")):
+        raise UserError("--evidence request checks against each request's documents: leave out --index and --search")
+    evidence = evidence_source(config, args.evidence)
     # the web server's store, executor, limits and auth; models loaded on their first call (the trained verifier
     # calls none)
     shared = create_state(config, settings, retriever=evidence.retriever, lazy_models=True)
@@ -159,7 +170,7 @@ def cmd_proxy(args: argparse.Namespace) -> int:
         max_answer_chars=args.max_answer_chars,
         timeout=args.check_timeout,
     )
-    if evidence.retriever is not None:
+    if evidence.retriever is not None or evidence.request:
         _warm(checks, shared.catalog)
     key = (os.environ.get(args.upstream_key_env) or "").strip() or None
     state = ProxyState(
@@ -186,7 +197,7 @@ def cmd_proxy(args: argparse.Namespace) -> int:
 
 def _warm(checks, catalog) -> None:
     """Load what the first check would otherwise wait for: the trained verifier, or the rater's model."""
-    if checks.pipeline_name == "verifier":
+    if checks.pipeline_name == "verifier" or checks.evidence.request:
         from ..verify import get_verifier
 
         get_verifier(checks.config.verifier, "verifier")

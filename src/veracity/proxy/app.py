@@ -129,7 +129,7 @@ def _answer(reply: dict[str, Any]) -> Any:
 
 async def _reply(state: ProxyState, body: dict[str, Any], question: str, policy: Policy, t0: float) -> dict:
     reply = await state.upstream.post_json(CHAT, body)
-    veracity = await state.checks.check(question, _answer(reply))
+    veracity = await state.checks.check(question, _answer(reply), body["messages"])
     if policy.name == "fc-rag":
         reply, veracity = await _fc_rag(state, body, question, policy, reply, veracity, stream=False)
     elif policy.name == "flag" and veracity["status"] == "checked":
@@ -180,7 +180,7 @@ async def _fc_rag(
                 info["reason"] = f"the regeneration failed: {e}"
                 return reply, {**veracity, "fc_rag": info}
             text = streamed_text(second) if stream else _answer(second)
-            checked = await state.checks.check(question, text)
+            checked = await state.checks.check(question, text, body["messages"])
             info.update(
                 regenerated=True,
                 knowledge=len(knowledge),
@@ -254,7 +254,7 @@ async def _stream(state: ProxyState, body: dict[str, Any], question: str, policy
             yield _event(error_body("the upstream model server sent a chunk that is not JSON", "upstream_malformed"))
             yield _event("[DONE]")
             return
-        veracity = await state.checks.check(question, streamed_text(chunks))
+        veracity = await state.checks.check(question, streamed_text(chunks), body["messages"])
         if policy.name == "fc-rag":
             chunks, veracity = await _fc_rag(state, body, question, policy, chunks, veracity, stream=True)
         elif policy.name == "flag" and veracity["status"] == "checked":

@@ -26,13 +26,14 @@ from ..claims.sentences import sentence_spans
 from ..failures import short_error
 from ..inputs import InputError, clean_answer
 from ..leaf.factcheck import AnswerChecker, LeafResult, SentenceCheck
+from ..leaf.prompts import NOT_SUPPORTED, SUPPORTED
 from ..leaf.rater import Rater
 from ..server import store as st
 from ..server.answers import AnswerCheckPipeline
 from ..server.errors import ApiError
 from ..types import Evidence
 from ..verdict_words import verdict_words
-from .evidence import NO_EVIDENCE, EvidenceSource
+from .evidence import NO_EVIDENCE, NO_REQUEST_DOCUMENTS, EvidenceSource
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -98,7 +99,9 @@ class AnswerChecks:
         checker = AnswerChecker.from_config(self.config, write_queries=pipeline != "verifier")
         self.pipeline = AnswerCheckPipeline(self.config, rater, checker)
         self.checker = (
-            "trained verifier (each sentence its own query)"
+            "trained verifier (grounding: every part of the request's documents read)"
+            if evidence.request
+            else "trained verifier (each sentence its own query)"
             if pipeline == "verifier"
             else f"LEAF rater {self.config.leaf.rater_model or self.config.model}"
         )
@@ -111,12 +114,10 @@ class AnswerChecks:
             "units_are": self.config.leaf.units,
         }
 
-    async def check(self, question: str, content: Any) -> dict[str, Any]:
-        """The check of `content` (the answer's text) as a reply to `question`."""
-        if self.evidence.retriever is None:
-            return {**self._base(UNCHECKED), "note": NO_EVIDENCE}
+    def _answer(self, content: Any) -> str | dict[str, Any]:
+        """The answer to check, or the `veracity` object of one that is skipped (too long, or empty)."""
         try:
-            answer = clean_answer(content if isinstance(content, str) else "", self.max_answer_chars)
+            return clean_answer(content if isinstance(content, str) else "", self.max_answer_chars)
         except InputError as e:
             note = (
                 f"the answer has {e.length} characters; this proxy checks at most {self.max_answer_chars} "
@@ -125,6 +126,17 @@ class AnswerChecks:
                 else "the answer is empty: nothing to check"
             )
             return {**self._base(SKIPPED), "note": note}
+
+    async def check(self, question: str, content: Any, messages: Any = None) -> dict[str, Any]:
+        """The check of `content` (the answer's text) as a reply to `question`; with `--evidence request`, against
+        the documents in the request's `messages`."""
+        if self.evidence.request:
+            return await self._ground(content, messages)
+        if self.evidence.retriever is None:
+            return {**self._base(UNCHECKED), "note": NO_EVIDENCE}
+        answer = self._answer(content)
+        if isinstance(answer, dict):
+            return answer
         try:
             run_id, _ = await run_in_threadpool(
                 self.manager.submit,
@@ -153,6 +165,34 @@ class AnswerChecks:
         view = result_view(steps, content)
         await run_in_threadpool(add_factchecks, view["units"], self.config)
         return {**self._base(CHECKED), "run_id": run_id, "seconds": final.get("seconds"), **view}
+
+    async def _ground(self, content: Any, messages: Any) -> dict[str, Any]:
+        """The answer against the documents of its own request (veracity.grounding), checked in this process: no
+        model is called, and nothing of the request is stored (its documents may be private)."""
+        from ..errors import UserError
+        from ..grounding import ground
+        from ..grounding.documents import request_documents
+
+        docs = request_documents(messages)
+        if not docs:
+            return {**self._base(UNCHECKED), "note": NO_REQUEST_DOCUMENTS}
+        answer = self._answer(content)
+        if isinstance(answer, dict):
+            return answer
+        try:
+            result = await asyncio.wait_for(
+                run_in_threadpool(
+                    ground, answer, docs, config=self.config, max_sentences=self.config.leaf.max_sentences
+                ),
+                self.timeout,
+            )
+        except TimeoutError:
+            return {**self._base(FAILED), "error": f"the check took longer than {self.timeout:g} s (--check-timeout)"}
+        except UserError as e:
+            return {**self._base(FAILED), "error": f"the check failed: {short_error(str(e))}"}
+        view = grounding_view(result)
+        await run_in_threadpool(add_factchecks, view["units"], self.config)
+        return {**self._base(CHECKED), "seconds": round(result.seconds, 4), **view}
 
     async def _wait(self, run_id: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """The run's steps and its final event, once it has ended."""
@@ -232,6 +272,60 @@ def result_view(steps: list[dict[str, Any]], answer: str) -> dict[str, Any]:
         "checked": result.checked,
         "total_units": score.get("total_sentences", result.checked),
         "note": score.get("note"),
+        "units": units,
+    }
+
+
+def grounding_view(result) -> dict[str, Any]:
+    """A grounding check (veracity.grounding) in the shape of `result_view`: the score (supported of all checked, as
+    LEAF counts; the policies read it), the grounded share of the decided units, and each unit with its verdict,
+    span, probability, and the part of a document that decided it as its evidence."""
+    units = []
+    for s in result.sentences:
+        quote = s.quote
+        evidence = []
+        if quote is not None:
+            evidence.append(
+                Evidence(
+                    text=quote["text"],
+                    source=quote.get("title") or quote["document"],
+                    doc_id=quote["document"],
+                    url=quote.get("url"),
+                    quote_start=quote["start"],
+                    quote_end=quote["end"],
+                    found_by={"retriever": "request", "given": True},
+                ).to_dict()
+            )
+        units.append(
+            {
+                "index": s.index,
+                "text": s.text,
+                "span": list(s.span),
+                "shown_as": s.shown_as,
+                "uncertain": not s.decided,
+                "verdict": {"supported": SUPPORTED, "contradicted": "Contradicted"}.get(s.label, NOT_SUPPORTED),
+                "label": s.label,
+                "supported": s.label == "supported" and s.decided,
+                "confidence": round(s.confidence, 4),
+                "probability": round(s.probability, 4),
+                "quote": quote,
+                "reading": s.reading,
+                "parts_read": s.parts_read,
+                **({"read_as": s.read_as} if s.read_as else {}),
+                "evidence": evidence,
+            }
+        )
+    summary = result.to_dict()
+    supported = sum(u["supported"] for u in units)
+    return {
+        "score": supported / len(units) if units else 0.0,
+        "supported": supported,
+        "checked": len(units),
+        "total_units": result.total_sentences,
+        "grounded_share": summary["grounded_share"],
+        "grounding": summary["summary"],
+        "documents": summary["documents"],
+        "note": result.note,
         "units": units,
     }
 

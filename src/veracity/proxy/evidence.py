@@ -1,4 +1,5 @@
-"""What the proxy checks answers against: the configured index (`--index`; by default the Wikipedia knowledge base
+"""What the proxy checks answers against: the documents in each request (`--evidence request`: grounding, see
+veracity.grounding), or the configured index (`--index`; by default the Wikipedia knowledge base
 when it is installed), a web search backend (`--search serper`, `--search searxng --searxng-url URL` or `--search
 wikipedia`), or nothing, in which case every answer says it was not checked.
 
@@ -47,12 +48,25 @@ class SearchRetriever:
 @dataclass
 class EvidenceSource:
     retriever: Retriever | None
-    description: str  # "index DIR", "search serper", or "none"
+    description: str  # "index DIR", "search serper", "the documents in each request", or "none"
+    request: bool = False  # each answer is checked against the documents in its own request (grounding/)
 
 
-def evidence_source(config: Config) -> EvidenceSource:
-    """The index when one is configured, else the configured web search, else none (UserError for an empty index
-    or a search backend missing its key or URL)."""
+#: `--evidence`: the configured source (an index, the knowledge base, a web search), or the request's documents
+EVIDENCE_CHOICES = ("configured", "request")
+REQUEST = EvidenceSource(None, "the documents in each request", request=True)
+NO_REQUEST_DOCUMENTS = (
+    "the request carried no documents to check the answer against (with --evidence request the proxy reads system, "
+    "developer and tool messages, earlier user messages, a long last user message, and any message or text part "
+    'marked "veracity": "document"): the answer was not checked'
+)
+
+
+def evidence_source(config: Config, evidence: str = "configured") -> EvidenceSource:
+    """The documents in each request (`evidence="request"`); else the index when one is configured, else the
+    configured web search, else none (UserError for an empty index or a search backend missing its key or URL)."""
+    if evidence == "request":
+        return REQUEST
     if config.index:
         return EvidenceSource(index_retriever(config), describe_index(config.index))
     name = config.defame.search
