@@ -267,18 +267,28 @@ def check_evidence(
 ) -> EvidenceDecision:
     """Verify `claim` against `passages`, map onto `labels`, record an `evidence_verifier` step."""
     verifier = get_verifier(settings, kind)
-    v = verifier.verify(claim, [evidence_text(e.text, e.source) for e in passages])
+    texts = [evidence_text(e.text, e.source) for e in passages]
+    setting = evidence_setting(passages)
+    binary_rule, threshold, rest_rule = verifier.binary_rule, uncertain_threshold(settings), verifier.rest_rule
+    grounding = _names(tuple(dict.fromkeys(labels)))[1].lower() == "not supported"
+    if grounding:  # Supported / Not Supported (LEAF): supported when some part of one passage supports it
+        from .grounding import GroundingRule, as_verification, ground_sentences
+
+        rule = GroundingRule.of(verifier)
+        v = as_verification(ground_sentences(verifier, [claim], texts, rule)[0])
+        rest_rule = rule.rule
+        threshold = threshold if settings.uncertain_below is not None else rule.uncertain_below
+    else:
+        v = verifier.verify(claim, texts)
     stated = stated_verbatim(claim, [e.text for e in passages])
     if stated is not None:  # the source says exactly this: its reading is that (the verifier read 0.84 of one)
         rest = (1.0 - STATED) / 2
         v = Verification({"supported": STATED, "refuted": rest, "nei": rest}, stated, v.per_passage)
-    setting = evidence_setting(passages)
-    binary_rule, threshold = verifier.binary_rule, uncertain_threshold(settings)
     retrieved = getattr(verifier, "retrieved_rule", None)
-    if setting == "retrieved" and retrieved:
+    if setting == "retrieved" and retrieved and not grounding:
         binary_rule = retrieved
         threshold = threshold if settings.uncertain_below is not None else float(retrieved["uncertain_below"])
-    label, confidence = label_for(v, labels, binary_rule, verifier.rest_rule)
+    label, confidence = label_for(v, labels, binary_rule, rest_rule)
     _, _, nei, conflict = _names(tuple(dict.fromkeys(labels)))
     rationale = explain(
         v, label, passages, verifier.name, two_label=confidence if nei is None and label != conflict else None
@@ -293,7 +303,7 @@ def check_evidence(
         tuple(dict.fromkeys(labels)),
         binary_rule,
         threshold,
-        verifier.rest_rule,
+        rest_rule,
         setting,
     )
     extra = {"conflict": v.conflict} if v.conflict else {}  # a sentence of the deciding passage read otherwise
