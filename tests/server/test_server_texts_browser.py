@@ -306,3 +306,33 @@ def test_a_failed_claim_of_a_text_is_said_plainly_with_its_details_behind_a_togg
         assert not page.failures, page.failures
     finally:
         stub.close()
+
+
+def test_a_text_is_checked_against_documents_pasted_beside_it(page, text_site):  # noqa: F811
+    from playwright.sync_api import expect
+
+    source = (
+        "The Orrin Bridge is a stone bridge in Tallinn, Estonia. It was built in 1871 and crosses the harbour canal."
+    )
+    page.goto(text_site + "/")
+    page.get_by_role("radio", name="Check a text").check()
+    page.get_by_label("Text", exact=True).fill("The Orrin Bridge was built in 1871. It crosses the harbour canal.")
+    evidence = page.get_by_label("Evidence")
+    expect(evidence).to_be_hidden()  # folded until asked for
+    page.locator("#evidence-field summary").click()
+    evidence.fill(source)
+    page.get_by_label("Pipeline").select_option("verifier")  # reads documents: usable with a source given
+    page.get_by_label("Claims found by").select_option("rules")
+    page.get_by_role("button", name="Check text").click()
+    expect(page.locator(".verdict .verdict-label")).to_contain_text("Factuality 100%", timeout=60000)
+    page.locator("#text-view a.mark").first.click()
+    expect(page.locator("#claim-1 .ev").first).to_contain_text("It was built in 1871")
+    expect(page.locator("#claim-1 .badge")).to_have_text("Supported")
+    # the answer-check mode has no such box: its sentences are checked against the server's documents
+    page.goto(text_site + "/")
+    page.get_by_role("radio", name="Check a text").check()
+    expect(page.locator("#evidence-field")).to_be_visible()
+    page.get_by_role("radio", name="Answer check").check()
+    expect(page.locator("#evidence-field")).to_be_hidden()
+    page.get_by_role("radio", name="Claim check").check()
+    expect(page.locator("#evidence-field")).to_be_visible()

@@ -251,6 +251,7 @@ def form_text(
     qa: str,
     model: str,
     max_bytes: int,
+    evidence: list[str] | None = None,
 ) -> TextIn:
     """The text check the plain form asks for: the chosen file (read up to one byte past the limit, enough for
     the limit's error) or the text, as the API's request."""
@@ -276,6 +277,7 @@ def form_text(
         extract=extract or "auto",
         max_claims=limit,
         max_tokens=None,
+        evidence=evidence or None,
     )
 
 
@@ -318,6 +320,7 @@ def submit_form(
                 qa if info is not None and info.qa == "choice" else "",
                 model,
                 s.settings.max_text_bytes,
+                given_passages(evidence, evidence_passages),
             )
             run_id, _, _ = start_text(s, body, client)
         except ApiError as e:
@@ -330,6 +333,7 @@ def submit_form(
                 model=model,
                 extract=extract,
                 max_claims=max_claims,
+                **evidence_fields(given_passages(evidence, evidence_passages)),
             )
             ctx["form_error"] = e.detail
             return render(request, "page.html", ctx, status=e.status)

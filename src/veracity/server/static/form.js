@@ -37,7 +37,8 @@
       $("#text-fields").hidden = !textMode;
       $("#pipeline-field").hidden = answerMode;
       claim.disabled = m !== "claim";
-      evidence.disabled = m !== "claim";
+      evidence.disabled = answerMode;  // a claim or a text is checked against a source given; an answer, the index
+      $("#evidence-field").hidden = answerMode;
       question.disabled = !answerMode;
       answer.disabled = !answerMode;
       for (const f of [textFile, extract, maxClaims]) f.disabled = !textMode;
@@ -194,7 +195,7 @@
     const defaultQa = (catalog.defaults || {}).qa;
     let qaChosen = qa.value !== defaultQa;
     function updateEvidence() {
-      const given = mode() === "claim" && evidence.value.trim() !== "";
+      const given = mode() !== "answer" && evidence.value.trim() !== "";
       for (const o of needsIndex) o.disabled = !given;
       followSource();
     }
@@ -268,7 +269,7 @@
         ? { question: question.value, answer: answer.value, pipeline: "answer-check", model: $("#model").value }
         : textMode ? { pipeline: pipeline.value, model: $("#model").value, extract: extract.value }
         : { claim: claim.value, pipeline: pipeline.value, model: $("#model").value };
-      if (mode() === "claim" && evidence.value.trim()) body.evidence = givenPassages();
+      if (!answerMode && evidence.value.trim()) body.evidence = givenPassages();
       if (textMode && maxClaims.value) body.max_claims = Number(maxClaims.value);
       const info = pipelineInfo(body.pipeline);
       if (!answerMode && info && info.qa === "choice") body.qa = qa.value;
