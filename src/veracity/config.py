@@ -262,8 +262,13 @@ class VerifierConfig:
     #: (`uncertain_below` in its verifier.json; verify.uncertain_threshold)
     uncertain_below: float | None = None
     threads: int = 1  # torch threads for the verifier (1 is fastest beside other work on 2 cores)
+    #: what runs its network (verify/runtime.py): torch, onnx (ONNX Runtime, the same readings) or onnx-int8 (8-bit
+    #: weights: 1.5x faster on 2 cores, readings moved a little); the two last need `pip install 'veracity[fast]'`
+    runtime: str = "torch"
 
     def validate(self) -> None:
+        if self.runtime not in ("torch", "onnx", "onnx-int8"):
+            raise ConfigError(f"verifier.runtime must be torch, onnx or onnx-int8, not {self.runtime!r}")
         if not 1 <= self.top_k <= 50:
             raise ConfigError(f"verifier.top_k must be between 1 and 50, not {self.top_k}")
         if self.uncertain_below is not None and not 0.0 <= self.uncertain_below <= 1.0:

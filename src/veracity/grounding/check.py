@@ -142,7 +142,11 @@ def ground(
     docs = as_documents(documents)
     split = answer_sentences(text, max_sentences)
     settings = config.verifier if config is not None else None
-    v = load_verifier(verifier or (settings.model if settings else None), threads=settings.threads if settings else 1)
+    v = load_verifier(
+        verifier or (settings.model if settings else None),
+        threads=settings.threads if settings else None,  # without a configuration: every core
+        runtime=settings.runtime if settings else None,
+    )
     t0 = time.perf_counter()  # the check itself, the verifier loaded (once per process)
     rule = GroundingRule.of(v)
     if settings is not None and settings.uncertain_below is not None:  # the configuration's threshold, as checks do

@@ -51,7 +51,7 @@ def get_verifier(settings: VerifierConfig, kind: str = "verifier") -> Verifier:
     """The configured verifier (`kind="verifier"`) or the lexical baseline (`kind="lexical"`)."""
     if kind == "lexical":
         return load_lexical()
-    return load_verifier(settings.model, threads=settings.threads)
+    return load_verifier(settings.model, threads=settings.threads, runtime=settings.runtime)
 
 
 def evidence_text(text: str, source: str = "") -> str:

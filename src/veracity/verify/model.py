@@ -59,11 +59,17 @@ class Stack:
 class CrossEncoderVerifier:
     """A BERT-style cross-encoder scoring (claim, passage) pairs; batched, thread-safe, CPU."""
 
-    def __init__(self, folder: Path, *, threads: int | None = 1, cached: bool = True) -> None:
+    def __init__(
+        self, folder: Path, *, threads: int | None = 1, cached: bool = True, runtime: str | None = None
+    ) -> None:
+        from .runtime import chosen_runtime, runner_for
+
         self.folder = folder
         self._lock = threading.Lock()
         load = _load_cross_encoder if cached else _load_cross_encoder.__wrapped__
         self.settings, self.model, self.tokenizer = load(str(folder))
+        #: what runs the network (verify/runtime.py): PyTorch, or ONNX Runtime
+        self.runner = runner_for(self.model, self.tokenizer, folder, self.settings, chosen_runtime(runtime), threads)
         stack = self.settings.get("stack")  # None when the cross-encoder alone was chosen
         self.stack = Stack(**stack) if stack else None
         self.name = self.settings.get("name", folder.name)
@@ -114,7 +120,7 @@ class CrossEncoderVerifier:
                 padding=True,
                 return_tensors="pt",
             )
-            logits = self.model(**enc).logits / self.temperature
+            logits = self.runner(enc) / self.temperature
             probs = torch.softmax(logits, -1)[:, self.order].tolist()
             if self.two_way:  # supported, not supported -> supported, refuted 0, nei
                 probs = [[row[0], 0.0, row[1]] for row in probs]
@@ -311,15 +317,21 @@ _shared: dict[str, CrossEncoderVerifier] = {}
 _shared_lock = threading.Lock()
 
 
-def load_verifier(model: str | Path | None = None, *, threads: int | None = 1) -> CrossEncoderVerifier:
-    """The verifier in `model` (None or "default": the one shipped in the package), loaded once per process."""
+def load_verifier(
+    model: str | Path | None = None, *, threads: int | None = 1, runtime: str | None = None
+) -> CrossEncoderVerifier:
+    """The verifier in `model` (None or "default": the one shipped in the package), loaded once per process for each
+    runtime (verify/runtime.py; None: $VERACITY_VERIFIER_RUNTIME, else torch)."""
+    from .runtime import chosen_runtime
+
     folder = WEIGHTS_DIR if model in (None, "", DEFAULT) else Path(model).expanduser().resolve()
     if folder == WEIGHTS_DIR and not (folder / "verifier.json").is_file():
         raise UserError(
             "this installation has no trained verifier (src/veracity/verify/weights/verifier.json); "
             "build it with `veracity verifier train`"
         )
+    key = f"{folder}|{chosen_runtime(runtime)}"
     with _shared_lock:
-        if str(folder) not in _shared:
-            _shared[str(folder)] = CrossEncoderVerifier(folder, threads=threads)
-        return _shared[str(folder)]
+        if key not in _shared:
+            _shared[key] = CrossEncoderVerifier(folder, threads=threads, runtime=runtime)
+        return _shared[key]
