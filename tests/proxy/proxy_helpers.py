@@ -107,6 +107,16 @@ def upstream(body: dict):
     return 200, reply, 0
 
 
+@pytest.fixture(scope="module")
+def stub():
+    """The stub model (`upstream`) as an OpenAI-compatible server, for a module's proxies."""
+    from stub_server import StubServer
+
+    srv = StubServer(upstream)
+    yield srv
+    srv.close()
+
+
 @pytest.fixture(scope="session")
 def proxy_world(tmp_path_factory):
     """An index of the LEAF test documents and the scripted rater (worlds.CLI_RULES) as files."""

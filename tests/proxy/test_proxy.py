@@ -8,19 +8,12 @@ import time
 
 import openai
 import pytest
-from proxy_helpers import PROXY_TOKEN, UPSTREAM_KEY, chunks_of, proxy_world, start_proxy, upstream  # noqa: F401 (fixtures)
+from proxy_helpers import PROXY_TOKEN, UPSTREAM_KEY, chunks_of, proxy_world, start_proxy, stub, upstream  # noqa: F401 (fixtures)
 from stub_server import StubServer
 from worlds import FC_CTS, PLAIN_CTS, Q_CTS
 
 SUPPORTED = "Carpal tunnel syndrome causes numbness and tingling in the thumb and index finger."
 UNSUPPORTED = ["It is a disorder of the tendons rather than of a nerve.", "So the answer is B."]
-
-
-@pytest.fixture(scope="module")
-def stub():
-    srv = StubServer(upstream)
-    yield srv
-    srv.close()
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,7 @@ server as the upstream. No model is called (the scripted rater has no rules: a c
 
 import openai
 import pytest
-from proxy_helpers import proxy_world, start_proxy, upstream  # noqa: F401 (fixtures)
-from stub_server import StubServer
+from proxy_helpers import proxy_world, start_proxy, stub  # noqa: F401 (fixtures)
 from worlds import DOCS, PLAIN_CTS, Q_CTS
 
 SYMPTOMS = DOCS[0].text  # "Numbness and tingling of the thumb, index and middle fingers ... carpal tunnel syndrome."
@@ -20,13 +19,6 @@ MESSAGES = [
     },
     {"role": "tool", "tool_call_id": "call_1", "content": SYMPTOMS},
 ]
-
-
-@pytest.fixture(scope="module")
-def stub():
-    srv = StubServer(upstream)
-    yield srv
-    srv.close()
 
 
 @pytest.fixture(scope="module")

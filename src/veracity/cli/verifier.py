@@ -374,7 +374,7 @@ def cmd_calibrate_grounding(args: argparse.Namespace) -> int:
     result = gf.calibrate(rows, part_tokens=part_tokens)
     print(gf.render(result))
     if args.write:
-        gf.write_rule(folder, gf.rule_entry(result))
+        gf.write_rule(folder, gf.rule_entry(result), "grounding_rule")
         print(f"written: grounding_rule in {folder / 'verifier.json'}")
     return 0
 

@@ -9,7 +9,7 @@ The first three are split as the verifier's training splits them (sources.py): t
 calibration parts and measured on their held-apart parts, which the verifier never trained on; Citation-Integrity,
 on which the verifier never trained at all, is fitted on its dev split and measured on its test split.
 
-`veracity verifier calibrate-grounding [--write]` reads the pairs, fits the rule (`fit_rest_rule`: a logistic
+`veracity verifier calibrate-grounding [--write]` (`write_rule(folder, rule_entry(result), "grounding_rule")`) reads the pairs, fits the rule (`fit_rest_rule`: a logistic
 regression on the log-odds of the highest support, each source and each label weighing the same, so that it decides
 for balanced accuracy, as LLM-AggreFact scores), chooses its uncertain threshold on the fitting pairs (the verdicts
 at or above it right 90% of the time, the lower end of a one-sided 90% Wilson interval), prints the figures on the
@@ -201,13 +201,6 @@ def rule_entry(result: dict) -> dict:
         "measure_pairs": result["measure_pairs"],
         "measured": {s: clean(f) for s, f in result["by_source"].items()},
     }
-
-
-def write_rule(folder: Path, entry: dict) -> None:
-    path = folder / "verifier.json"
-    settings = json.loads(path.read_text(encoding="utf-8"))
-    settings["grounding_rule"] = entry
-    path.write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
 
 
 def render(result: dict) -> str:

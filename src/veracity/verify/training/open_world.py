@@ -227,10 +227,11 @@ def rule_entry(result: dict, index: str, top_k: int) -> dict:
     }
 
 
-def write_rule(folder: Path, entry: dict) -> None:
+def write_rule(folder: Path, entry: dict, key: str = "retrieved_rule") -> None:
+    """`entry` kept as `key` in the folder's verifier.json (retrieved_rule here; grounding_fit.py's grounding_rule)."""
     path = folder / "verifier.json"
     settings = json.loads(path.read_text(encoding="utf-8"))
-    settings["retrieved_rule"] = entry
+    settings[key] = entry
     path.write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
 
 
