@@ -7,8 +7,9 @@ answer, so its own time is the same with and without the proxy) is called direct
 (a subprocess; annotate policy, not streamed) with the official `openai` client, one request at a time.
 Per answer: added = the proxied request's time - the median direct time; checking = the check's own time (the
 stored run's seconds, `veracity.seconds`); overhead = added - checking (HTTP in and out, forwarding, queueing the
-run, reading its result). Two checkers: `--pipeline verifier` (each sentence its own BM25 query, the trained
-verifier rates: no model call) and LEAF's model rater (the embedded SmolLM2-135M writing each query and rating
+run, reading its result). Three checkers: `--pipeline verifier` (each sentence its own BM25 query, the trained
+verifier rates: no model call), `--evidence request` (the answer grounded in three documents of 2,000 characters sent
+in the request's system message: veracity.grounding, no model call) and LEAF's model rater (the embedded SmolLM2-135M writing each query and rating
 each sentence; the response cache off, verifier.use off). The evidence is a small BM25 index built here.
 """
 
@@ -147,16 +148,29 @@ def quantiles(values: list[float]) -> tuple[float, float]:
     return statistics.median(values), q[18]
 
 
-def measure(url: str, n: int, warm: int = 2) -> list[tuple[float, float | None, dict]]:
+def request_documents() -> str:
+    """Three documents of about 2,000 characters each, as a RAG app puts them in its system message."""
+    texts = [x for _, _, x in DOCS]
+    out = []
+    for k in range(3):
+        doc = ""
+        while len(doc) < 2000:
+            doc += " ".join(texts[k:] + texts[:k]) + " "
+        out.append(f"Document {k + 1}:\n{doc.strip()}")
+    return "Answer from these documents.\n\n" + "\n\n".join(out)
+
+
+def measure(url: str, n: int, warm: int = 2, system: str | None = None) -> list[tuple[float, float | None, dict]]:
     import openai
 
     client = openai.OpenAI(base_url=url, api_key="x", max_retries=0, timeout=600)
     out = []
     for i in range(warm + n):
         t0 = time.perf_counter()
-        r = client.chat.completions.create(
-            model="stub", messages=[{"role": "user", "content": f"What is carpal tunnel syndrome? ({i})"}]
-        )
+        messages = [{"role": "user", "content": f"What is carpal tunnel syndrome? ({i})"}]
+        if system:
+            messages.insert(0, {"role": "system", "content": system})
+        r = client.chat.completions.create(model="stub", messages=messages)
         seconds = time.perf_counter() - t0
         v = (r.model_extra or {}).get("veracity") or {}
         if i >= warm:
@@ -184,7 +198,14 @@ def main() -> None:
     direct = [s for s, _, _ in measure(upstream, args.n)]
     base = statistics.median(direct)
     rows = [("direct to the upstream (no proxy)", len(direct), quantiles(direct), None, None)]
-    setups = [("`--pipeline verifier`", args.n, ["--pipeline", "verifier", "--config", str(verifier_config)])]
+    setups = [
+        ("`--pipeline verifier`", args.n, ["--pipeline", "verifier", "--config", str(verifier_config)]),
+        (
+            "`--evidence request` (3 documents of 2,000 characters in the request)",
+            args.n,
+            ["--evidence", "request", "--config", str(verifier_config)],
+        ),
+    ]
     if args.n_rater:
         setups.append(
             (
@@ -195,11 +216,11 @@ def main() -> None:
         )
     sentences = None
     for name, n, extra in setups:
-        proc, url = start_proxy(
-            ["--upstream", upstream, "--index", str(work / "index"), "--db", str(work / "runs.sqlite"), *extra], env
-        )
+        request = "--evidence" in extra
+        where = [] if request else ["--index", str(work / "index")]
+        proc, url = start_proxy(["--upstream", upstream, *where, "--db", str(work / "runs.sqlite"), *extra], env)
         try:
-            got = measure(url, n)
+            got = measure(url, n, system=request_documents() if request else None)
         finally:
             proc.terminate()
             proc.wait(30)
