@@ -97,3 +97,21 @@ def test_a_requests_documents_are_its_context_tool_results_and_marked_parts_neve
     assert [d.id for d in docs] == ["system-1", "user-2", "tool-4", "user-6"]
     assert docs[2].title == "call_7" and docs[3].text == "Attached: the plant's 2020 report."
     assert request_documents([{"role": "user", "content": "When did it open?"}]) == []
+
+
+def test_with_many_parts_each_sentence_is_read_closely_beside_the_parts_nearest_it():
+    facts = [
+        "The Orrin Bridge in Tallinn was opened in 1987 by mayor Kalev Rand.",
+        "The Velda River flows into the Gulf of Riga.",
+    ]
+    docs = [" ".join(FILLER[:24] + [facts[0]]), " ".join(FILLER[24:] + [facts[1]])]
+    answer = (
+        "The Orrin Bridge was opened in 1987. The Velda River flows into the Gulf of Riga. The Arno river flows "
+        "through farmland. The Orrin Bridge is made of glass. Kalev Rand was a mayor."
+    )
+    result = ground(answer, docs)
+    bridge, velda = result.sentences[:2]
+    assert bridge.parts_read > 15 and bridge.read_closely == 6  # every part embedded, six read beside it
+    assert bridge.label == "supported" and facts[0] in bridge.quote["text"]
+    assert velda.label == "supported" and velda.quote == {**velda.quote, "document": "doc-2", "text": facts[1]}
+    assert result.sentences[3].label != "supported"  # glass: no part says so

@@ -39,7 +39,8 @@ class SentenceGrounding:
     decided: bool
     quote: dict[str, Any] | None  # the part that decided: document id and title, [start, end) there, its text
     reading: dict[str, float] = field(default_factory=dict)  # the verifier's three-way reading of that part
-    parts_read: int = 0
+    parts_read: int = 0  # the parts the documents were cut into, every one read
+    read_closely: int = 0  # of them, those read beside this sentence by the cross-encoder (verify/grounding.py)
     read_as: str = ""  # the sentence as the verifier read it, a leading pronoun resolved ("": as written)
 
     @property
@@ -63,6 +64,7 @@ class SentenceGrounding:
             "quote": self.quote,
             "reading": self.reading,
             "parts_read": self.parts_read,
+            "read_closely": self.read_closely,
             **({"read_as": self.read_as} if self.read_as else {}),
         }
 
@@ -184,5 +186,6 @@ def _sentence(i: int, split, g: Grounded, docs: list[Document]) -> SentenceGroun
         quote=quote,
         reading={k: round(float(v), 4) for k, v in part.probabilities.items()} if part else {},
         parts_read=g.parts,
+        read_closely=g.read_closely,
         read_as=read if read != written else "",
     )

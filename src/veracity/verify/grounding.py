@@ -2,7 +2,8 @@
 
 Every document is cut into parts of whole sentences (verify/windows.py `part_spans`: runs of sentences that fit
 beside the longest sentence in the verifier's window, consecutive parts sharing one sentence), so nothing is left
-unread however long or many the documents are, and every sentence is read against every part in batches. A sentence
+unread however long or many the documents are, and every sentence is read against every part in batches (where the
+documents have many parts, against the parts nearest it by embedding: `ground_sentences`). A sentence
 is supported when SOME part supports it (the rule of LLM-AggreFact and MiniCheck): its probability of being grounded
 is the highest support any part gives it, through the verifier's grounding rule (verifier.json `grounding_rule`,
 fitted on the calibration parts of grounding-shaped training sources by `veracity verifier calibrate-grounding`;
@@ -32,6 +33,9 @@ FALLBACK_UNCERTAIN_BELOW = 0.9
 #: the window (256), 67.4 at 128, 69.7 at 64, 68.8 at 32: the small verifier reads a sentence worse among many others
 #: (a fact after six unrelated sentences read "refuted" 0.64; alone with its neighbour, supported 0.91)
 PART_TOKENS = 64
+#: parts read closely (by the cross-encoder) beside each sentence where the documents have many (ground_sentences)
+SHORTLIST = 6
+EMBED_COST = 0.64  # an embedding of a part against a reading of a part beside a sentence: 64 word pieces against 100
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,8 @@ class Grounded:
     decided: bool
     support: Part | None  # the part that supports it most (None: there was nothing to read)
     contradiction: Part | None = None  # the part that refutes it, when it is contradicted
-    parts: int = 0  # how many parts were read
+    parts: int = 0  # how many parts the documents were cut into (each read: embedded, or beside the sentence)
+    read_closely: int = 0  # of them, how many were read beside the sentence by the cross-encoder
     #: the quote: the span [start, end) in the deciding part's document of its one sentence that reads as the whole
     #: part does, when one does (`narrow_quotes`); else the whole part's span
     quote: tuple[int, int] | None = None
@@ -120,9 +125,20 @@ def _counter(verifier):
 
 
 def ground_sentences(
-    verifier, sentences: Sequence[str], documents: Sequence[str], rule: GroundingRule | None = None
+    verifier,
+    sentences: Sequence[str],
+    documents: Sequence[str],
+    rule: GroundingRule | None = None,
+    *,
+    shortlist: int | None = SHORTLIST,
 ) -> list[Grounded]:
-    """Each sentence against every part of every document (one batch for all): its grounding verdict."""
+    """Each sentence against the parts of every document (one batch for all): its grounding verdict.
+
+    Every part is read. Where reading every part beside every sentence would cost more than the shortlist
+    (`worth_shortlisting`), each part is first embedded once (all-MiniLM-L6-v2, as the dense index embeds passages)
+    and each sentence read closely, by the cross-encoder, against the `shortlist` parts nearest it; the others,
+    nearer to nothing it says, are not. On the held-apart grounding pairs, the 6 nearest parts of a document decided
+    as all of them did (balanced accuracy 69.9 against 69.6; the 4 nearest 69.8, the 2 nearest 68.7)."""
     rule = rule or GroundingRule.of(verifier)
     if not sentences:
         return []
@@ -136,18 +152,43 @@ def ground_sentences(
         longest = max(count(s) for s in sentences)
         spans = cut_documents(verifier, documents, longest, rule.part_tokens)
     parts = [(d, a, b, " ".join(documents[d][a:b].split())) for d, doc_spans in enumerate(spans) for a, b in doc_spans]
-    scored = verifier.score_pairs([(s, text) for s in sentences for *_, text in parts]) if parts else []
+    chosen = _nearest(sentences, [text for *_, text in parts], shortlist)
+    scored = iter(verifier.score_pairs([(s, parts[j][3]) for s, js in zip(sentences, chosen) for j in js]))
     out = []
-    for i in range(len(sentences)):
-        readings = scored[i * len(parts) : (i + 1) * len(parts)]
-        found = _conclude([Part(d, a, b, r) for (d, a, b, _), r in zip(parts, readings)], rule)
+    for js in chosen:
+        readings = [(parts[j], next(scored)) for j in js]
+        found = _conclude([Part(d, a, b, r) for (d, a, b, _), r in readings], rule)
+        found.parts = len(parts)
+        found.read_closely = len(js)
         best: dict[int, Mapping[str, float]] = {}
-        for (d, *_), r in zip(parts, readings):
+        for (d, *_), r in readings:
             if d not in best or r["supported"] > best[d]["supported"]:
                 best[d] = r
         found.per_document = [best.get(d, NOTHING) for d in range(len(documents))]
         out.append(found)
     return out
+
+
+def worth_shortlisting(sentences: int, parts: int, shortlist: int) -> bool:
+    """Whether embedding every part and every sentence once, then reading each sentence beside its `shortlist`
+    nearest parts, costs less than reading each sentence beside every part (an embedding of a part costs about two
+    thirds of a reading beside a sentence: the part alone, without the sentence)."""
+    return sentences * parts > EMBED_COST * (sentences + parts) + sentences * shortlist
+
+
+def _nearest(sentences: Sequence[str], texts: Sequence[str], shortlist: int | None) -> list[list[int]]:
+    """Per sentence, the indices of the parts read beside it, in the parts' order: all of them, or (when worth it)
+    the `shortlist` nearest by embedding."""
+    every = list(range(len(texts)))
+    if not shortlist or not texts or not worth_shortlisting(len(sentences), len(texts), shortlist):
+        return [every for _ in sentences]
+    import numpy as np
+
+    from ..retrieval.dense import Encoder
+
+    vectors = Encoder().encode([*sentences, *texts])
+    near = vectors[len(sentences) :] @ vectors[: len(sentences)].T  # (parts, sentences)
+    return [sorted(np.argsort(-near[:, i], kind="stable")[:shortlist].tolist()) for i in range(len(sentences))]
 
 
 NOTHING = {"supported": 0.0, "refuted": 0.0, "nei": 1.0}
