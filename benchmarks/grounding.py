@@ -170,7 +170,7 @@ def main() -> int:
     ap.add_argument("--speed-pairs", type=int, default=60)
     ap.add_argument("--speed-only", action="store_true")
     ap.add_argument(
-        "--runtime", default="auto", help="what runs the verifier for the accuracy table: auto, torch, onnx, onnx-int8"
+        "--runtime", default="torch", help="what runs the verifier for the accuracy table: torch, onnx, onnx-int8"
     )
     args = ap.parse_args()
     print(f"Machine: {cpu_line()}; torch threads {args.threads}")
