@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import UserError
-from .options import config_from, model_options, pipeline_options, positive_int
+from .options import config_from, model_options, pipeline_options, positive_int, read_documents
 
 if TYPE_CHECKING:
     from ..textcheck.run import ClaimResult
@@ -79,13 +79,7 @@ def cmd_check_text(args: argparse.Namespace) -> int:
         raise UserError(
             "give the documents to check against (--evidence-file) or an index to search (--index), not both"
         )
-    given = [
-        read_source(ref, allow_private=config.defame.allow_private_addresses, timeout=config.timeout)
-        for ref in args.evidence_file or []
-    ]
-    for doc in given:
-        if not doc.text.strip():
-            raise UserError(f"{doc.origin} has no text to check the claims against")
+    given = read_documents(args.evidence_file or [], config, "the claims")
     has_documents = bool(given) or has_source(config)
     memory_only = args.pipeline is None and not has_documents
     if args.pipeline is None:  # with documents the evidence-only verifier; without them, the model's memory

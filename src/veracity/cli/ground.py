@@ -44,18 +44,17 @@ def cmd_ground(args: argparse.Namespace) -> int:
     from ..claims.sources import read_source
     from ..config import load_config
     from ..grounding import Document, ground
+    from .options import read_documents
 
     config = load_config(args.config)
     allow, timeout = config.defame.allow_private_addresses, config.timeout
     if sum(ref == "-" for ref in [*args.document, *([] if args.text else [args.answer])]) > 1:
         raise UserError('standard input ("-") can be read once: give the answer or one document there, not both')
     answer = args.answer if args.text else read_source(args.answer, allow_private=allow, timeout=timeout).text
-    docs = []
-    for n, ref in enumerate(args.document, 1):
-        source = read_source(ref, allow_private=allow, timeout=timeout)
-        if not source.text.strip():
-            raise UserError(f"{source.origin} has no text to check the answer against")
-        docs.append(Document(f"doc-{n}", source.text, source.title or source.origin, None))
+    docs = [
+        Document(f"doc-{n}", source.text, source.title or source.origin)
+        for n, source in enumerate(read_documents(args.document, config, "the answer"), 1)
+    ]
     result = ground(answer, docs, config=config, verifier=args.verifier)
     if args.json:
         json.dump(result.to_dict(), sys.stdout, indent=1, ensure_ascii=False)

@@ -251,6 +251,21 @@ def listen_url(host: str, port: int, path: str = "") -> str:
     return f"http://{f'[{host}]' if ':' in host else host}:{port}{path}"
 
 
+def read_documents(refs: list[str], config, against: str) -> list:
+    """The documents at `refs` (files, URLs, "-"), as `check-text --evidence-file` and `ground --document` read them;
+    a UserError names one with no text ("... has no text to check `against` against")."""
+    from ..claims.sources import read_source
+    from ..errors import UserError
+
+    docs = [
+        read_source(ref, allow_private=config.defame.allow_private_addresses, timeout=config.timeout) for ref in refs
+    ]
+    for doc in docs:
+        if not doc.text.strip():
+            raise UserError(f"{doc.origin} has no text to check {against} against")
+    return docs
+
+
 def read_user_file(path: str, limit: int, what: str) -> bytes:
     """A user file ('-': standard input), read up to `limit` bytes, or a one-line UserError."""
     import sys

@@ -18,6 +18,7 @@ from ..verify.grounding import (
     GroundingRule,
     ground_sentences,
     narrow_quotes,
+    reading_dict,
 )
 from .documents import Document, as_documents
 
@@ -184,7 +185,7 @@ def _sentence(i: int, split, g: Grounded, docs: list[Document]) -> SentenceGroun
         probability=g.probability,
         decided=g.decided,
         quote=quote,
-        reading={k: round(float(v), 4) for k, v in part.probabilities.items()} if part else {},
+        reading=reading_dict(part.probabilities) if part else {},
         parts_read=g.parts,
         read_closely=g.read_closely,
         read_as=read if read != written else "",

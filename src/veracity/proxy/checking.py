@@ -26,7 +26,6 @@ from ..claims.sentences import sentence_spans
 from ..failures import short_error
 from ..inputs import InputError, clean_answer
 from ..leaf.factcheck import AnswerChecker, LeafResult, SentenceCheck
-from ..leaf.prompts import NOT_SUPPORTED, SUPPORTED
 from ..leaf.rater import Rater
 from ..server import store as st
 from ..server.answers import AnswerCheckPipeline
@@ -280,6 +279,8 @@ def grounding_view(result) -> dict[str, Any]:
     """A grounding check (veracity.grounding) in the shape of `result_view`: the score (supported of all checked, as
     LEAF counts; the policies read it), the grounded share of the decided units, and each unit with its verdict,
     span, probability, and the part of a document that decided it as its evidence."""
+    from ..grounding.check import WORDS
+
     units = []
     for s in result.sentences:
         quote = s.quote
@@ -298,20 +299,10 @@ def grounding_view(result) -> dict[str, Any]:
             )
         units.append(
             {
-                "index": s.index,
-                "text": s.text,
-                "span": list(s.span),
-                "shown_as": s.shown_as,
+                **s.to_dict(),  # index, text, span, label, shown_as, probability, confidence, quote, reading, ...
                 "uncertain": not s.decided,
-                "verdict": {"supported": SUPPORTED, "contradicted": "Contradicted"}.get(s.label, NOT_SUPPORTED),
-                "label": s.label,
+                "verdict": WORDS[s.label],
                 "supported": s.label == "supported" and s.decided,
-                "confidence": round(s.confidence, 4),
-                "probability": round(s.probability, 4),
-                "quote": quote,
-                "reading": s.reading,
-                "parts_read": s.parts_read,
-                **({"read_as": s.read_as} if s.read_as else {}),
                 "evidence": evidence,
             }
         )

@@ -46,9 +46,8 @@ async def ground_answer(body: GroundIn, request: Request) -> dict[str, Any]:
         raise ApiError(400, "invalid_documents", f"give at most {MAX_DOCUMENTS} documents, not {len(body.documents)}")
     if sum(len(d.text.encode("utf-8", "surrogatepass")) for d in body.documents) > limit:
         raise ApiError(400, "invalid_documents", f"the documents hold over {limit:,} bytes together: give fewer")
-    docs = [d.model_dump() for d in body.documents]
-    try:
-        as_documents(docs)
+    try:  # read here, so that a document's fault is told from the answer's
+        docs = as_documents([d.model_dump() for d in body.documents])
     except UserError as e:
         raise ApiError(400, "invalid_documents", str(e)) from None
     try:

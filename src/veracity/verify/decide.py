@@ -55,11 +55,16 @@ def _strongest(v: Verification) -> tuple[float, float]:
     return max(p["supported"] for p in v.per_passage), max(p["refuted"] for p in v.per_passage)
 
 
+def _against_the_rest(refuted: str) -> bool:
+    """Whether a set's other label is "Not Supported" (LEAF): refuted or not settled, not refuted alone."""
+    return refuted.lower() == "not supported"
+
+
 def _two_label_rule(refuted: str, binary_rule: TwoLabelRule, rest_rule: TwoLabelRule) -> TwoLabelRule:
     """The rule for a set without a not-enough-information label: "Not Supported" (LEAF) means refuted or not
     settled, the supported mass against all the rest (the artifact's rule for that); otherwise the artifact's rule
     for two-label sets."""
-    return rest_rule if refuted.lower() == "not supported" else binary_rule
+    return rest_rule if _against_the_rest(refuted) else binary_rule
 
 
 def label_for(
@@ -270,7 +275,7 @@ def check_evidence(
     texts = [evidence_text(e.text, e.source) for e in passages]
     setting = evidence_setting(passages)
     binary_rule, threshold, rest_rule = verifier.binary_rule, uncertain_threshold(settings), verifier.rest_rule
-    grounding = _names(tuple(dict.fromkeys(labels)))[1].lower() == "not supported"
+    grounding = _against_the_rest(_names(tuple(dict.fromkeys(labels)))[1])
     if grounding:  # Supported / Not Supported (LEAF): supported when some part of one passage supports it
         from .grounding import GroundingRule, as_verification, ground_sentences
 

@@ -20,6 +20,7 @@ with its document and character offsets.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from .result import LABELS, NOT_ADDRESSED, Verification, binary_label
@@ -84,7 +85,6 @@ class GroundingRule:
     uncertain_below: float = FALLBACK_UNCERTAIN_BELOW
     part_tokens: int = PART_TOKENS
     fitted: bool = False
-    measured: dict = field(default_factory=dict)
 
     @classmethod
     def of(cls, verifier) -> GroundingRule:
@@ -100,7 +100,6 @@ class GroundingRule:
             uncertain_below=float(entry["uncertain_below"]),
             part_tokens=int(entry.get("part_tokens", PART_TOKENS)),
             fitted=True,
-            measured=dict(entry.get("measured") or {}),
         )
 
     def probability(self, supported: float) -> float:
@@ -143,12 +142,7 @@ def ground_sentences(
     if not sentences:
         return []
     count = _counter(verifier)
-    lock = getattr(verifier, "_lock", None)
-    if lock is not None:  # a fast tokenizer is not to be used by two threads at once
-        with lock:
-            longest = max(count(s) for s in sentences)
-            spans = cut_documents(verifier, documents, longest, rule.part_tokens)
-    else:
+    with getattr(verifier, "_lock", None) or nullcontext():  # a fast tokenizer is not for two threads at once
         longest = max(count(s) for s in sentences)
         spans = cut_documents(verifier, documents, longest, rule.part_tokens)
     parts = [(d, a, b, " ".join(documents[d][a:b].split())) for d, doc_spans in enumerate(spans) for a, b in doc_spans]
@@ -204,17 +198,22 @@ def as_verification(g: Grounded) -> Verification:
 
 
 def _conclude(parts: list[Part], rule: GroundingRule) -> Grounded:
+    """The verdict of the parts read beside a sentence: supported by the most supporting one, else contradicted by
+    the most refuting one where it refutes and addresses the sentence, else not supported; decided when the
+    verdict's probability reaches the rule's threshold."""
     if not parts:
-        return Grounded(NOT_SUPPORTED, rule.probability(0.0), False, None, None, 0)
-    support = max(parts, key=lambda p: p.probabilities["supported"])
+        return Grounded(NOT_SUPPORTED, rule.probability(0.0), False, None)
+    support = max(parts, key=lambda x: x.probabilities["supported"])
     p = rule.probability(support.probabilities["supported"])
-    if p >= 0.5:
-        return Grounded(SUPPORTED, p, p >= rule.uncertain_below, support, None, len(parts))
-    refuting = max(parts, key=lambda x: x.probabilities["refuted"])
-    r = refuting.probabilities
-    if r["refuted"] > 0.5 and r["nei"] < NOT_ADDRESSED:
-        return Grounded(CONTRADICTED, p, 1.0 - p >= rule.uncertain_below, support, refuting, len(parts))
-    return Grounded(NOT_SUPPORTED, p, 1.0 - p >= rule.uncertain_below, support, None, len(parts))
+    refuting = None if p >= 0.5 else max(parts, key=lambda x: x.probabilities["refuted"])
+    if refuting is not None and not (
+        refuting.probabilities["refuted"] > 0.5 and refuting.probabilities["nei"] < NOT_ADDRESSED
+    ):
+        refuting = None
+    label = SUPPORTED if p >= 0.5 else CONTRADICTED if refuting is not None else NOT_SUPPORTED
+    found = Grounded(label, p, False, support, refuting)
+    found.decided = found.confidence >= rule.uncertain_below
+    return found
 
 
 def narrow_quotes(verifier, sentences: Sequence[str], found: list[Grounded], documents: Sequence[str]) -> None:
@@ -250,4 +249,5 @@ def narrow_quotes(verifier, sentences: Sequence[str], found: list[Grounded], doc
 
 
 def reading_dict(probabilities: Mapping[str, float]) -> dict[str, float]:
+    """A part's three-way reading as results show it: each label's probability to four places."""
     return {k: round(float(probabilities[k]), 4) for k in LABELS}

@@ -110,7 +110,6 @@ class LexicalVerifier:
     """The lexical baseline behind the same interface as the trained verifier (verify/model.Verifier)."""
 
     name = "lexical"
-    settings: dict = {}  # noqa: RUF012  (no verifier.json: no grounding rule, the fallback one)
     max_length = 512  # words of a pair: the parts grounding cuts documents into are counted in words (grounding.py)
 
     def __init__(self, model: LexicalModel, binary_rule: str = "supported_vs_refuted") -> None:

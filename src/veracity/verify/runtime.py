@@ -21,7 +21,6 @@ import os
 import threading
 import warnings
 from pathlib import Path
-from typing import Any
 
 from ..errors import UserError
 
@@ -167,11 +166,12 @@ def _exported(model, tokenizer, inputs: list[str], folder: Path, settings: dict,
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     tmp = path.with_suffix(f".{os.getpid()}.tmp.onnx")
-    logging.getLogger("root").setLevel(logging.ERROR)  # its advice to pre-process, printed at every call
-    quantize_dynamic(str(plain), str(tmp), weight_type=QuantType.QInt8)
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # its advice to pre-process, logged at every call; the process's level kept
+    try:
+        quantize_dynamic(str(plain), str(tmp), weight_type=QuantType.QInt8)
+    finally:
+        root.setLevel(level)
     os.replace(tmp, path)
     return path
-
-
-def describe(runner: Any) -> str:
-    return getattr(runner, "name", "torch")

@@ -29,7 +29,7 @@ from ...metrics import expected_calibration_error
 from ..grounding import PART_TOKENS, SUPPORTED, GroundingRule, ground_sentences
 from .fits import fit_rest_rule
 from .open_world import CONFIDENCE_Z, MIN_DECIDED, TARGET, wilson_lower
-from .sources import capped, read_sources
+from .sources import SourcePair, capped, read_sources
 
 SPLIT_SOURCES = ("begin", "summedits", "factcheck_gpt")  # split with the verifier's training (sources.py)
 CITATION = "citation_integrity"  # never trained on: its dev split to fit, its test split to measure
@@ -62,19 +62,11 @@ def grounding_pairs(root: Path, *, fit_cap: int = FIT_CAP, measure_cap: int = ME
         path = root / CITATION / f"{split}.jsonl"
         if not path.is_file():
             continue
-        items = [_Row(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        items = [SourcePair(r["claim"], r["evidence"], r["label"], CITATION, split) for r in rows]
         for r in capped(items, caps[half], random.Random(seed)):
-            out.append(GroundingPair(r.row["claim"], r.row["evidence"], r.label == SUPPORTED, CITATION, half))
+            out.append(GroundingPair(r.claim, r.evidence, r.label == SUPPORTED, CITATION, half))
     return out
-
-
-@dataclass(frozen=True)
-class _Row:
-    row: dict
-
-    @property
-    def label(self) -> str:
-        return self.row["label"]
 
 
 def read_pairs(
